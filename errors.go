@@ -1,0 +1,139 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error returned by a [Locker] can be matched against
+// them with [errors.Is]; errors caused by the caller's context also match
+// [context.Canceled] or [context.DeadlineExceeded], and never ErrNotAcquired,
+// so cancellation is always distinguishable from contention.
+var (
+	// ErrNotAcquired reports that the resource is held by another owner:
+	// every attempt allowed by the retry policy found it taken.
+	// Locks are not re-entrant: a resource held under the caller's own token
+	// is taken too.
+	ErrNotAcquired = errors.New("lock: not acquired: held by another owner")
+
+	// ErrNotHeld reports an Unlock or Extend of a lock that is no longer held
+	// under its token: it expired, or it expired and another owner took it.
+	// The caller's critical section outlived its lock.
+	ErrNotHeld = errors.New("lock: not held: expired or taken over")
+
+	// ErrUnavailable reports that stores failed (connection errors, timeouts,
+	// late answers), so the operation could not be completed. The outcome on
+	// the failing stores is unknown; the lockers have already asked them to
+	// release whatever they may hold. [Error.Stores] says which stores failed
+	// and why, and the stores' own errors are part of the chain.
+	ErrUnavailable = errors.New("lock: stores unavailable")
+
+	// ErrInvalid reports bad input: an empty resource, a non-positive TTL, a
+	// zero Lock, a nil store, an invalid option. Nothing was sent to any store.
+	ErrInvalid = errors.New("lock: invalid argument")
+
+	// ErrClosed reports a call on a locker after Shutdown.
+	ErrClosed = errors.New("lock: locker is shut down")
+
+	// ErrLost is the cause (see [context.Cause]) with which [Run] cancels
+	// its function's context when the lock can no longer be kept: an
+	// extension reported it not held, or extensions failed until its
+	// validity ran out.
+	ErrLost = errors.New("lock: lock lost")
+
+	// ErrMaxHold is the cause with which [Run] cancels its function's
+	// context when the maximum hold time set with [MaxHold] is reached.
+	ErrMaxHold = errors.New("lock: maximum hold time reached")
+)
+
+// Error is the error type returned by the lockers. It names the operation
+// and the resource, carries the cause in Err and, for operations that
+// involve stores, the stores that did not succeed and why.
+//
+// Error unwraps to Err and to the stores' errors that are not lock outcomes
+// (a store answering "held by another" or "not held" is not part of the
+// chain, so errors.Is(err, ErrNotAcquired) reflects the overall outcome).
+type Error struct {
+	Op       string       // "lock", "trylock", "unlock", "extend", "islocked", "run", "new"
+	Resource string       // the resource, if any
+	Err      error        // the overall cause: a sentinel of this package, a context error, or a validation error
+	Stores   []StoreError // stores that did not succeed, in store order
+}
+
+// StoreError is the outcome of one store that did not succeed.
+type StoreError struct {
+	Index int    // position of the store in the locker's store list
+	Store string // the store's name: its String method, or its index and type
+	Err   error  // what the store returned
+}
+
+// Error implements error.
+func (e StoreError) Error() string { return e.Store + ": " + trimPrefix(e.Err) }
+
+// Unwrap returns the store's error.
+func (e StoreError) Unwrap() error { return e.Err }
+
+// Error implements error.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("lock: ")
+	b.WriteString(e.Op)
+	if e.Resource != "" {
+		fmt.Fprintf(&b, " %q", e.Resource)
+	}
+	b.WriteString(": ")
+	b.WriteString(trimPrefix(e.Err))
+	for i, s := range e.Stores {
+		if i == 0 {
+			b.WriteString(" [")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(s.Error())
+		if i == len(e.Stores)-1 {
+			b.WriteString("]")
+		}
+	}
+	return b.String()
+}
+
+// Unwrap returns Err followed by the stores' errors that are failures
+// rather than lock outcomes.
+func (e *Error) Unwrap() []error {
+	errs := make([]error, 0, 1+len(e.Stores))
+	errs = append(errs, e.Err)
+	for _, s := range e.Stores {
+		if !isOutcome(s.Err) {
+			errs = append(errs, s)
+		}
+	}
+	return errs
+}
+
+// isOutcome reports whether a store error is a lock outcome, as opposed to
+// a failure of the store.
+func isOutcome(err error) bool {
+	return errors.Is(err, ErrNotAcquired) || errors.Is(err, ErrNotHeld)
+}
+
+// trimPrefix renders err without the package prefix, so that wrapped
+// sentinels do not repeat "lock: ".
+func trimPrefix(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return strings.TrimPrefix(err.Error(), "lock: ")
+}
+
+// invalidf returns a validation error for op on resource.
+func invalidf(op, resource, format string, args ...any) error {
+	return &Error{Op: op, Resource: resource, Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)}
+}
+
+// timeoutError is what a store attempt becomes when the per-store timeout,
+// not the caller's context, ended it. It deliberately does not wrap
+// context.DeadlineExceeded: the caller's context is still alive.
+type timeoutError struct{ after string }
+
+func (e timeoutError) Error() string { return "no answer within " + e.after }

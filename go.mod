@@ -1,0 +1,3 @@
+module github.com/lockkit/lock
+
+go 1.25

@@ -1,0 +1,130 @@
+package lock
+
+import (
+	"context"
+	"time"
+)
+
+// Locker takes locks on named resources. [SingleLocker] takes them in one
+// store, [MultiLocker] in several at once with a quorum (the Redlock
+// algorithm). Lockers are safe for concurrent use.
+type Locker interface {
+	// Lock acquires resource for ttl, retrying while it is held by another
+	// owner as its retry policy says (by default until ctx is done; see
+	// [Retry] and [WithRetry]). On failure the error matches ErrNotAcquired
+	// (held by another after every allowed attempt), a context error, or
+	// ErrUnavailable (stores failed).
+	Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error)
+
+	// TryLock makes exactly one attempt, whatever the retry policy.
+	TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error)
+
+	// IsLocked reports whether anyone holds resource. A multi-store locker
+	// reports true if any store holds it.
+	IsLocked(ctx context.Context, resource string) (bool, error)
+
+	// Unlock releases l. It returns an error matching ErrNotHeld if the lock
+	// had expired or been taken over, and ErrUnavailable if a store failed
+	// and may still hold it (until its TTL runs out).
+	Unlock(ctx context.Context, l Lock) error
+
+	// Extend sets l's time to live to ttl from now and returns the lock with
+	// its new validity. It returns an error matching ErrNotHeld if l is no
+	// longer held; no expired lock is ever re-created.
+	Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error)
+
+	// UnlockAll releases every lock this locker acquired and still holds,
+	// for use at shutdown. Locks found already expired are not reported.
+	UnlockAll(ctx context.Context) error
+
+	// Shutdown makes the locker refuse new locks and extensions (ErrClosed)
+	// and releases every lock it still holds. Unlock keeps working.
+	Shutdown(ctx context.Context) error
+}
+
+// Quorum decides whether enough stores granted a lock. Met must be
+// monotonic: if it is met with g grants it is met with more.
+// Package quorum has the usual ones.
+type Quorum interface {
+	Met(granted, total int) bool
+}
+
+// TokenGenerator makes the owner tokens that protect Release and Extend.
+// Tokens must be unique across every client of the same stores; package
+// tokengen has a random generator (the default) and a fixed one.
+type TokenGenerator interface {
+	Token() (string, error)
+}
+
+// Options configures a locker. The zero value (or nil) gives the defaults.
+type Options struct {
+	// Tokens makes owner tokens. Default: tokengen.Random.
+	Tokens TokenGenerator
+
+	// Quorum decides when enough stores granted a lock (NewMulti only).
+	// It must require more than half of the stores: anything less would let
+	// two owners hold a lock at once. Default: quorum.Majority.
+	Quorum Quorum
+
+	// DriftFactor is the fraction of the TTL allowed for clock drift
+	// between this process and the stores. Every lock's validity is reduced
+	// by ttl×DriftFactor + 2ms + the stores' TTL granularity.
+	// Must be in [0, 0.5); zero selects the default, 0.01.
+	DriftFactor float64
+
+	// StoreTimeout bounds each call to one store made by a MultiLocker, so
+	// a dead store costs at most this much (keep it small next to the
+	// TTL); for both lockers it also bounds the cleanup calls made after an
+	// ambiguous outcome or a cancellation. Default: 50ms.
+	StoreTimeout time.Duration
+
+	// Retry is the retry policy of Lock when a call passes none.
+	// Default: [DefaultRetry], which retries until the context is done.
+	Retry *Retry
+}
+
+const (
+	defaultDriftFactor  = 0.01
+	driftConstant       = 2 * time.Millisecond
+	defaultStoreTimeout = 50 * time.Millisecond
+)
+
+// MaxTTL is the longest TTL the lockers accept.
+const MaxTTL = 365 * 24 * time.Hour
+
+// Option is a per-call option of Lock and [Run].
+type Option func(*callOptions)
+
+type callOptions struct {
+	retry       *Retry
+	maxHold     time.Duration
+	extendEvery time.Duration
+}
+
+// WithRetry sets the retry policy of one Lock or Run call.
+func WithRetry(r Retry) Option {
+	return func(o *callOptions) { o.retry = &r }
+}
+
+// MaxHold limits how long [Run] keeps a lock: at d after acquisition it
+// stops extending it and cancels the function's context with cause
+// [ErrMaxHold]. Lock ignores it.
+func MaxHold(d time.Duration) Option {
+	return func(o *callOptions) { o.maxHold = d }
+}
+
+// ExtendEvery sets how often [Run] extends its lock. Default: a third of the
+// TTL. Lock ignores it.
+func ExtendEvery(d time.Duration) Option {
+	return func(o *callOptions) { o.extendEvery = d }
+}
+
+func collect(opts []Option) callOptions {
+	var o callOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}

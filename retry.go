@@ -1,0 +1,131 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Retry says how Lock retries while a resource is held by another owner or
+// while stores fail. Validation errors and a closed locker are never
+// retried. Between attempts Lock waits for the resource to be released
+// when the store can notify it ([Waiter]), for at most the delay, and
+// otherwise sleeps the delay.
+type Retry struct {
+	// Attempts is the number of attempts after the first one: 0 makes one
+	// attempt only, [Forever] retries until the context is done.
+	Attempts int
+
+	// Delay is the wait before the first retry. Every wait is drawn at
+	// random from [d/2, d], so that waiters do not hit the stores in waves.
+	Delay time.Duration
+
+	// MaxDelay, when greater than Delay, makes the waits double after each
+	// attempt up to MaxDelay (exponential backoff). Zero keeps them at Delay.
+	MaxDelay time.Duration
+}
+
+// Forever, as Retry.Attempts, retries until the context is done.
+const Forever = -1
+
+// DefaultRetry is the retry policy of Lock unless the locker's Options or
+// the call say otherwise: retry until the context is done, backing off from
+// 10ms to 500ms, woken early by a release where the store supports it.
+var DefaultRetry = Retry{Attempts: Forever, Delay: 10 * time.Millisecond, MaxDelay: 500 * time.Millisecond}
+
+// NoRetry makes Lock behave as TryLock.
+var NoRetry = Retry{}
+
+func (r Retry) validate() error {
+	switch {
+	case r.Attempts < Forever:
+		return fmt.Errorf("Retry.Attempts is %d: want >= 0, or Forever", r.Attempts)
+	case r.Delay < 0:
+		return fmt.Errorf("Retry.Delay is %v: want >= 0", r.Delay)
+	case r.Attempts != 0 && r.Delay == 0:
+		return errors.New("Retry.Delay is 0 with retries: want a positive delay")
+	case r.MaxDelay < 0:
+		return fmt.Errorf("Retry.MaxDelay is %v: want >= 0", r.MaxDelay)
+	case r.MaxDelay != 0 && r.MaxDelay < r.Delay:
+		return fmt.Errorf("Retry.MaxDelay (%v) is less than Retry.Delay (%v)", r.MaxDelay, r.Delay)
+	}
+	return nil
+}
+
+// delay returns the jittered wait after the attempt numbered n (from 0).
+func (r Retry) delay(n int) time.Duration {
+	d := r.Delay
+	for i := 0; i < n && d < r.MaxDelay; i++ {
+		d *= 2
+	}
+	if r.MaxDelay > r.Delay && d > r.MaxDelay {
+		d = r.MaxDelay
+	}
+	half := d / 2
+	return half + time.Duration(rand.Int64N(int64(d-half)+1))
+}
+
+// attemptFunc makes one attempt to acquire; on failure it returns an *Error
+// whose Op and Resource the caller fills in.
+type attemptFunc func(ctx context.Context) (Lock, *Error)
+
+// waitFunc waits, within ctx, for a resource that the attempt which
+// returned last found held to be released. It reports whether a release
+// woke it (false: ctx ended, or the stores could not wait).
+type waitFunc func(ctx context.Context, last *Error) bool
+
+// retryLoop runs attempt as retry allows, pausing between attempts.
+func retryLoop(ctx context.Context, retry Retry, attempt attemptFunc, wait waitFunc) (Lock, *Error) {
+	for n := 0; ; n++ {
+		l, e := attempt(ctx)
+		if e == nil {
+			return l, nil
+		}
+		if ctx.Err() != nil {
+			return Lock{}, canceled(ctx, e)
+		}
+		if errors.Is(e.Err, ErrInvalid) || (retry.Attempts != Forever && n >= retry.Attempts) {
+			return Lock{}, e
+		}
+		if !pause(ctx, retry.delay(n), e, wait) {
+			return Lock{}, canceled(ctx, e)
+		}
+	}
+}
+
+// pause waits d, or until a release if the last attempt met contention and
+// the stores can notify releases. It reports whether ctx is still alive.
+func pause(ctx context.Context, d time.Duration, last *Error, wait waitFunc) bool {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if wait != nil && errors.Is(last.Err, ErrNotAcquired) && wait(wctx, last) {
+		return ctx.Err() == nil // woken by a release: try again at once
+	}
+	<-wctx.Done()
+	return ctx.Err() == nil
+}
+
+// canceled turns the last attempt's error into the error of a call whose
+// context ended: it matches the context's error, not the last outcome.
+func canceled(ctx context.Context, last *Error) *Error {
+	err := ctxErr(ctx)
+	if last != nil && last.Err != nil && !errors.Is(last.Err, ctx.Err()) {
+		err = fmt.Errorf("%w (last attempt: %s)", err, trimPrefix(last.Err))
+	}
+	e := &Error{Err: err}
+	if last != nil {
+		e.Stores = last.Stores
+	}
+	return e
+}
+
+// ctxErr returns ctx's error, with its cause when the cause says more.
+func ctxErr(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
+}

@@ -1,0 +1,204 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SingleLocker takes locks in one store. Its guarantees are the store's:
+// with a single Redis node, mutual exclusion holds while that node lives
+// and keeps its data.
+type SingleLocker struct {
+	core
+	store storeRef
+}
+
+var _ Locker = (*SingleLocker)(nil)
+
+// NewSingle returns a locker over store. A nil opts gives the defaults;
+// Options.Quorum must be nil.
+func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
+	const op = "new"
+	s := &SingleLocker{}
+	if err := s.init(op, opts); err != nil {
+		return nil, err
+	}
+	if opts != nil && opts.Quorum != nil {
+		return nil, invalidf(op, "", "Options.Quorum applies to NewMulti only")
+	}
+	refs, err := s.resolve(op, []Store{store})
+	if err != nil {
+		return nil, err
+	}
+	s.store = refs[0]
+	return s, nil
+}
+
+// Lock implements [Locker].
+func (s *SingleLocker) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error) {
+	const op = "lock"
+	if err := s.checkLock(op, resource, ttl); err != nil {
+		return Lock{}, err
+	}
+	retry, err := s.policy(op, resource, collect(opts))
+	if err != nil {
+		return Lock{}, err
+	}
+	return s.acquire(ctx, op, resource, ttl, retry)
+}
+
+// TryLock implements [Locker].
+func (s *SingleLocker) TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error) {
+	const op = "trylock"
+	if err := s.checkLock(op, resource, ttl); err != nil {
+		return Lock{}, err
+	}
+	return s.acquire(ctx, op, resource, ttl, NoRetry)
+}
+
+func (s *SingleLocker) acquire(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (Lock, error) {
+	attempt := func(ctx context.Context) (Lock, *Error) { return s.attempt(ctx, resource, ttl) }
+	var wait waitFunc
+	if s.store.waiter != nil {
+		wait = func(ctx context.Context, _ *Error) bool { return s.store.waiter.WaitRelease(ctx, resource) == nil }
+	}
+	l, e := retryLoop(ctx, retry, attempt, wait)
+	if e != nil {
+		e.Op, e.Resource = op, resource
+		return Lock{}, e
+	}
+	s.held.put(l)
+	return l, nil
+}
+
+// attempt makes one acquisition attempt with a fresh token.
+func (s *SingleLocker) attempt(ctx context.Context, resource string, ttl time.Duration) (Lock, *Error) {
+	if err := ctx.Err(); err != nil {
+		return Lock{}, &Error{Err: ctxErr(ctx)}
+	}
+	token, e := s.token()
+	if e != nil {
+		return Lock{}, e
+	}
+	start := time.Now()
+	fence, err := acquireOn(ctx, s.store, resource, token, ttl)
+	if err != nil {
+		if errors.Is(err, ErrNotAcquired) {
+			return Lock{}, &Error{Err: ErrNotAcquired}
+		}
+		// The outcome is unknown: the store may hold the lock under token.
+		s.cleanup(ctx, resource, token)
+		if ctx.Err() != nil {
+			return Lock{}, &Error{Err: ctxErr(ctx)}
+		}
+		return Lock{}, s.unavailable(err)
+	}
+	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}
+	if !l.Valid() {
+		s.cleanup(ctx, resource, token)
+		return Lock{}, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", time.Since(start).Round(time.Microsecond)))
+	}
+	return l, nil
+}
+
+func (s *SingleLocker) unavailable(err error) *Error {
+	return &Error{Err: ErrUnavailable, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
+}
+
+// cleanup releases a lock whose acquisition had an unknown outcome.
+func (s *SingleLocker) cleanup(ctx context.Context, resource, token string) {
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	_ = s.store.Release(cctx, resource, token)
+}
+
+// IsLocked implements [Locker].
+func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, error) {
+	const op = "islocked"
+	if err := s.checkResource(op, resource); err != nil {
+		return false, err
+	}
+	ok, err := s.store.Exists(ctx, resource)
+	if err != nil {
+		return false, s.fail(ctx, op, resource, err)
+	}
+	return ok, nil
+}
+
+// Unlock implements [Locker].
+func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
+	const op = "unlock"
+	if err := s.checkHeld(op, l); err != nil {
+		return err
+	}
+	err := s.store.Release(ctx, l.Resource, l.Token)
+	switch {
+	case err == nil:
+		s.held.remove(l)
+		return nil
+	case errors.Is(err, ErrNotHeld):
+		s.held.remove(l)
+		return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
+	default:
+		return s.fail(ctx, op, l.Resource, err)
+	}
+}
+
+// Extend implements [Locker].
+func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
+	const op = "extend"
+	if s.closed.Load() {
+		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
+	}
+	if err := s.checkHeld(op, l); err != nil {
+		return Lock{}, err
+	}
+	if err := s.checkTTL(op, l.Resource, ttl); err != nil {
+		return Lock{}, err
+	}
+	if s.store.ext == nil {
+		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%s cannot extend locks: %w", s.store.name, errors.ErrUnsupported)}
+	}
+	start := time.Now()
+	err := s.store.ext.Extend(ctx, l.Resource, l.Token, ttl)
+	switch {
+	case err == nil:
+		l.ValidUntil = s.validUntil(start, ttl)
+		s.held.put(l)
+		return l, nil
+	case errors.Is(err, ErrNotHeld):
+		s.held.remove(l)
+		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
+	default:
+		return Lock{}, s.fail(ctx, op, l.Resource, err)
+	}
+}
+
+// fail wraps a store failure, or the context's error if ctx ended.
+func (s *SingleLocker) fail(ctx context.Context, op, resource string, err error) error {
+	if ctx.Err() != nil {
+		return &Error{Op: op, Resource: resource, Err: ctxErr(ctx)}
+	}
+	e := s.unavailable(err)
+	e.Op, e.Resource = op, resource
+	return e
+}
+
+// UnlockAll implements [Locker].
+func (s *SingleLocker) UnlockAll(ctx context.Context) error { return s.unlockAll(ctx, s.Unlock) }
+
+// Shutdown implements [Locker].
+func (s *SingleLocker) Shutdown(ctx context.Context) error {
+	s.closed.Store(true)
+	return s.UnlockAll(ctx)
+}
+
+// acquireOn acquires on one store, fenced when the store can fence.
+func acquireOn(ctx context.Context, s storeRef, resource, token string, ttl time.Duration) (uint64, error) {
+	if s.fencer != nil {
+		return s.fencer.AcquireFenced(ctx, resource, token, ttl)
+	}
+	return 0, s.Acquire(ctx, resource, token, ttl)
+}

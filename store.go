@@ -1,0 +1,110 @@
+package lock
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the storage a locker takes locks in: a Redis server, a memcached
+// server, memory. A Store makes one attempt per call and never retries;
+// retries, validation and validity accounting are the lockers' job.
+// Implementations must be safe for concurrent use.
+//
+// Every method must treat an outcome it cannot be sure of (a timeout after
+// the request was sent, a connection reset) as an error of its own — the
+// transport error, or the context's error — and never as ErrNotAcquired or
+// ErrNotHeld: the lockers then clean up by token.
+//
+// Package conformance checks that a Store honours this contract.
+type Store interface {
+	// Acquire sets resource to token with the given time to live if, and
+	// only if, the resource is free. If the resource is held by anyone — the
+	// same token included, as locks are not re-entrant — it returns
+	// ErrNotAcquired and changes nothing.
+	Acquire(ctx context.Context, resource, token string, ttl time.Duration) error
+
+	// Release frees resource if, and only if, it is held under token, as one
+	// atomic compare-and-delete. Otherwise — free, expired, or held under
+	// another token — it returns ErrNotHeld and changes nothing.
+	Release(ctx context.Context, resource, token string) error
+
+	// Exists reports whether anyone holds resource.
+	Exists(ctx context.Context, resource string) (bool, error)
+}
+
+// The interfaces below are optional capabilities of a Store, discovered by
+// type assertion in the manner of database/sql/driver. Each documents what
+// the lockers do when a store lacks it.
+
+// Extender is a Store that can extend a held lock.
+//
+// Extend sets the time to live of resource to ttl from now if, and only if,
+// it is held under token, atomically. Otherwise it returns ErrNotHeld and
+// changes nothing: an expired lock is never re-created.
+//
+// Fallback: without it, Locker.Extend returns an error matching
+// [errors.ErrUnsupported], and [Run] cancels its function's context when
+// the lock's validity runs out.
+type Extender interface {
+	Extend(ctx context.Context, resource, token string, ttl time.Duration) error
+}
+
+// TTLReader is a Store that can tell how long a held resource has left.
+//
+// TTL returns the remaining time to live of resource and true, or false if
+// it is free.
+//
+// Fallback: the lockers do not need it; tools that show a lock's remaining
+// time (lockctl status) report it as unknown.
+type TTLReader interface {
+	TTL(ctx context.Context, resource string) (remaining time.Duration, held bool, err error)
+}
+
+// Fencer is a Store that hands out fencing tokens.
+//
+// AcquireFenced behaves exactly as Acquire and, on success, also returns a
+// fence: a number strictly greater than every fence this store returned
+// earlier for the same resource, across releases and expiry. The fence and
+// the lock are set atomically.
+//
+// Fallback: without it, Lock.Fence is 0.
+type Fencer interface {
+	AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (fence uint64, err error)
+}
+
+// Waiter is a Store that can wait for a held resource to become free, so
+// contended callers wake up on release instead of polling.
+//
+// WaitRelease returns nil at once if resource is free, and otherwise blocks
+// until it is released or expires, or until ctx ends (then it returns the
+// context's error). It must not miss a release that happens after the call
+// began. When several callers wait, a store may wake only one of them per
+// release (handing over to the next caller in line), so waiters do not
+// stampede; the lockers bound every wait by their retry delay.
+//
+// Fallback: without it, the lockers sleep the retry delay between attempts.
+type Waiter interface {
+	WaitRelease(ctx context.Context, resource string) error
+}
+
+// Granular is a Store whose expiry is coarser than a millisecond, such as
+// memcached with its whole seconds.
+//
+// TTLGranularity returns the amount by which a lock may expire earlier than
+// its TTL says. The lockers subtract it from every lock's validity and
+// refuse TTLs that leave no validity.
+//
+// Fallback: without it, the granularity is taken to be zero.
+type Granular interface {
+	TTLGranularity() time.Duration
+}
+
+// ResourceValidator is a Store that cannot represent every resource name as
+// it is (too long, say). ValidateResource returns an error wrapping
+// ErrInvalid that names what is wrong with resource.
+//
+// The lockers call it before sending anything to any store. Fallback:
+// without it, every non-empty resource is accepted.
+type ResourceValidator interface {
+	ValidateResource(resource string) error
+}

@@ -1,0 +1,42 @@
+// Package memory is an in-memory lock store: the reference implementation
+// of [lock.Store] and the fake to put in unit tests.
+//
+// A Store keeps its locks in process memory, so it gives mutual exclusion
+// between goroutines of one process only. Use it in tests of code that
+// takes locks, and as the model the other stores are checked against: it
+// passes the whole conformance suite.
+//
+// # Capabilities
+//
+// Every optional capability of package lock:
+//   - [lock.Extender]: Extend.
+//   - [lock.TTLReader]: TTL.
+//   - [lock.Fencer]: AcquireFenced, with fences strictly increasing per
+//     resource for the life of the Store.
+//   - [lock.Waiter]: WaitRelease blocks without polling and is woken by
+//     Release, Expire or expiry; a release wakes one waiter, in arrival
+//     order, so waiters take turns instead of stampeding.
+//
+// TTLs are exact: the store has no granularity.
+//
+// # Design
+//
+// Locks live in 64 shards, each a mutex and a map, so goroutines locking
+// distinct resources rarely contend. No goroutine or timer is started per
+// lock: an expired lock is removed when next touched, and a shard sweeps
+// out its expired locks whenever it has doubled in size since its last
+// sweep, so memory stays bounded by the number of live locks.
+//
+// # Testing with it
+//
+// The Store reads the time with time.Now and waits with timers, so inside a
+// testing/synctest bubble it runs on the bubble's fake clock: tests of
+// expiry, retries and extension need no sleeps.
+//
+// Inject makes the next calls fail, slow down, or lose their reply after
+// taking effect, and Expire forces a lock to expire, so tests can exercise
+// their own error paths:
+//
+//	store.Inject(memory.Fault{Ops: memory.OpRelease, Err: errors.New("connection reset")})
+//	store.Expire("orders/42") // the holder's next Extend reports lock.ErrNotHeld
+package memory

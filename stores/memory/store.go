@@ -1,0 +1,253 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// Store is an in-memory lock store. The zero value is not usable; call New.
+// A Store is safe for concurrent use.
+type Store struct {
+	name   string
+	seed   maphash.Seed
+	faults faults
+	shards [shardCount]shard
+}
+
+var (
+	_ lock.Store     = (*Store)(nil)
+	_ lock.Extender  = (*Store)(nil)
+	_ lock.TTLReader = (*Store)(nil)
+	_ lock.Fencer    = (*Store)(nil)
+	_ lock.Waiter    = (*Store)(nil)
+)
+
+const shardCount = 64
+
+type shard struct {
+	mu      sync.Mutex
+	locks   map[string]entry
+	fence   uint64                // last fence handed out for a resource of this shard
+	waiters map[string]*waitQueue // callers blocked in WaitRelease, by resource
+	sweepAt int                   // sweep expired locks when the map reaches this size
+	_       [64]byte              // keep shards on separate cache lines
+}
+
+type entry struct {
+	token   string
+	expires time.Time
+}
+
+func (e entry) live(now time.Time) bool { return now.Before(e.expires) }
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithName names the store in errors and in String; the default is "memory".
+func WithName(name string) Option { return func(s *Store) { s.name = name } }
+
+// New returns an empty Store.
+func New(opts ...Option) *Store {
+	s := &Store{name: "memory", seed: maphash.MakeSeed()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// String returns the store's name.
+func (s *Store) String() string { return s.name }
+
+func (s *Store) shard(resource string) *shard {
+	return &s.shards[maphash.String(s.seed, resource)%shardCount]
+}
+
+// Acquire implements [lock.Store].
+func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
+	_, err := s.acquire(ctx, OpAcquire, resource, token, ttl)
+	return err
+}
+
+// AcquireFenced implements [lock.Fencer]: fences increase strictly for each
+// resource (they are drawn from a counter shared by the resources of one
+// shard) for the life of the Store.
+func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+	return s.acquire(ctx, OpAcquire, resource, token, ttl)
+}
+
+func (s *Store) acquire(ctx context.Context, op Op, resource, token string, ttl time.Duration) (uint64, error) {
+	if err := check(ctx, resource, token, ttl); err != nil {
+		return 0, err
+	}
+	f, err := s.faults.before(ctx, op)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	sh := s.shard(resource)
+	sh.mu.Lock()
+	e, ok := sh.locks[resource]
+	if ok && e.live(now) {
+		sh.mu.Unlock()
+		return 0, f.after(lock.ErrNotAcquired)
+	}
+	if sh.locks == nil {
+		sh.locks = make(map[string]entry)
+	}
+	if !ok && len(sh.locks) >= sh.sweepAt {
+		sh.sweep(now)
+	}
+	sh.fence++
+	fence := sh.fence
+	sh.locks[resource] = entry{token: token, expires: now.Add(ttl)}
+	sh.mu.Unlock()
+	return fence, f.after(nil)
+}
+
+// sweep removes the expired locks of the shard. Called with mu held.
+func (sh *shard) sweep(now time.Time) {
+	for r, e := range sh.locks {
+		if !e.live(now) {
+			delete(sh.locks, r)
+		}
+	}
+	sh.sweepAt = 2*len(sh.locks) + 64
+}
+
+// Release implements [lock.Store].
+func (s *Store) Release(ctx context.Context, resource, token string) error {
+	if err := check(ctx, resource, token, 1); err != nil {
+		return err
+	}
+	f, err := s.faults.before(ctx, OpRelease)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	sh := s.shard(resource)
+	sh.mu.Lock()
+	e, ok := sh.locks[resource]
+	if !ok || !e.live(now) || e.token != token {
+		if ok && !e.live(now) {
+			delete(sh.locks, resource)
+		}
+		sh.mu.Unlock()
+		return f.after(lock.ErrNotHeld)
+	}
+	delete(sh.locks, resource)
+	sh.wakeOne(resource)
+	sh.mu.Unlock()
+	return f.after(nil)
+}
+
+// Extend implements [lock.Extender].
+func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
+	if err := check(ctx, resource, token, ttl); err != nil {
+		return err
+	}
+	f, err := s.faults.before(ctx, OpExtend)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	sh := s.shard(resource)
+	sh.mu.Lock()
+	e, ok := sh.locks[resource]
+	if !ok || !e.live(now) || e.token != token {
+		sh.mu.Unlock()
+		return f.after(lock.ErrNotHeld)
+	}
+	sh.locks[resource] = entry{token: token, expires: now.Add(ttl)}
+	sh.mu.Unlock()
+	return f.after(nil)
+}
+
+// Exists implements [lock.Store].
+func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
+	_, held, err := s.ttl(ctx, OpExists, resource)
+	return held, err
+}
+
+// TTL implements [lock.TTLReader].
+func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, error) {
+	return s.ttl(ctx, OpTTL, resource)
+}
+
+func (s *Store) ttl(ctx context.Context, op Op, resource string) (time.Duration, bool, error) {
+	if err := check(ctx, resource, "-", 1); err != nil {
+		return 0, false, err
+	}
+	f, err := s.faults.before(ctx, op)
+	if err != nil {
+		return 0, false, err
+	}
+	now := time.Now()
+	sh := s.shard(resource)
+	sh.mu.Lock()
+	e, ok := sh.locks[resource]
+	sh.mu.Unlock()
+	if !ok || !e.live(now) {
+		return 0, false, f.after(nil)
+	}
+	return e.expires.Sub(now), true, f.after(nil)
+}
+
+// Expire makes resource expire now, as if its TTL had run out, and wakes a
+// waiter. It reports whether the resource was held. Use it to simulate a
+// lock lost while its holder still runs: the holder's next Extend or
+// Unlock reports lock.ErrNotHeld.
+func (s *Store) Expire(resource string) bool {
+	now := time.Now()
+	sh := s.shard(resource)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.locks[resource]
+	if !ok {
+		return false
+	}
+	delete(sh.locks, resource)
+	sh.wakeOne(resource)
+	return e.live(now)
+}
+
+// Resources returns the resources currently held, sorted. Tests use it to
+// check that nothing was left locked.
+func (s *Store) Resources() []string {
+	now := time.Now()
+	var out []string
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for r, e := range sh.locks {
+			if e.live(now) {
+				out = append(out, r)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// check validates the arguments of a call and the context.
+func check(ctx context.Context, resource, token string, ttl time.Duration) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case resource == "":
+		return fmt.Errorf("%w: empty resource name", lock.ErrInvalid)
+	case token == "":
+		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
+	case ttl <= 0:
+		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
+	}
+	return nil
+}

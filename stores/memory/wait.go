@@ -1,0 +1,108 @@
+package memory
+
+import (
+	"context"
+	"time"
+)
+
+// waitQueue holds the callers waiting for one resource, in arrival order.
+type waitQueue struct {
+	waiters []*waiter
+}
+
+type waiter struct {
+	ch    chan struct{} // closed when a release wakes this waiter
+	woken bool          // set, under the shard's mutex, when ch is closed
+}
+
+// WaitRelease implements [lock.Waiter]. It returns nil at once if resource
+// is free, and otherwise blocks until a release or Expire wakes it, the lock
+// expires, or ctx ends. A release wakes the longest-waiting caller only; a
+// caller that leaves because its ctx ended passes a wake it received on to
+// the next.
+func (s *Store) WaitRelease(ctx context.Context, resource string) error {
+	if err := check(ctx, resource, "-", 1); err != nil {
+		return err
+	}
+	f, err := s.faults.before(ctx, OpWait)
+	if err != nil {
+		return err
+	}
+	if f != nil && f.Err != nil {
+		return f.Err
+	}
+	sh := s.shard(resource)
+	for {
+		now := time.Now()
+		sh.mu.Lock()
+		e, ok := sh.locks[resource]
+		if !ok || !e.live(now) {
+			sh.mu.Unlock()
+			return nil
+		}
+		w := &waiter{ch: make(chan struct{})}
+		if sh.waiters == nil {
+			sh.waiters = make(map[string]*waitQueue)
+		}
+		q := sh.waiters[resource]
+		if q == nil {
+			q = &waitQueue{}
+			sh.waiters[resource] = q
+		}
+		q.waiters = append(q.waiters, w)
+		sh.mu.Unlock()
+
+		expiry := time.NewTimer(e.expires.Sub(now))
+		select {
+		case <-w.ch:
+			expiry.Stop()
+			return nil
+		case <-ctx.Done():
+			expiry.Stop()
+			sh.leave(resource, w)
+			return ctx.Err()
+		case <-expiry.C:
+			// The lock may have expired, or been extended: look again.
+			sh.leave(resource, w)
+		}
+	}
+}
+
+// wakeOne wakes the longest-waiting caller of resource. Called with mu held.
+func (sh *shard) wakeOne(resource string) {
+	q := sh.waiters[resource]
+	if q == nil {
+		return
+	}
+	w := q.waiters[0]
+	q.waiters = q.waiters[1:]
+	if len(q.waiters) == 0 {
+		delete(sh.waiters, resource)
+	}
+	w.woken = true
+	close(w.ch)
+}
+
+// leave removes w from the queue of resource; if a release had already
+// woken it, the wake goes to the next waiter.
+func (sh *shard) leave(resource string, w *waiter) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if w.woken {
+		sh.wakeOne(resource)
+		return
+	}
+	q := sh.waiters[resource]
+	if q == nil {
+		return
+	}
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			break
+		}
+	}
+	if len(q.waiters) == 0 {
+		delete(sh.waiters, resource)
+	}
+}
