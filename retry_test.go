@@ -1,0 +1,228 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// recording is a store without Waiter that records when acquisitions are
+// attempted.
+type recording struct {
+	basic
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (r *recording) Acquire(ctx context.Context, res, tok string, ttl time.Duration) error {
+	r.mu.Lock()
+	r.times = append(r.times, time.Now())
+	r.mu.Unlock()
+	return r.basic.Acquire(ctx, res, tok, ttl)
+}
+
+func (r *recording) gaps() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var g []time.Duration
+	for i := 1; i < len(r.times); i++ {
+		g = append(g, r.times[i].Sub(r.times[i-1]))
+	}
+	return g
+}
+
+// holdElsewhere takes resource in s under another owner.
+func holdElsewhere(t *testing.T, s lock.Store, resource string, ttl time.Duration) lock.Lock {
+	t.Helper()
+	other := mustSingle(t, s, nil)
+	l, err := other.TryLock(context.Background(), resource, ttl)
+	if err != nil {
+		t.Fatalf("holder TryLock(%s) = %v", resource, err)
+	}
+	return l
+}
+
+func TestRetryCountAndJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recording{basic: basic{memory.New()}}
+		holdElsewhere(t, r, "res", time.Hour)
+		l := mustSingle(t, r, nil)
+		var all []time.Duration
+		for range 5 {
+			r.times = nil
+			_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 4, Delay: 100 * time.Millisecond}))
+			wantIs(t, "Lock(res) held elsewhere, 4 retries", err, lock.ErrNotAcquired)
+			gaps := r.gaps()
+			if len(gaps) != 4 {
+				t.Fatalf("%d attempts; want 1 + 4 retries", len(gaps)+1)
+			}
+			for _, g := range gaps {
+				if g < 50*time.Millisecond || g > 100*time.Millisecond {
+					t.Errorf("retry delay %v; want within [50ms, 100ms] (Delay 100ms with jitter)", g)
+				}
+			}
+			all = append(all, gaps...)
+		}
+		distinct := map[time.Duration]bool{}
+		for _, g := range all {
+			distinct[g] = true
+		}
+		if len(distinct) < 2 {
+			t.Errorf("20 retry delays took %d distinct values; want jitter to spread them", len(distinct))
+		}
+	})
+}
+
+func TestRetryExponentialBackoffCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recording{basic: basic{memory.New()}}
+		holdElsewhere(t, r, "res", time.Hour)
+		r.times = nil
+		l := mustSingle(t, r, nil)
+		_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 5, Delay: 100 * time.Millisecond, MaxDelay: 400 * time.Millisecond}))
+		wantIs(t, "Lock(res) held elsewhere", err, lock.ErrNotAcquired)
+		caps := []time.Duration{100, 200, 400, 400, 400}
+		gaps := r.gaps()
+		if len(gaps) != len(caps) {
+			t.Fatalf("%d retries; want %d", len(gaps), len(caps))
+		}
+		for i, g := range gaps {
+			hi := caps[i] * time.Millisecond
+			if g < hi/2 || g > hi {
+				t.Errorf("retry %d waited %v; want within [%v, %v]", i+1, g, hi/2, hi)
+			}
+		}
+	})
+}
+
+// By default Lock waits until its context is done, and then reports the
+// context's error: cancellation is distinguishable from contention.
+func TestLockWaitsUntilContextDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		holdElsewhere(t, m, "res", time.Hour)
+		l := mustSingle(t, m, nil)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := l.Lock(ctx, "res", time.Second)
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, lock.ErrNotAcquired) {
+			t.Fatalf("Lock(res) held elsewhere until the deadline = %v; want context.DeadlineExceeded, not ErrNotAcquired", err)
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Errorf("Lock returned %v after start; want exactly at the 3s deadline", d)
+		}
+	})
+}
+
+// A waiter on a store that can notify wakes on the release, not at the end
+// of its retry delay; on a store that cannot, it polls.
+func TestWaiterWakesOnRelease(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		store    func() lock.Store
+		acquired time.Duration // -1: at the retry delay
+	}{
+		{"notifying store", func() lock.Store { return memory.New() }, 100 * time.Millisecond},
+		{"polling store", func() lock.Store { return basic{memory.New()} }, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := c.store()
+				holder := mustSingle(t, s, nil)
+				held, err := holder.TryLock(t.Context(), "res", time.Hour)
+				wantNil(t, "holder TryLock(res)", err)
+				go func() {
+					time.Sleep(100 * time.Millisecond)
+					_ = holder.Unlock(context.Background(), held)
+				}()
+				l := mustSingle(t, s, nil)
+				start := time.Now()
+				_, err = l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: 10 * time.Second}))
+				wantNil(t, "Lock(res)", err)
+				got := time.Since(start)
+				if c.acquired > 0 && got != c.acquired {
+					t.Errorf("acquired %v after start; want %v: the release should wake the waiter", got, c.acquired)
+				}
+				if c.acquired < 0 && got < 5*time.Second {
+					t.Errorf("acquired %v after start; want the retry delay (5s–10s): the store cannot notify", got)
+				}
+			})
+		})
+	}
+}
+
+func TestStoreErrorsAreRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset, Times: 2})
+		l := mustSingle(t, m, nil)
+		_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 2, Delay: time.Millisecond}))
+		wantNil(t, "Lock(res) after two store failures, two retries", err)
+
+		m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset})
+		_, err = l.TryLock(t.Context(), "other", time.Second)
+		if !errors.Is(err, lock.ErrUnavailable) || !errors.Is(err, errConnReset) || errors.Is(err, lock.ErrNotAcquired) {
+			t.Fatalf("TryLock(other) with a failing store = %v; want ErrUnavailable wrapping the store's error", err)
+		}
+	})
+}
+
+// Cancellation returns promptly, whatever the call is doing, with the
+// context's error and nothing left locked.
+func TestCancellationAtEachStage(t *testing.T) {
+	stages := []struct {
+		name          string
+		setup         func(m *memory.Store)
+		heldElsewhere bool
+	}{
+		{"while the store answers slowly", func(m *memory.Store) {
+			m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Hour})
+		}, false},
+		{"while the store loses the reply", func(m *memory.Store) {
+			m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Hour, Err: errConnReset, AfterApply: true})
+		}, false},
+		{"while waiting to retry", func(m *memory.Store) {
+			holdElsewhere(t, m, "res", time.Hour)
+		}, true},
+	}
+	for _, st := range stages {
+		for _, multi := range []bool{false, true} {
+			name := st.name + "/single"
+			if multi {
+				name = st.name + "/multi"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ms, ls := memStores(3)
+					var l lock.Locker = mustSingle(t, ls[0], nil)
+					if multi {
+						l = mustMulti(t, ls, &lock.Options{StoreTimeout: 2 * time.Hour})
+					}
+					for _, m := range ms {
+						st.setup(m)
+					}
+					ctx, cancel := context.WithCancel(t.Context())
+					time.AfterFunc(20*time.Millisecond, cancel)
+					start := time.Now()
+					_, err := l.Lock(ctx, "res", time.Minute, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: time.Hour}))
+					if !errors.Is(err, context.Canceled) || errors.Is(err, lock.ErrNotAcquired) {
+						t.Fatalf("Lock(res) canceled = %v; want context.Canceled", err)
+					}
+					if d := time.Since(start); d != 20*time.Millisecond {
+						t.Errorf("Lock returned %v after start; want at the cancellation (20ms)", d)
+					}
+					if !st.heldElsewhere {
+						noResidue(t, ms...)
+					}
+				})
+			})
+		}
+	}
+}

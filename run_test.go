@@ -1,0 +1,204 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+func TestRunKeepsTheLockWhileTheFunctionRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCounting("c")
+		l := mustSingle(t, c, nil)
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, held lock.Lock) error {
+			for range 30 { // 10× the TTL
+				time.Sleep(100 * time.Millisecond)
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
+				}
+				if ok, _ := c.Exists(context.Background(), "res"); !ok {
+					return errors.New("the lock lapsed while the function ran")
+				}
+			}
+			return nil
+		})
+		wantNil(t, "Run(3s of work, 300ms TTL)", err)
+		noResidue(t, c.Store)
+		// No extension outlives the release.
+		calls := c.calls.Load()
+		time.Sleep(time.Second)
+		if n := c.calls.Load(); n != calls {
+			t.Errorf("%d store calls after Run returned; want none", n-calls)
+		}
+	})
+}
+
+func TestRunReportsLossWithinOneExtension(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		thief := mustSingle(t, m, nil)
+		stolen := make(chan error, 1)
+		go func() {
+			time.Sleep(450 * time.Millisecond)
+			m.Expire("res")
+			_, err := thief.TryLock(context.Background(), "res", time.Hour)
+			stolen <- err
+		}()
+		var cause error
+		var lostAt time.Duration
+		start := time.Now()
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			<-ctx.Done()
+			lostAt, cause = time.Since(start), context.Cause(ctx)
+			return nil
+		})
+		if !errors.Is(cause, lock.ErrLost) || !errors.Is(cause, lock.ErrNotHeld) {
+			t.Fatalf("function context cause = %v; want ErrLost (the lock was not held)", cause)
+		}
+		if lostAt != 500*time.Millisecond {
+			t.Errorf("loss reported %v after start; want 500ms, at the first extension after the loss", lostAt)
+		}
+		wantIs(t, "Run() after losing its lock", err, lock.ErrLost)
+		wantNil(t, "the new owner's TryLock(res)", <-stolen)
+		if ok, _ := m.Exists(context.Background(), "res"); !ok {
+			t.Fatal("the new owner's lock is gone: Run released a lock that was not its own")
+		}
+	})
+}
+
+func TestRunSurvivesTransientExtensionFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		m.Inject(memory.Fault{Ops: memory.OpExtend, Err: errConnReset, Times: 2})
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			time.Sleep(time.Second)
+			return context.Cause(ctx)
+		})
+		wantNil(t, "Run() with two failed extensions", err)
+		noResidue(t, m)
+	})
+}
+
+func TestRunLosesLockWhenExtensionsFailPastValidity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		m.Inject(memory.Fault{Ops: memory.OpExtend, Err: errConnReset, Times: memory.Always})
+		var held lock.Lock
+		var lostAt time.Time
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, h lock.Lock) error {
+			held = h
+			<-ctx.Done()
+			lostAt = time.Now()
+			return ctx.Err()
+		})
+		wantIs(t, "Run() while every extension fails", err, lock.ErrLost)
+		if lostAt.After(held.ValidUntil.Add(time.Millisecond)) {
+			t.Errorf("loss reported %v after the validity ran out; want by the end of validity", lostAt.Sub(held.ValidUntil))
+		}
+		m.ClearFaults()
+	})
+}
+
+func TestRunReleasesOnPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Fatalf("recovered %v; want the function's panic to propagate", r)
+			}
+			noResidue(t, m)
+		}()
+		_ = lock.Run(t.Context(), l, "res", time.Second, func(context.Context, lock.Lock) error { panic("boom") })
+	})
+}
+
+func TestRunMaxHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		start := time.Now()
+		var cause error
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return ctx.Err()
+		}, lock.MaxHold(time.Second))
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("function canceled after %v; want the 1s maximum hold", d)
+		}
+		if !errors.Is(cause, lock.ErrMaxHold) {
+			t.Errorf("cause = %v; want ErrMaxHold", cause)
+		}
+		wantIs(t, "Run() past its maximum hold", err, lock.ErrMaxHold)
+		noResidue(t, m)
+	})
+}
+
+func TestRunWithoutExtenderEndsAtValidity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, basic{m}, nil)
+		var held lock.Lock
+		var cause error
+		var at time.Time
+		err := lock.Run(t.Context(), l, "res", time.Second, func(ctx context.Context, h lock.Lock) error {
+			held = h
+			<-ctx.Done()
+			at, cause = time.Now(), context.Cause(ctx)
+			return nil
+		})
+		if !errors.Is(cause, lock.ErrLost) || !errors.Is(cause, errors.ErrUnsupported) {
+			t.Fatalf("cause = %v; want ErrLost because the store cannot extend", cause)
+		}
+		if !at.Equal(held.ValidUntil) {
+			t.Errorf("canceled at validity%+v; want exactly when the validity ran out", at.Sub(held.ValidUntil))
+		}
+		wantIs(t, "Run()", err, lock.ErrLost)
+		noResidue(t, m)
+	})
+}
+
+func TestRunReturnsFunctionError(t *testing.T) {
+	m := memory.New()
+	l := mustSingle(t, m, nil)
+	errWork := errors.New("work failed")
+	err := lock.Run(context.Background(), l, "res", time.Second, func(context.Context, lock.Lock) error { return errWork })
+	if !errors.Is(err, errWork) || errors.Is(err, lock.ErrLost) {
+		t.Fatalf("Run() = %v; want the function's error alone", err)
+	}
+	noResidue(t, m)
+}
+
+func TestRunNotAcquired(t *testing.T) {
+	m := memory.New()
+	holdElsewhere(t, m, "res", time.Minute)
+	l := mustSingle(t, m, nil)
+	ran := false
+	err := lock.Run(context.Background(), l, "res", time.Second, func(context.Context, lock.Lock) error { ran = true; return nil }, lock.WithRetry(lock.NoRetry))
+	wantIs(t, "Run() on a held resource", err, lock.ErrNotAcquired)
+	if ran {
+		t.Fatal("the function ran without the lock")
+	}
+}
+
+func TestRunOnMultiLocker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms, ls := memStores(3)
+		l := mustMulti(t, ls, nil)
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			time.Sleep(2 * time.Second)
+			return context.Cause(ctx)
+		})
+		wantNil(t, "Run() on a multi-store locker", err)
+		noResidue(t, ms...)
+	})
+}

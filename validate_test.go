@@ -1,0 +1,187 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/quorum"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// Every bad input gets an error matching lock.ErrInvalid whose message
+// names what was wrong, and nothing reaches a store.
+func TestBadInputRefusedBeforeAnyStoreCall(t *testing.T) {
+	ctx := context.Background()
+	valid := lock.Lock{Resource: "r", Token: "t", ValidUntil: time.Now().Add(time.Second)}
+	type lockerKind struct {
+		name string
+		make func(t *testing.T) (lock.Locker, []*counting)
+	}
+	kinds := []lockerKind{
+		{"single", func(t *testing.T) (lock.Locker, []*counting) {
+			c := newCounting("c")
+			return mustSingle(t, c, nil), []*counting{c}
+		}},
+		{"multi", func(t *testing.T) (lock.Locker, []*counting) {
+			cs := []*counting{newCounting("c0"), newCounting("c1"), newCounting("c2")}
+			return mustMulti(t, []lock.Store{cs[0], cs[1], cs[2]}, nil), cs
+		}},
+	}
+	cases := []struct {
+		name  string
+		call  func(l lock.Locker) error
+		names string // the message must contain this
+	}{
+		{"Lock empty resource", func(l lock.Locker) error { _, err := l.Lock(ctx, "", time.Second); return err }, "empty resource"},
+		{"TryLock empty resource", func(l lock.Locker) error { _, err := l.TryLock(ctx, "", time.Second); return err }, "empty resource"},
+		{"IsLocked empty resource", func(l lock.Locker) error { _, err := l.IsLocked(ctx, ""); return err }, "empty resource"},
+		{"zero TTL", func(l lock.Locker) error { _, err := l.Lock(ctx, "r", 0); return err }, "ttl is 0s"},
+		{"negative TTL", func(l lock.Locker) error { _, err := l.TryLock(ctx, "r", -time.Second); return err }, "ttl is -1s"},
+		{"overflowing TTL", func(l lock.Locker) error { _, err := l.Lock(ctx, "r", time.Duration(1<<62)); return err }, "want at most"},
+		{"TTL shorter than drift", func(l lock.Locker) error { _, err := l.Lock(ctx, "r", time.Millisecond); return err }, "leaves no validity"},
+		{"invalid retry", func(l lock.Locker) error {
+			_, err := l.Lock(ctx, "r", time.Second, lock.WithRetry(lock.Retry{Attempts: 3}))
+			return err
+		}, "Retry.Delay is 0"},
+		{"negative retry attempts", func(l lock.Locker) error {
+			_, err := l.Lock(ctx, "r", time.Second, lock.WithRetry(lock.Retry{Attempts: -5, Delay: time.Millisecond}))
+			return err
+		}, "Retry.Attempts is -5"},
+		{"backoff cap below delay", func(l lock.Locker) error {
+			_, err := l.Lock(ctx, "r", time.Second, lock.WithRetry(lock.Retry{Attempts: 1, Delay: time.Second, MaxDelay: time.Millisecond}))
+			return err
+		}, "MaxDelay"},
+		{"Unlock zero Lock", func(l lock.Locker) error { return l.Unlock(ctx, lock.Lock{}) }, "zero Lock"},
+		{"Unlock empty token", func(l lock.Locker) error { return l.Unlock(ctx, lock.Lock{Resource: "r"}) }, "empty token"},
+		{"Unlock empty resource", func(l lock.Locker) error { return l.Unlock(ctx, lock.Lock{Token: "t"}) }, "empty resource"},
+		{"Extend zero Lock", func(l lock.Locker) error { _, err := l.Extend(ctx, lock.Lock{}, time.Second); return err }, "zero Lock"},
+		{"Extend zero TTL", func(l lock.Locker) error { _, err := l.Extend(ctx, valid, 0); return err }, "ttl is 0s"},
+		{"Run nil function", func(l lock.Locker) error { return lock.Run(ctx, l, "r", time.Second, nil) }, "nil function"},
+		{"Run ExtendEvery beyond TTL", func(l lock.Locker) error {
+			return lock.Run(ctx, l, "r", time.Second, func(context.Context, lock.Lock) error { return nil }, lock.ExtendEvery(2*time.Second))
+		}, "ExtendEvery"},
+		{"Run negative MaxHold", func(l lock.Locker) error {
+			return lock.Run(ctx, l, "r", time.Second, func(context.Context, lock.Lock) error { return nil }, lock.MaxHold(-1))
+		}, "MaxHold"},
+	}
+	for _, k := range kinds {
+		for _, c := range cases {
+			t.Run(k.name+"/"+c.name, func(t *testing.T) {
+				l, stores := k.make(t)
+				err := c.call(l)
+				if !errors.Is(err, lock.ErrInvalid) {
+					t.Fatalf("got %v; want an error matching lock.ErrInvalid", err)
+				}
+				if !strings.Contains(err.Error(), c.names) {
+					t.Errorf("error %q does not say %q", err, c.names)
+				}
+				for _, s := range stores {
+					if n := s.calls.Load(); n != 0 {
+						t.Errorf("%s received %d calls; want none for bad input", s, n)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRunNilLocker(t *testing.T) {
+	err := lock.Run(context.Background(), nil, "r", time.Second, func(context.Context, lock.Lock) error { return nil })
+	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "nil Locker") {
+		t.Fatalf("Run(nil Locker) = %v; want ErrInvalid naming the nil Locker", err)
+	}
+}
+
+func TestBadConfigurationRefused(t *testing.T) {
+	a, b := memory.New(), memory.New()
+	var nilStore *memory.Store
+	cases := []struct {
+		name  string
+		make  func() error
+		names string
+	}{
+		{"nil store", func() error { _, err := lock.NewSingle(nil, nil); return err }, "store is nil"},
+		{"typed nil store", func() error { _, err := lock.NewSingle(nilStore, nil); return err }, "store is nil"},
+		{"quorum on single", func() error { _, err := lock.NewSingle(a, &lock.Options{Quorum: quorum.Majority{}}); return err }, "Quorum"},
+		{"negative drift", func() error { _, err := lock.NewSingle(a, &lock.Options{DriftFactor: -0.1}); return err }, "DriftFactor"},
+		{"huge drift", func() error { _, err := lock.NewSingle(a, &lock.Options{DriftFactor: 0.5}); return err }, "DriftFactor"},
+		{"negative store timeout", func() error { _, err := lock.NewSingle(a, &lock.Options{StoreTimeout: -1}); return err }, "StoreTimeout"},
+		{"invalid default retry", func() error {
+			_, err := lock.NewSingle(a, &lock.Options{Retry: &lock.Retry{Attempts: lock.Forever}})
+			return err
+		}, "Options.Retry.Delay"},
+		{"no stores", func() error { _, err := lock.NewMulti(nil, nil); return err }, "no stores"},
+		{"nil among stores", func() error { _, err := lock.NewMulti([]lock.Store{a, nil, b}, nil); return err }, "stores[1] is nil"},
+		{"same store twice", func() error { _, err := lock.NewMulti([]lock.Store{a, b, a}, nil); return err }, "stores[0] and stores[2] are the same store"},
+		{"quorum of a minority", func() error {
+			_, err := lock.NewMulti([]lock.Store{a, b, memory.New(), memory.New(), memory.New()}, &lock.Options{Quorum: quorum.AtLeast(2)})
+			return err
+		}, "more than half"},
+		{"half of an even count", func() error {
+			_, err := lock.NewMulti([]lock.Store{a, b}, &lock.Options{Quorum: quorum.AtLeast(1)})
+			return err
+		}, "more than half"},
+		{"quorum above the store count", func() error {
+			_, err := lock.NewMulti([]lock.Store{a, b, memory.New()}, &lock.Options{Quorum: quorum.AtLeast(4)})
+			return err
+		}, "can never be met"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.make()
+			if !errors.Is(err, lock.ErrInvalid) {
+				t.Fatalf("got %v; want an error matching lock.ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.names) {
+				t.Errorf("error %q does not say %q", err, c.names)
+			}
+		})
+	}
+}
+
+// A store that cannot represent a resource refuses it through
+// ResourceValidator before the locker sends anything.
+type picky struct{ *counting }
+
+func (picky) ValidateResource(r string) error {
+	if len(r) > 8 {
+		return errors.New("resource longer than 8 bytes")
+	}
+	return nil
+}
+
+func TestStoreValidatorConsulted(t *testing.T) {
+	c := newCounting("picky")
+	l := mustSingle(t, picky{c}, nil)
+	_, err := l.Lock(context.Background(), "much-too-long", time.Second)
+	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "longer than 8 bytes") {
+		t.Fatalf("Lock(long resource) = %v; want ErrInvalid with the store's reason", err)
+	}
+	if n := c.calls.Load(); n != 0 {
+		t.Errorf("store received %d calls; want none", n)
+	}
+	if _, err := l.Lock(context.Background(), "short", time.Second); err != nil {
+		t.Fatalf("Lock(short resource) = %v; want nil", err)
+	}
+}
+
+func TestClosedLockerRefusesNewLocks(t *testing.T) {
+	ctx := context.Background()
+	m := memory.New()
+	l := mustSingle(t, m, nil)
+	held, err := l.Lock(ctx, "a", time.Minute)
+	wantNil(t, "Lock(a)", err)
+	wantNil(t, "Shutdown()", l.Shutdown(ctx))
+	noResidue(t, m)
+	_, err = l.Lock(ctx, "b", time.Minute)
+	wantIs(t, "Lock(b) after Shutdown", err, lock.ErrClosed)
+	_, err = l.TryLock(ctx, "b", time.Minute)
+	wantIs(t, "TryLock(b) after Shutdown", err, lock.ErrClosed)
+	_, err = l.Extend(ctx, held, time.Minute)
+	wantIs(t, "Extend(a) after Shutdown", err, lock.ErrClosed)
+	wantIs(t, "Unlock(a) after Shutdown released it", l.Unlock(ctx, held), lock.ErrNotHeld)
+}
