@@ -155,7 +155,7 @@ func (m *MultiLocker) attempt(ctx context.Context, resource string, ttl time.Dur
 	} else if !m.quorum.Met(n-refused, n) {
 		cause = ErrNotAcquired
 	} else {
-		cause = fmt.Errorf("%w: %d of %d stores granted the lock, %d failed; quorum %v not met", ErrUnavailable, granted, n, failed, m.quorum)
+		cause = fmt.Errorf("%w: %d of %d stores failed; quorum %v not met", ErrUnavailable, failed, n, m.quorum)
 	}
 	m.releaseAttempt(ctx, resource, token, votes, answered, failures)
 	if ctx.Err() != nil {

@@ -1,0 +1,188 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// Take a lock, do the work, release it.
+func Example() {
+	ctx := context.Background()
+	locker, err := lock.NewSingle(memory.New(), nil)
+	if err != nil {
+		panic(err)
+	}
+
+	l, err := locker.Lock(ctx, "invoice/42", 10*time.Second)
+	if err != nil {
+		fmt.Println("could not lock:", err)
+		return
+	}
+	fmt.Println("locked", l.Resource, "valid:", l.Valid())
+
+	if err := locker.Unlock(ctx, l); err != nil {
+		fmt.Println("unlock:", err)
+	}
+	fmt.Println("unlocked")
+	// Output:
+	// locked invoice/42 valid: true
+	// unlocked
+}
+
+// TryLock makes a single attempt and reports contention as ErrNotAcquired.
+func ExampleSingleLocker_TryLock() {
+	ctx := context.Background()
+	store := memory.New()
+	first, _ := lock.NewSingle(store, nil)
+	second, _ := lock.NewSingle(store, nil)
+
+	held, _ := first.TryLock(ctx, "report", time.Minute)
+	_, err := second.TryLock(ctx, "report", time.Minute)
+	fmt.Println(errors.Is(err, lock.ErrNotAcquired))
+	fmt.Println(err)
+
+	_ = first.Unlock(ctx, held)
+	_, err = second.TryLock(ctx, "report", time.Minute)
+	fmt.Println(err)
+	// Output:
+	// true
+	// lock: trylock "report": not acquired: held by another owner
+	// <nil>
+}
+
+// Retry a few times, with jitter, before giving up; or wait until the
+// context ends (the default).
+func ExampleWithRetry() {
+	ctx := context.Background()
+	store := memory.New()
+	holder, _ := lock.NewSingle(store, nil)
+	waiter, _ := lock.NewSingle(store, nil)
+
+	held, _ := holder.TryLock(ctx, "nightly-backup", time.Minute)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		_ = holder.Unlock(ctx, held)
+	}()
+
+	// Up to 50 retries, 10ms apart at most (each delay is drawn from
+	// [5ms, 10ms]); the memory store wakes the waiter as soon as the holder
+	// releases.
+	l, err := waiter.Lock(ctx, "nightly-backup", time.Minute,
+		lock.WithRetry(lock.Retry{Attempts: 50, Delay: 10 * time.Millisecond}))
+	fmt.Println(l.Resource, err)
+
+	// Without retries, Lock gives up at once; with a deadline and the
+	// default policy, it gives up when the context ends, and says so.
+	ctx2, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	_, err = holder.Lock(ctx2, "nightly-backup", time.Minute)
+	fmt.Println(errors.Is(err, context.DeadlineExceeded), errors.Is(err, lock.ErrNotAcquired))
+	// Output:
+	// nightly-backup <nil>
+	// true false
+}
+
+// Run keeps the lock extended while the function runs and releases it
+// afterwards; if the lock is lost, the function's context is canceled.
+func ExampleRun() {
+	ctx := context.Background()
+	locker, _ := lock.NewSingle(memory.New(), nil)
+
+	err := lock.Run(ctx, locker, "migrate-db", 300*time.Millisecond, func(ctx context.Context, l lock.Lock) error {
+		// Work longer than the TTL: the lock is extended every 100ms.
+		select {
+		case <-time.After(time.Second):
+			fmt.Println("migrated under lock", l.Resource)
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx) // lock.ErrLost if the lock could not be kept
+		}
+	})
+	fmt.Println("err:", err)
+	locked, _ := locker.IsLocked(ctx, "migrate-db")
+	fmt.Println("still locked:", locked)
+	// Output:
+	// migrated under lock migrate-db
+	// err: <nil>
+	// still locked: false
+}
+
+// ledger is a resource guarded by fencing tokens: it refuses writes whose
+// fence is lower than the highest it has seen.
+type ledger struct{ highest uint64 }
+
+func (g *ledger) write(fence uint64, what string) error {
+	if fence < g.highest {
+		return fmt.Errorf("stale write %q refused: fence %d < %d", what, fence, g.highest)
+	}
+	g.highest = fence
+	return nil
+}
+
+// A fence protects the resource from a holder whose lock expired while it
+// was paused: the next holder's fence is higher, so the stale write is
+// refused.
+func ExampleLock_fence() {
+	ctx := context.Background()
+	store := memory.New()
+	locker, _ := lock.NewSingle(store, nil)
+	var g ledger
+
+	slow, _ := locker.Lock(ctx, "ledger", time.Minute)
+	store.Expire("ledger") // the slow holder is paused past its TTL...
+
+	fast, _ := locker.Lock(ctx, "ledger", time.Minute)
+	fmt.Println("fences increase:", fast.Fence > slow.Fence)
+	fmt.Println(g.write(fast.Fence, "new balance"))
+	fmt.Println(g.write(slow.Fence, "old balance")) // ...and wakes up to write
+	// Output:
+	// fences increase: true
+	// <nil>
+	// stale write "old balance" refused: fence 1 < 2
+}
+
+// Redlock: the lock is held when a majority of independent stores granted
+// it, so it survives the loss of a minority of them.
+func ExampleNewMulti() {
+	ctx := context.Background()
+	var stores []lock.Store
+	var mems []*memory.Store
+	for i := range 5 {
+		m := memory.New(memory.WithName(fmt.Sprintf("node%d", i)))
+		mems = append(mems, m)
+		stores = append(stores, m)
+	}
+	locker, err := lock.NewMulti(stores, nil) // majority quorum: 3 of 5
+	if err != nil {
+		panic(err)
+	}
+
+	// Two nodes are down: the lock is still granted by the other three.
+	down := errors.New("connection refused")
+	mems[1].Inject(memory.Fault{Err: down, Times: memory.Always})
+	mems[3].Inject(memory.Fault{Err: down, Times: memory.Always})
+	l, err := locker.TryLock(ctx, "payments", 10*time.Second)
+	fmt.Println("with 2 of 5 down:", err)
+
+	// A third one goes down: no quorum, and the error says which and why.
+	mems[4].Inject(memory.Fault{Err: down, Times: memory.Always})
+	_, err = locker.TryLock(ctx, "refunds", 10*time.Second)
+	fmt.Println("with 3 of 5 down:", errors.Is(err, lock.ErrUnavailable))
+	fmt.Println(err)
+
+	// The nodes come back; the lock is released on every one of them.
+	for _, m := range mems {
+		m.ClearFaults()
+	}
+	fmt.Println(locker.Unlock(ctx, l))
+	// Output:
+	// with 2 of 5 down: <nil>
+	// with 3 of 5 down: true
+	// lock: trylock "refunds": stores unavailable: 3 of 5 stores failed; quorum majority not met [node1: connection refused; node3: connection refused; node4: connection refused]
+	// <nil>
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs every test of lockkit on a fresh Debian machine: installs the servers
+# the store tests talk to (redis-server, redis-cli, memcached) when they are
+# missing, then vets and tests every module with the race detector.
+#
+# Set LOCKKIT_REQUIRE_SERVERS=1 to make a missing server fail the tests
+# instead of skipping them (.ci/run does).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v go >/dev/null; then
+  echo "test.sh: Go is not installed; get Go 1.25 or newer from https://go.dev/dl/" >&2
+  exit 1
+fi
+
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-cli >/dev/null || missing+=(redis-tools)
+command -v memcached >/dev/null || missing+=(memcached)
+if ((${#missing[@]})); then
+  if command -v apt-get >/dev/null; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "test.sh: installing ${missing[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "test.sh: ${missing[*]} missing and no apt-get: the store tests will skip" >&2
+  fi
+fi
+
+# Every module of the repository: the library and any nested module.
+for mod in $(find . -name go.mod -not -path '*/testdata/*' | sort); do
+  dir=$(dirname "$mod")
+  echo "== $dir" >&2
+  (
+    cd "$dir"
+    go vet ./...
+    go test -race -timeout 20m ./...
+  )
+done
