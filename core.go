@@ -23,6 +23,7 @@ type core struct {
 	validators   []ResourceValidator
 	held         heldSet
 	closed       atomic.Bool
+	obs          observer
 }
 
 // storeRef is a store with its capabilities resolved once.
@@ -44,6 +45,7 @@ func (c *core) init(op string, o *Options) error {
 	c.driftFactor = o.DriftFactor
 	c.storeTimeout = o.StoreTimeout
 	c.retry = DefaultRetry
+	c.obs = observer{hook: o.Hook}
 	c.held.init()
 	if c.tokens == nil {
 		c.tokens = tokengen.Random{}
@@ -231,3 +233,6 @@ func (c *core) unlockAll(ctx context.Context, unlock func(context.Context, Lock)
 
 // defaultQuorum is used when Options.Quorum is nil.
 var defaultQuorum Quorum = quorum.Majority{}
+
+// observer returns the locker's hook wrapper, for Run.
+func (c *core) observer() observer { return c.obs }

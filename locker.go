@@ -81,6 +81,10 @@ type Options struct {
 	// Retry is the retry policy of Lock when a call passes none.
 	// Default: [DefaultRetry], which retries until the context is done.
 	Retry *Retry
+
+	// Hook, if set, is told about every store call, quorum decision,
+	// retry, acquisition, extension, release and loss. Default: none.
+	Hook Hook
 }
 
 const (

@@ -86,10 +86,9 @@ func (m *MultiLocker) TryLock(ctx context.Context, resource string, ttl time.Dur
 }
 
 func (m *MultiLocker) acquire(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (Lock, error) {
-	attempt := func(ctx context.Context) (Lock, *Error) { return m.attempt(ctx, resource, ttl) }
-	l, e := retryLoop(ctx, retry, attempt, m.waitFunc(resource))
+	attempt := func(ctx context.Context) (Lock, *Error) { return m.attempt(ctx, op, resource, ttl) }
+	l, e := m.retryLoop(ctx, op, resource, retry, attempt, m.waitFunc(op, resource))
 	if e != nil {
-		e.Op, e.Resource = op, resource
 		return Lock{}, e
 	}
 	m.held.put(l)
@@ -103,7 +102,7 @@ type vote struct {
 }
 
 // attempt makes one Redlock attempt with a fresh token.
-func (m *MultiLocker) attempt(ctx context.Context, resource string, ttl time.Duration) (Lock, *Error) {
+func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, *Error) {
 	if ctx.Err() != nil {
 		return Lock{}, &Error{Err: ctxErr(ctx)}
 	}
@@ -115,7 +114,7 @@ func (m *MultiLocker) attempt(ctx context.Context, resource string, ttl time.Dur
 	start := time.Now()
 	votes := make(chan vote, n)
 	for i := range m.stores {
-		go m.acquireOne(ctx, i, resource, token, ttl, votes)
+		go m.acquireOne(ctx, op, i, resource, token, ttl, votes)
 	}
 
 	answered := make([]bool, n)
@@ -145,6 +144,16 @@ func (m *MultiLocker) attempt(ctx context.Context, resource string, ttl time.Dur
 		}
 	}
 
+	if m.obs.on() {
+		var err error
+		if !met {
+			err = ErrNotAcquired
+			if m.quorum.Met(n-refused, n) {
+				err = ErrUnavailable
+			}
+		}
+		m.obs.emit(ctx, Event{Kind: EventQuorum, Op: op, Resource: resource, Granted: granted, Refused: refused, Failed: failed, Duration: time.Since(start), Err: err})
+	}
 	var cause error
 	if met {
 		l := Lock{Resource: resource, Token: token, ValidUntil: m.validUntil(start, ttl)}
@@ -157,7 +166,7 @@ func (m *MultiLocker) attempt(ctx context.Context, resource string, ttl time.Dur
 	} else {
 		cause = fmt.Errorf("%w: %d of %d stores failed; quorum %v not met", ErrUnavailable, failed, n, m.quorum)
 	}
-	m.releaseAttempt(ctx, resource, token, votes, answered, failures)
+	m.releaseAttempt(ctx, op, resource, token, votes, answered, failures)
 	if ctx.Err() != nil {
 		cause = ctxErr(ctx)
 	}
@@ -166,22 +175,25 @@ func (m *MultiLocker) attempt(ctx context.Context, resource string, ttl time.Dur
 }
 
 // acquireOne asks store i for the lock and sends its answer to votes.
-func (m *MultiLocker) acquireOne(ctx context.Context, i int, resource, token string, ttl time.Duration, votes chan<- vote) {
-	err := m.call(ctx, i, func(ctx context.Context, s storeRef) error {
+func (m *MultiLocker) acquireOne(ctx context.Context, op string, i int, resource, token string, ttl time.Duration, votes chan<- vote) {
+	err := m.call(ctx, op, resource, "acquire", i, func(ctx context.Context, s storeRef) error {
 		return s.Acquire(ctx, resource, token, ttl)
 	})
 	votes <- vote{i: i, err: err}
 }
 
-// call runs f on store i within the per-store timeout. A timeout of the
-// store call, while ctx is alive, becomes a timeoutError.
-func (m *MultiLocker) call(ctx context.Context, i int, f func(context.Context, storeRef) error) error {
+// call runs f, the storeOp of a locker operation op, on store i within
+// the per-store timeout, and tells the hook. A timeout of the store call,
+// while ctx is alive, becomes a timeoutError.
+func (m *MultiLocker) call(ctx context.Context, op, resource, storeOp string, i int, f func(context.Context, storeRef) error) error {
+	t0 := m.obs.start()
 	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
-	defer cancel()
 	err := f(sctx, m.stores[i])
 	if err != nil && !isOutcome(err) && sctx.Err() != nil && ctx.Err() == nil {
-		return timeoutError{after: m.storeTimeout.String()}
+		err = timeoutError{after: m.storeTimeout.String()}
 	}
+	cancel()
+	m.obs.storeCall(ctx, op, resource, m.stores[i], storeOp, t0, err)
 	return err
 }
 
@@ -189,14 +201,14 @@ func (m *MultiLocker) call(ctx context.Context, i int, f func(context.Context, s
 // answer was an error, including stores that answer only now: it waits for
 // the answers still due (each bounded by the store timeout). Stores that
 // refused the fresh token hold nothing of it and are skipped.
-func (m *MultiLocker) releaseAttempt(ctx context.Context, resource, token string, votes <-chan vote, answered []bool, failures []StoreError) {
+func (m *MultiLocker) releaseAttempt(ctx context.Context, op, resource, token string, votes <-chan vote, answered []bool, failures []StoreError) {
 	cctx := context.WithoutCancel(ctx)
 	var wg sync.WaitGroup
 	release := func(i int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = m.call(cctx, i, func(ctx context.Context, s storeRef) error { return s.Release(ctx, resource, token) })
+			_ = m.call(cctx, op, resource, "release", i, func(ctx context.Context, s storeRef) error { return s.Release(ctx, resource, token) })
 		}()
 	}
 	refused := make([]bool, len(m.stores))
@@ -223,7 +235,7 @@ func (m *MultiLocker) releaseAttempt(ctx context.Context, resource, token string
 // waitFunc returns how to wait for a release between attempts: on the
 // stores that refused the last attempt and can notify, until the first
 // wakes. It is nil when no store can notify.
-func (m *MultiLocker) waitFunc(resource string) waitFunc {
+func (m *MultiLocker) waitFunc(op, resource string) waitFunc {
 	canWait := false
 	for _, s := range m.stores {
 		canWait = canWait || s.waiter != nil
@@ -232,10 +244,10 @@ func (m *MultiLocker) waitFunc(resource string) waitFunc {
 		return nil
 	}
 	return func(ctx context.Context, last *Error) bool {
-		var ws []Waiter
+		var ws []storeRef
 		for _, f := range last.Stores {
-			if w := m.stores[f.Index].waiter; w != nil && errors.Is(f.Err, ErrNotAcquired) {
-				ws = append(ws, w)
+			if s := m.stores[f.Index]; s.waiter != nil && errors.Is(f.Err, ErrNotAcquired) {
+				ws = append(ws, s)
 			}
 		}
 		if len(ws) == 0 {
@@ -244,8 +256,13 @@ func (m *MultiLocker) waitFunc(resource string) waitFunc {
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		woke := make(chan bool, len(ws))
-		for _, w := range ws {
-			go func() { woke <- w.WaitRelease(wctx, resource) == nil }()
+		for _, s := range ws {
+			go func() {
+				t0 := m.obs.start()
+				err := s.waiter.WaitRelease(wctx, resource)
+				m.obs.storeCall(ctx, op, resource, s, "wait", t0, err)
+				woke <- err == nil
+			}()
 		}
 		woken := false
 		for range ws {
@@ -258,16 +275,17 @@ func (m *MultiLocker) waitFunc(resource string) waitFunc {
 	}
 }
 
-// fanout runs f on every store concurrently, each within the store
-// timeout, and returns their errors in store order.
-func (m *MultiLocker) fanout(ctx context.Context, f func(context.Context, storeRef) error) []error {
+// fanout runs f, the storeOp of operation op, on every store
+// concurrently, each within the store timeout, and returns their errors in
+// store order.
+func (m *MultiLocker) fanout(ctx context.Context, op, resource, storeOp string, f func(context.Context, storeRef) error) []error {
 	errs := make([]error, len(m.stores))
 	var wg sync.WaitGroup
 	for i := range m.stores {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.call(ctx, i, f)
+			errs[i] = m.call(ctx, op, resource, storeOp, i, f)
 		}()
 	}
 	wg.Wait()
@@ -281,7 +299,7 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 		return false, err
 	}
 	held := make([]bool, len(m.stores))
-	errs := m.fanout(ctx, func(ctx context.Context, s storeRef) (err error) {
+	errs := m.fanout(ctx, op, resource, "exists", func(ctx context.Context, s storeRef) (err error) {
 		held[s.index], err = s.Exists(ctx, resource)
 		return err
 	})
@@ -308,7 +326,16 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	if err := m.checkHeld(op, l); err != nil {
 		return err
 	}
-	errs := m.fanout(ctx, func(ctx context.Context, s storeRef) error {
+	t0 := m.obs.start()
+	err := m.unlock(ctx, op, l)
+	if m.obs.on() {
+		m.obs.emit(ctx, Event{Kind: EventReleased, Op: op, Resource: l.Resource, Lock: l, Duration: time.Since(t0), Err: err})
+	}
+	return err
+}
+
+func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
+	errs := m.fanout(ctx, op, l.Resource, "release", func(ctx context.Context, s storeRef) error {
 		return s.Release(ctx, l.Resource, l.Token)
 	})
 	released, failures := m.tally(errs)
@@ -337,7 +364,15 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 		return Lock{}, err
 	}
 	start := time.Now()
-	errs := m.fanout(ctx, func(ctx context.Context, s storeRef) error {
+	next, err := m.extend(ctx, op, l, ttl, start)
+	if m.obs.on() {
+		m.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: next, Duration: time.Since(start), Err: err})
+	}
+	return next, err
+}
+
+func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Duration, start time.Time) (Lock, error) {
+	errs := m.fanout(ctx, op, l.Resource, "extend", func(ctx context.Context, s storeRef) error {
 		if s.ext == nil {
 			return fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported)
 		}
@@ -352,6 +387,7 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 			m.held.put(next)
 			return next, nil
 		}
+		return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, time.Since(start).Round(time.Microsecond)), failures)
 	}
 	notHeld := countOutcomes(failures)
 	if !m.quorum.Met(n-notHeld, n) {

@@ -76,23 +76,43 @@ type attemptFunc func(ctx context.Context) (Lock, *Error)
 // woke it (false: ctx ended, or the stores could not wait).
 type waitFunc func(ctx context.Context, last *Error) bool
 
-// retryLoop runs attempt as retry allows, pausing between attempts.
-func retryLoop(ctx context.Context, retry Retry, attempt attemptFunc, wait waitFunc) (Lock, *Error) {
-	for n := 0; ; n++ {
-		l, e := attempt(ctx)
-		if e == nil {
-			return l, nil
+// retryLoop runs attempt as retry allows, pausing between attempts, and
+// tells the hook about it. The returned error has Op and Resource set.
+func (c *core) retryLoop(ctx context.Context, op, resource string, retry Retry, attempt attemptFunc, wait waitFunc) (Lock, *Error) {
+	t0 := c.obs.start()
+	n := 0
+	l, e := func() (Lock, *Error) {
+		for ; ; n++ {
+			c.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: n + 1})
+			l, e := attempt(ctx)
+			if e == nil {
+				return l, nil
+			}
+			if ctx.Err() != nil {
+				return Lock{}, canceled(ctx, e)
+			}
+			if errors.Is(e.Err, ErrInvalid) || (retry.Attempts != Forever && n >= retry.Attempts) {
+				return Lock{}, e
+			}
+			d := retry.delay(n)
+			waiting := wait != nil && errors.Is(e.Err, ErrNotAcquired)
+			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: d, Waiting: waiting, Err: e.Err})
+			if !pause(ctx, d, e, wait) {
+				return Lock{}, canceled(ctx, e)
+			}
 		}
-		if ctx.Err() != nil {
-			return Lock{}, canceled(ctx, e)
+	}()
+	if e != nil {
+		e.Op, e.Resource = op, resource
+		if c.obs.on() {
+			c.obs.emit(ctx, Event{Kind: EventNotAcquired, Op: op, Resource: resource, Attempt: n + 1, Duration: time.Since(t0), Err: e})
 		}
-		if errors.Is(e.Err, ErrInvalid) || (retry.Attempts != Forever && n >= retry.Attempts) {
-			return Lock{}, e
-		}
-		if !pause(ctx, retry.delay(n), e, wait) {
-			return Lock{}, canceled(ctx, e)
-		}
+		return Lock{}, e
 	}
+	if c.obs.on() {
+		c.obs.emit(ctx, Event{Kind: EventAcquired, Op: op, Resource: resource, Lock: l, Attempt: n + 1, Duration: time.Since(t0)})
+	}
+	return l, nil
 }
 
 // pause waits d, or until a release if the last attempt met contention and

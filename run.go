@@ -128,10 +128,10 @@ func (k *keeper) run(ctx context.Context) {
 		case ctx.Err() != nil:
 			return // fn's context is canceled with ctx
 		case errors.Is(err, errors.ErrUnsupported):
-			k.expireAt(k.cur.ValidUntil, err)
+			k.expireAt(ctx, k.cur.ValidUntil, err)
 			return
 		case errors.Is(err, ErrNotHeld) || errors.Is(err, ErrClosed) || !k.cur.Valid():
-			k.lost(fmt.Errorf("%w: %q: %w", ErrLost, k.cur.Resource, err))
+			k.lose(ctx, fmt.Errorf("%w: %q: %w", ErrLost, k.cur.Resource, err))
 			return
 		}
 		// A store failed but the lock is still valid: try again soon.
@@ -141,12 +141,20 @@ func (k *keeper) run(ctx context.Context) {
 
 // expireAt reports the lock lost when its validity runs out, unless Run
 // stops first: for stores that cannot extend.
-func (k *keeper) expireAt(end time.Time, why error) {
+func (k *keeper) expireAt(ctx context.Context, end time.Time, why error) {
 	t := time.NewTimer(time.Until(end))
 	defer t.Stop()
 	select {
 	case <-k.stop:
 	case <-t.C:
-		k.lost(fmt.Errorf("%w: %q expired: %w", ErrLost, k.cur.Resource, why))
+		k.lose(ctx, fmt.Errorf("%w: %q expired: %w", ErrLost, k.cur.Resource, why))
+	}
+}
+
+// lose cancels fn's context with cause and tells the locker's hook.
+func (k *keeper) lose(ctx context.Context, cause error) {
+	k.lost(cause)
+	if o, ok := k.locker.(interface{ observer() observer }); ok {
+		o.observer().emit(ctx, Event{Kind: EventLost, Op: "run", Resource: k.cur.Resource, Lock: k.cur, Err: cause})
 	}
 }

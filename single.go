@@ -59,14 +59,18 @@ func (s *SingleLocker) TryLock(ctx context.Context, resource string, ttl time.Du
 }
 
 func (s *SingleLocker) acquire(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (Lock, error) {
-	attempt := func(ctx context.Context) (Lock, *Error) { return s.attempt(ctx, resource, ttl) }
+	attempt := func(ctx context.Context) (Lock, *Error) { return s.attempt(ctx, op, resource, ttl) }
 	var wait waitFunc
 	if s.store.waiter != nil {
-		wait = func(ctx context.Context, _ *Error) bool { return s.store.waiter.WaitRelease(ctx, resource) == nil }
+		wait = func(ctx context.Context, _ *Error) bool {
+			t0 := s.obs.start()
+			err := s.store.waiter.WaitRelease(ctx, resource)
+			s.obs.storeCall(ctx, op, resource, s.store, "wait", t0, err)
+			return err == nil
+		}
 	}
-	l, e := retryLoop(ctx, retry, attempt, wait)
+	l, e := s.retryLoop(ctx, op, resource, retry, attempt, wait)
 	if e != nil {
-		e.Op, e.Resource = op, resource
 		return Lock{}, e
 	}
 	s.held.put(l)
@@ -74,7 +78,7 @@ func (s *SingleLocker) acquire(ctx context.Context, op, resource string, ttl tim
 }
 
 // attempt makes one acquisition attempt with a fresh token.
-func (s *SingleLocker) attempt(ctx context.Context, resource string, ttl time.Duration) (Lock, *Error) {
+func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, *Error) {
 	if err := ctx.Err(); err != nil {
 		return Lock{}, &Error{Err: ctxErr(ctx)}
 	}
@@ -84,12 +88,13 @@ func (s *SingleLocker) attempt(ctx context.Context, resource string, ttl time.Du
 	}
 	start := time.Now()
 	fence, err := acquireOn(ctx, s.store, resource, token, ttl)
+	s.obs.storeCall(ctx, op, resource, s.store, "acquire", start, err)
 	if err != nil {
 		if errors.Is(err, ErrNotAcquired) {
 			return Lock{}, &Error{Err: ErrNotAcquired}
 		}
 		// The outcome is unknown: the store may hold the lock under token.
-		s.cleanup(ctx, resource, token)
+		s.cleanup(ctx, op, resource, token)
 		if ctx.Err() != nil {
 			return Lock{}, &Error{Err: ctxErr(ctx)}
 		}
@@ -97,7 +102,7 @@ func (s *SingleLocker) attempt(ctx context.Context, resource string, ttl time.Du
 	}
 	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}
 	if !l.Valid() {
-		s.cleanup(ctx, resource, token)
+		s.cleanup(ctx, op, resource, token)
 		return Lock{}, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", time.Since(start).Round(time.Microsecond)))
 	}
 	return l, nil
@@ -108,10 +113,12 @@ func (s *SingleLocker) unavailable(err error) *Error {
 }
 
 // cleanup releases a lock whose acquisition had an unknown outcome.
-func (s *SingleLocker) cleanup(ctx context.Context, resource, token string) {
+func (s *SingleLocker) cleanup(ctx context.Context, op, resource, token string) {
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
-	_ = s.store.Release(cctx, resource, token)
+	t0 := s.obs.start()
+	err := s.store.Release(cctx, resource, token)
+	s.obs.storeCall(ctx, op, resource, s.store, "release", t0, err)
 }
 
 // IsLocked implements [Locker].
@@ -120,7 +127,9 @@ func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, err
 	if err := s.checkResource(op, resource); err != nil {
 		return false, err
 	}
+	t0 := s.obs.start()
 	ok, err := s.store.Exists(ctx, resource)
+	s.obs.storeCall(ctx, op, resource, s.store, "exists", t0, err)
 	if err != nil {
 		return false, s.fail(ctx, op, resource, err)
 	}
@@ -133,17 +142,22 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 	if err := s.checkHeld(op, l); err != nil {
 		return err
 	}
+	t0 := s.obs.start()
 	err := s.store.Release(ctx, l.Resource, l.Token)
+	s.obs.storeCall(ctx, op, l.Resource, s.store, "release", t0, err)
 	switch {
 	case err == nil:
 		s.held.remove(l)
-		return nil
 	case errors.Is(err, ErrNotHeld):
 		s.held.remove(l)
-		return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
+		err = &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
 	default:
-		return s.fail(ctx, op, l.Resource, err)
+		err = s.fail(ctx, op, l.Resource, err)
 	}
+	if s.obs.on() {
+		s.obs.emit(ctx, Event{Kind: EventReleased, Op: op, Resource: l.Resource, Lock: l, Duration: time.Since(t0), Err: err})
+	}
+	return err
 }
 
 // Extend implements [Locker].
@@ -163,17 +177,24 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	}
 	start := time.Now()
 	err := s.store.ext.Extend(ctx, l.Resource, l.Token, ttl)
+	s.obs.storeCall(ctx, op, l.Resource, s.store, "extend", start, err)
 	switch {
 	case err == nil:
 		l.ValidUntil = s.validUntil(start, ttl)
 		s.held.put(l)
-		return l, nil
 	case errors.Is(err, ErrNotHeld):
 		s.held.remove(l)
-		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
+		err = &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
 	default:
-		return Lock{}, s.fail(ctx, op, l.Resource, err)
+		err = s.fail(ctx, op, l.Resource, err)
 	}
+	if s.obs.on() {
+		s.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: l, Duration: time.Since(start), Err: err})
+	}
+	if err != nil {
+		return Lock{}, err
+	}
+	return l, nil
 }
 
 // fail wraps a store failure, or the context's error if ctx ended.

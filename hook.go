@@ -1,0 +1,124 @@
+package lock
+
+import (
+	"context"
+	"time"
+)
+
+// Hook is told what a locker does: every store call with its latency and
+// outcome, quorum decisions, retries, acquisitions, extensions, releases
+// and lost locks. Set it in Options.Hook; packages hooks/sloghook and
+// hooks/otelhook (a nested module) adapt it to log/slog and OpenTelemetry.
+//
+// Observe is called synchronously on the goroutine doing the work, often
+// concurrently, so it must be fast and safe for concurrent use. It must
+// not retain e.Lock's fields beyond the call only if it mutates them; the
+// Event is a value. A locker without a hook pays nothing for it.
+type Hook interface {
+	Observe(ctx context.Context, e Event)
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// The kinds of Event, in the order they happen in a call.
+const (
+	// EventAttempt: an acquisition attempt starts. Attempt counts from 1.
+	EventAttempt EventKind = iota + 1
+	// EventStoreCall: a store answered a call (or failed to). Store,
+	// StoreIndex, StoreOp, Duration and Err (nil, ErrNotAcquired,
+	// ErrNotHeld, or the store's failure) describe it.
+	EventStoreCall
+	// EventQuorum: a multi-store attempt decided. Granted, Refused and
+	// Failed count the answers it decided on; Err is nil if the quorum was
+	// met.
+	EventQuorum
+	// EventRetry: Lock pauses before attempt Attempt+1, for at most Delay,
+	// because of Err. Waiting is true when it waits for a release
+	// notification rather than sleeping.
+	EventRetry
+	// EventAcquired: Lock or TryLock returned Lock after Attempt attempts,
+	// Duration after the call began.
+	EventAcquired
+	// EventNotAcquired: Lock or TryLock failed with Err after Attempt
+	// attempts, Duration after the call began.
+	EventNotAcquired
+	// EventExtended: Extend returned; Err is nil on success.
+	EventExtended
+	// EventReleased: Unlock returned; Err is nil on success.
+	EventReleased
+	// EventLost: Run found its lock lost (Err says why) and canceled its
+	// function's context.
+	EventLost
+)
+
+var kindNames = [...]string{
+	EventAttempt:     "attempt",
+	EventStoreCall:   "store call",
+	EventQuorum:      "quorum",
+	EventRetry:       "retry",
+	EventAcquired:    "acquired",
+	EventNotAcquired: "not acquired",
+	EventExtended:    "extended",
+	EventReleased:    "released",
+	EventLost:        "lost",
+}
+
+// String returns the kind's name, such as "store call".
+func (k EventKind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Event is one thing a locker did. Which fields are set depends on Kind.
+type Event struct {
+	Kind     EventKind
+	Op       string // the locker operation: "lock", "trylock", "unlock", "extend", "islocked", "run"
+	Resource string
+	Lock     Lock // the lock concerned, once there is one
+
+	Store      string        // EventStoreCall: the store's name
+	StoreIndex int           // EventStoreCall: its position among the locker's stores
+	StoreOp    string        // EventStoreCall: "acquire", "release", "extend", "exists", "wait"
+	Duration   time.Duration // how long the call, attempt or operation took
+	Err        error
+
+	Attempt                  int           // EventAttempt, EventRetry, EventAcquired, EventNotAcquired
+	Delay                    time.Duration // EventRetry
+	Waiting                  bool          // EventRetry
+	Granted, Refused, Failed int           // EventQuorum
+}
+
+// observer wraps an optional Hook; its methods do nothing without one.
+type observer struct{ hook Hook }
+
+func (o observer) on() bool { return o.hook != nil }
+
+// since returns time.Now() if a hook is set, so that callers measure
+// durations only when someone listens.
+func (o observer) start() time.Time {
+	if o.hook == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+func (o observer) emit(ctx context.Context, e Event) {
+	if o.hook != nil {
+		o.hook.Observe(ctx, e)
+	}
+}
+
+// storeCall reports a store call that began at t0.
+func (o observer) storeCall(ctx context.Context, op, resource string, s storeRef, storeOp string, t0 time.Time, err error) {
+	if o.hook == nil {
+		return
+	}
+	o.hook.Observe(ctx, Event{
+		Kind: EventStoreCall, Op: op, Resource: resource,
+		Store: s.name, StoreIndex: s.index, StoreOp: storeOp,
+		Duration: time.Since(t0), Err: err,
+	})
+}

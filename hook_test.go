@@ -1,0 +1,177 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// recorder is a Hook that records events as short lines.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Observe(_ context.Context, e lock.Event) {
+	var line string
+	switch e.Kind {
+	case lock.EventAttempt:
+		line = fmt.Sprintf("%s %s #%d", e.Op, e.Kind, e.Attempt)
+	case lock.EventStoreCall:
+		line = fmt.Sprintf("%s %s %s %s %s", e.Op, e.Kind, e.Store, e.StoreOp, outcome(e.Err))
+	case lock.EventQuorum:
+		line = fmt.Sprintf("%s %s granted=%d refused=%d failed=%d %s", e.Op, e.Kind, e.Granted, e.Refused, e.Failed, outcome(e.Err))
+	case lock.EventRetry:
+		line = fmt.Sprintf("%s %s after #%d waiting=%v %s", e.Op, e.Kind, e.Attempt, e.Waiting, outcome(e.Err))
+	case lock.EventAcquired, lock.EventNotAcquired:
+		line = fmt.Sprintf("%s %s after %d attempt(s) in %v %s", e.Op, e.Kind, e.Attempt, e.Duration, outcome(e.Err))
+	default:
+		line = fmt.Sprintf("%s %s %s", e.Op, e.Kind, outcome(e.Err))
+	}
+	r.mu.Lock()
+	r.events = append(r.events, line)
+	r.mu.Unlock()
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.events
+	r.events = nil
+	return e
+}
+
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, lock.ErrLost):
+		return "lost"
+	case errors.Is(err, lock.ErrNotAcquired):
+		return "not-acquired"
+	case errors.Is(err, lock.ErrNotHeld):
+		return "not-held"
+	case errors.Is(err, lock.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, errConnReset):
+		return "conn-reset"
+	}
+	return err.Error()
+}
+
+func wantEvents(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s: events\n\t%s\nwant\n\t%s", what, strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
+// The hook sees exactly what happens: store by store (the stores answer
+// 1ms, 2ms, … apart on the fake clock, so the order is fixed), the quorum
+// decision, the outcome, an extension, a loss and a release.
+func TestHookEventSequence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms, ls := memStores(5)
+		for i, m := range ms {
+			f := memory.Fault{Delay: time.Duration(i+1) * time.Millisecond, Times: memory.Always}
+			if i == 2 {
+				f.Err = errConnReset
+			}
+			m.Inject(f)
+		}
+		rec := &recorder{}
+		l := mustMulti(t, ls, &lock.Options{Hook: rec, StoreTimeout: time.Second})
+		ctx := t.Context()
+
+		held, err := l.TryLock(ctx, "res", time.Second)
+		wantNil(t, "TryLock(res)", err)
+		time.Sleep(10 * time.Millisecond) // the last store answers after the decision
+		wantEvents(t, "acquire with one failing store of five", rec.take(),
+			"trylock attempt #1",
+			"trylock store call m0 acquire ok",
+			"trylock store call m1 acquire ok",
+			"trylock store call m2 acquire conn-reset",
+			"trylock store call m3 acquire ok",
+			"trylock quorum granted=3 refused=0 failed=1 ok",
+			"trylock acquired after 1 attempt(s) in 4ms ok",
+			"trylock store call m4 acquire ok",
+		)
+
+		_, err = l.Extend(ctx, held, time.Second)
+		wantNil(t, "Extend(res)", err)
+		wantEvents(t, "extension", rec.take(),
+			"extend store call m0 extend ok",
+			"extend store call m1 extend ok",
+			"extend store call m2 extend conn-reset",
+			"extend store call m3 extend ok",
+			"extend store call m4 extend ok",
+			"extend extended ok",
+		)
+
+		wantNil(t, "Unlock(res)", ignoreUnavailable(l.Unlock(ctx, held)))
+		wantEvents(t, "release", rec.take(),
+			"unlock store call m0 release ok",
+			"unlock store call m1 release ok",
+			"unlock store call m2 release conn-reset",
+			"unlock store call m3 release ok",
+			"unlock store call m4 release ok",
+			"unlock released unavailable",
+		)
+	})
+}
+
+func ignoreUnavailable(err error) error {
+	if errors.Is(err, lock.ErrUnavailable) {
+		return nil
+	}
+	return err
+}
+
+func TestHookSeesRetriesAndLoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New(memory.WithName("m"))
+		rec := &recorder{}
+		l := mustSingle(t, m, &lock.Options{Hook: rec})
+		ctx := t.Context()
+		other := holdElsewhere(t, m, "res", time.Hour)
+		go func() {
+			// The first wait ends within 10ms, the second (backed off to
+			// 10–20ms) spans the release: the sequence is fixed.
+			time.Sleep(12 * time.Millisecond)
+			m.Release(context.Background(), "res", other.Token)
+		}()
+		err := lock.Run(ctx, l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			time.Sleep(50 * time.Millisecond)
+			m.Expire("res")
+			<-ctx.Done()
+			return nil
+		}, lock.WithRetry(lock.Retry{Attempts: 5, Delay: 10 * time.Millisecond, MaxDelay: 40 * time.Millisecond}))
+		wantIs(t, "Run() losing its lock", err, lock.ErrLost)
+		wantEvents(t, "retry, wake on release, acquisition, loss, release", rec.take(),
+			"lock attempt #1",
+			"lock store call m acquire not-acquired",
+			"lock retry after #1 waiting=true not-acquired",
+			"lock store call m wait context deadline exceeded",
+			"lock attempt #2",
+			"lock store call m acquire not-acquired",
+			"lock retry after #2 waiting=true not-acquired",
+			"lock store call m wait ok",
+			"lock attempt #3",
+			"lock store call m acquire ok",
+			"lock acquired after 3 attempt(s) in 12ms ok",
+			"extend store call m extend not-held",
+			"extend extended not-held",
+			"run lost lost",
+			"unlock store call m release not-held",
+			"unlock released not-held",
+		)
+	})
+}
