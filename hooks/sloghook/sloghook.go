@@ -1,0 +1,95 @@
+// Package sloghook logs what a locker does with log/slog.
+//
+//	locker, err := lock.NewSingle(store, &lock.Options{Hook: sloghook.New(slog.Default())})
+//
+// Levels say how much attention an event deserves:
+//   - Error: a lock lost while its holder ran (lock.EventLost).
+//   - Warn: a store failure (a store call that failed for another reason
+//     than the lock's state), a release or extension that failed, a Lock
+//     that failed because the stores were unavailable.
+//   - Info: a Lock that gave up on contention or because its context ended.
+//   - Debug: everything else — attempts, store calls, quorum decisions,
+//     retries, acquisitions, successful extensions and releases.
+//
+// Records carry the operation, the resource and, as they apply, the store,
+// the duration, the attempt, the votes and the error. Tokens are never
+// logged: they are the holders' secrets.
+package sloghook
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/lockkit/lock"
+)
+
+// Hook is a lock.Hook that logs to a slog.Logger.
+type Hook struct {
+	logger *slog.Logger
+}
+
+var _ lock.Hook = (*Hook)(nil)
+
+// New returns a Hook logging to logger (slog.Default() if nil).
+func New(logger *slog.Logger) *Hook {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Hook{logger: logger}
+}
+
+// Observe implements lock.Hook.
+func (h *Hook) Observe(ctx context.Context, e lock.Event) {
+	level := Level(e)
+	if !h.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.String("op", e.Op), slog.String("resource", e.Resource))
+	switch e.Kind {
+	case lock.EventStoreCall:
+		attrs = append(attrs, slog.String("store", e.Store), slog.String("store_op", e.StoreOp), slog.Duration("duration", e.Duration))
+	case lock.EventQuorum:
+		attrs = append(attrs, slog.Int("granted", e.Granted), slog.Int("refused", e.Refused), slog.Int("failed", e.Failed))
+	case lock.EventAttempt:
+		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+	case lock.EventRetry:
+		attrs = append(attrs, slog.Int("attempt", e.Attempt), slog.Duration("delay", e.Delay), slog.Bool("waiting", e.Waiting))
+	case lock.EventAcquired, lock.EventNotAcquired:
+		attrs = append(attrs, slog.Int("attempts", e.Attempt), slog.Duration("duration", e.Duration))
+	}
+	if e.Lock.Fence != 0 {
+		attrs = append(attrs, slog.Uint64("fence", e.Lock.Fence))
+	}
+	if !e.Lock.ValidUntil.IsZero() && (e.Kind == lock.EventAcquired || e.Kind == lock.EventExtended) && e.Err == nil {
+		attrs = append(attrs, slog.Time("valid_until", e.Lock.ValidUntil))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	h.logger.LogAttrs(ctx, level, "lock "+e.Kind.String(), attrs...)
+}
+
+// Level returns the level at which Hook logs e.
+func Level(e lock.Event) slog.Level {
+	failed := e.Err != nil && !errors.Is(e.Err, lock.ErrNotAcquired) && !errors.Is(e.Err, lock.ErrNotHeld)
+	switch e.Kind {
+	case lock.EventLost:
+		return slog.LevelError
+	case lock.EventStoreCall:
+		if failed && !errors.Is(e.Err, context.Canceled) && !errors.Is(e.Err, context.DeadlineExceeded) {
+			return slog.LevelWarn
+		}
+	case lock.EventReleased, lock.EventExtended:
+		if e.Err != nil {
+			return slog.LevelWarn
+		}
+	case lock.EventNotAcquired:
+		if errors.Is(e.Err, lock.ErrUnavailable) {
+			return slog.LevelWarn
+		}
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
