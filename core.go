@@ -45,7 +45,7 @@ func (c *core) init(op string, o *Options) error {
 	c.driftFactor = o.DriftFactor
 	c.storeTimeout = o.StoreTimeout
 	c.retry = DefaultRetry
-	c.obs = observer{hook: o.Hook}
+	c.obs = newObserver(o.Hook)
 	c.held.init()
 	if c.tokens == nil {
 		c.tokens = tokengen.Random{}

@@ -18,6 +18,16 @@ type Hook interface {
 	Observe(ctx context.Context, e Event)
 }
 
+// SpanHook is a Hook that is also told when a Lock, TryLock, Unlock or
+// Extend call begins. Begin may return a context derived from ctx (one
+// carrying a trace span, say); the locker then uses it for the call's
+// events and store calls, and the call's last event (EventAcquired,
+// EventNotAcquired, EventReleased or EventExtended) ends it.
+type SpanHook interface {
+	Hook
+	Begin(ctx context.Context, op, resource string) context.Context
+}
+
 // EventKind says what an Event reports.
 type EventKind uint8
 
@@ -92,11 +102,28 @@ type Event struct {
 }
 
 // observer wraps an optional Hook; its methods do nothing without one.
-type observer struct{ hook Hook }
+type observer struct {
+	hook  Hook
+	spans SpanHook // hook, if it is a SpanHook
+}
+
+func newObserver(h Hook) observer {
+	sh, _ := h.(SpanHook)
+	return observer{hook: h, spans: sh}
+}
+
+// begin tells a SpanHook that a call begins, and returns the context for
+// the rest of the call.
+func (o observer) begin(ctx context.Context, op, resource string) context.Context {
+	if o.spans == nil {
+		return ctx
+	}
+	return o.spans.Begin(ctx, op, resource)
+}
 
 func (o observer) on() bool { return o.hook != nil }
 
-// since returns time.Now() if a hook is set, so that callers measure
+// start returns time.Now() if a hook is set, so that callers measure
 // durations only when someone listens.
 func (o observer) start() time.Time {
 	if o.hook == nil {

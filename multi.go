@@ -326,6 +326,7 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	if err := m.checkHeld(op, l); err != nil {
 		return err
 	}
+	ctx = m.obs.begin(ctx, op, l.Resource)
 	t0 := m.obs.start()
 	err := m.unlock(ctx, op, l)
 	if m.obs.on() {
@@ -363,6 +364,7 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 	if err := m.checkTTL(op, l.Resource, ttl); err != nil {
 		return Lock{}, err
 	}
+	ctx = m.obs.begin(ctx, op, l.Resource)
 	start := time.Now()
 	next, err := m.extend(ctx, op, l, ttl, start)
 	if m.obs.on() {

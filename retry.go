@@ -79,6 +79,7 @@ type waitFunc func(ctx context.Context, last *Error) bool
 // retryLoop runs attempt as retry allows, pausing between attempts, and
 // tells the hook about it. The returned error has Op and Resource set.
 func (c *core) retryLoop(ctx context.Context, op, resource string, retry Retry, attempt attemptFunc, wait waitFunc) (Lock, *Error) {
+	ctx = c.obs.begin(ctx, op, resource)
 	t0 := c.obs.start()
 	n := 0
 	l, e := func() (Lock, *Error) {

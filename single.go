@@ -142,6 +142,7 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 	if err := s.checkHeld(op, l); err != nil {
 		return err
 	}
+	ctx = s.obs.begin(ctx, op, l.Resource)
 	t0 := s.obs.start()
 	err := s.store.Release(ctx, l.Resource, l.Token)
 	s.obs.storeCall(ctx, op, l.Resource, s.store, "release", t0, err)
@@ -175,6 +176,7 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	if s.store.ext == nil {
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%s cannot extend locks: %w", s.store.name, errors.ErrUnsupported)}
 	}
+	ctx = s.obs.begin(ctx, op, l.Resource)
 	start := time.Now()
 	err := s.store.ext.Extend(ctx, l.Resource, l.Token, ttl)
 	s.obs.storeCall(ctx, op, l.Resource, s.store, "extend", start, err)

@@ -1,0 +1,193 @@
+// Package otelhook reports what a locker does to OpenTelemetry: a span per
+// Lock, TryLock, Unlock and Extend call with a child span per store call,
+// and metrics.
+//
+//	h, err := otelhook.New(nil, nil) // the global tracer and meter providers
+//	locker, err := lock.NewSingle(store, &lock.Options{Hook: h})
+//
+// It lives in its own module so that the lock library does not depend on
+// OpenTelemetry.
+//
+// # Metrics
+//
+//   - lock.acquire.duration (histogram, seconds): time Lock and TryLock
+//     took, by lock.op and lock.outcome (ok, contention, canceled,
+//     unavailable, invalid, error).
+//   - lock.contention (counter): acquisition attempts that found the
+//     resource held by another owner.
+//   - lock.lost (counter): locks lost while Run held them.
+//   - lock.held (up-down counter): locks acquired and not yet released.
+//   - lock.store.duration (histogram, seconds): store calls, by lock.store,
+//     lock.store.op and lock.outcome.
+//   - lock.store.errors (counter): store calls that failed, by lock.store
+//     and lock.store.op.
+//
+// Resource names are span attributes only: as metric attributes they
+// would make unbounded cardinality.
+package otelhook
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lockkit/lock"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const scope = "github.com/lockkit/lock/hooks/otelhook"
+
+// Hook is a lock.SpanHook reporting to OpenTelemetry.
+type Hook struct {
+	tracer          trace.Tracer
+	acquireDuration metric.Float64Histogram
+	storeDuration   metric.Float64Histogram
+	contention      metric.Int64Counter
+	lost            metric.Int64Counter
+	held            metric.Int64UpDownCounter
+	storeErrors     metric.Int64Counter
+}
+
+var _ lock.SpanHook = (*Hook)(nil)
+
+// New returns a Hook using tp and mp; nil selects the global providers.
+func New(tp trace.TracerProvider, mp metric.MeterProvider) (*Hook, error) {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(scope)
+	h := &Hook{tracer: tp.Tracer(scope)}
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	var err error
+	h.acquireDuration, err = m.Float64Histogram("lock.acquire.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time Lock and TryLock calls took."))
+	add(err)
+	h.storeDuration, err = m.Float64Histogram("lock.store.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time store calls took."))
+	add(err)
+	h.contention, err = m.Int64Counter("lock.contention", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Acquisition attempts that found the resource held by another owner."))
+	add(err)
+	h.lost, err = m.Int64Counter("lock.lost", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks lost while their holder ran."))
+	add(err)
+	h.held, err = m.Int64UpDownCounter("lock.held", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks acquired and not yet released."))
+	add(err)
+	h.storeErrors, err = m.Int64Counter("lock.store.errors", metric.WithUnit("{call}"),
+		metric.WithDescription("Store calls that failed."))
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Begin implements lock.SpanHook: it starts the call's span.
+func (h *Hook) Begin(ctx context.Context, op, resource string) context.Context {
+	ctx, _ = h.tracer.Start(ctx, "lock."+op, trace.WithAttributes(
+		attribute.String("lock.op", op), attribute.String("lock.resource", resource)))
+	return ctx
+}
+
+// Observe implements lock.Hook.
+func (h *Hook) Observe(ctx context.Context, e lock.Event) {
+	span := trace.SpanFromContext(ctx)
+	switch e.Kind {
+	case lock.EventStoreCall:
+		h.storeCall(ctx, span, e)
+	case lock.EventQuorum:
+		span.AddEvent("quorum", trace.WithAttributes(
+			attribute.Int("lock.granted", e.Granted), attribute.Int("lock.refused", e.Refused), attribute.Int("lock.failed", e.Failed)))
+	case lock.EventRetry:
+		if errors.Is(e.Err, lock.ErrNotAcquired) {
+			h.contention.Add(ctx, 1)
+		}
+		span.AddEvent("retry", trace.WithAttributes(
+			attribute.Int("lock.attempt", e.Attempt), attribute.Int64("lock.delay_ms", e.Delay.Milliseconds()), attribute.Bool("lock.waiting", e.Waiting)))
+	case lock.EventAcquired:
+		h.acquireDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("lock.op", e.Op), attribute.String("lock.outcome", "ok")))
+		h.held.Add(ctx, 1)
+		span.SetAttributes(attribute.Int("lock.attempts", e.Attempt), attribute.Int64("lock.fence", int64(e.Lock.Fence)))
+		span.End()
+	case lock.EventNotAcquired:
+		o := outcome(e.Err)
+		h.acquireDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("lock.op", e.Op), attribute.String("lock.outcome", o)))
+		if o == "contention" {
+			h.contention.Add(ctx, 1)
+		}
+		span.SetAttributes(attribute.Int("lock.attempts", e.Attempt), attribute.String("lock.outcome", o))
+		end(span, e.Err, o)
+	case lock.EventReleased:
+		if e.Err == nil || errors.Is(e.Err, lock.ErrNotHeld) {
+			h.held.Add(ctx, -1)
+		}
+		end(span, e.Err, outcome(e.Err))
+	case lock.EventExtended:
+		end(span, e.Err, outcome(e.Err))
+	case lock.EventLost:
+		h.lost.Add(ctx, 1)
+		span.AddEvent("lock lost", trace.WithAttributes(attribute.String("lock.resource", e.Resource), attribute.String("error", e.Err.Error())))
+	}
+}
+
+func (h *Hook) storeCall(ctx context.Context, parent trace.Span, e lock.Event) {
+	o := outcome(e.Err)
+	store := attribute.String("lock.store", e.Store)
+	storeOp := attribute.String("lock.store.op", e.StoreOp)
+	h.storeDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(store, storeOp, attribute.String("lock.outcome", o)))
+	failed := isFailure(o)
+	if failed {
+		h.storeErrors.Add(ctx, 1, metric.WithAttributes(store, storeOp))
+	}
+	if !parent.IsRecording() {
+		return
+	}
+	now := time.Now()
+	_, span := h.tracer.Start(ctx, "lock.store."+e.StoreOp, trace.WithTimestamp(now.Add(-e.Duration)),
+		trace.WithAttributes(store, storeOp, attribute.Int("lock.store.index", e.StoreIndex), attribute.String("lock.outcome", o)))
+	if failed {
+		span.SetStatus(codes.Error, e.Err.Error())
+	}
+	span.End(trace.WithTimestamp(now))
+}
+
+// end ends a call's span, marking it failed when the outcome is a failure.
+func end(span trace.Span, err error, o string) {
+	if isFailure(o) {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	if err != nil {
+		span.SetAttributes(attribute.String("lock.outcome", o))
+	}
+	span.End()
+}
+
+func isFailure(o string) bool { return o == "unavailable" || o == "invalid" || o == "error" }
+
+// outcome classifies an error for attributes.
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, lock.ErrNotAcquired):
+		return "contention"
+	case errors.Is(err, lock.ErrNotHeld):
+		return "not_held"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	case errors.Is(err, lock.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, lock.ErrInvalid):
+		return "invalid"
+	}
+	return "error"
+}
