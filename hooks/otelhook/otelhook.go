@@ -148,8 +148,8 @@ func (h *Hook) storeCall(ctx context.Context, parent trace.Span, e lock.Event) {
 	if failed {
 		h.storeErrors.Add(ctx, 1, metric.WithAttributes(store, storeOp))
 	}
-	if !parent.IsRecording() {
-		return
+	if !parent.SpanContext().IsSampled() {
+		return // not traced (a store call may also end after its call's span did)
 	}
 	now := time.Now()
 	_, span := h.tracer.Start(ctx, "lock.store."+e.StoreOp, trace.WithTimestamp(now.Add(-e.Duration)),
