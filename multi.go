@@ -161,14 +161,26 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 			return l, nil // stores still answering hold it under token until Unlock or expiry
 		}
 		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, time.Since(start).Round(time.Microsecond))
-	} else if !m.quorum.Met(n-refused, n) {
-		cause = ErrNotAcquired
-	} else {
-		cause = fmt.Errorf("%w: %d of %d stores failed; quorum %v not met", ErrUnavailable, failed, n, m.quorum)
 	}
-	m.releaseAttempt(ctx, op, resource, token, votes, answered, failures)
-	if ctx.Err() != nil {
+	// The attempt failed: release what it may hold. That waits for the
+	// stores still due to answer, so the failure is classified on every
+	// answer, not on whichever came first.
+	for _, v := range m.releaseAttempt(ctx, op, resource, token, votes, answered, failures) {
+		failures = append(failures, m.storeError(v.i, v.err))
+		if errors.Is(v.err, ErrNotAcquired) {
+			refused++
+		} else if v.err != nil {
+			failed++
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
 		cause = ctxErr(ctx)
+	case cause != nil:
+	case !m.quorum.Met(n-refused, n):
+		cause = ErrNotAcquired
+	default:
+		cause = fmt.Errorf("%w: %d of %d stores failed; quorum %v not met", ErrUnavailable, failed, n, m.quorum)
 	}
 	sortStoreErrors(failures)
 	return Lock{}, &Error{Err: cause, Stores: failures}
@@ -199,9 +211,10 @@ func (m *MultiLocker) call(ctx context.Context, op, resource, storeOp string, i 
 
 // releaseAttempt releases token on every store that granted it or whose
 // answer was an error, including stores that answer only now: it waits for
-// the answers still due (each bounded by the store timeout). Stores that
-// refused the fresh token hold nothing of it and are skipped.
-func (m *MultiLocker) releaseAttempt(ctx context.Context, op, resource, token string, votes <-chan vote, answered []bool, failures []StoreError) {
+// the answers still due (each bounded by the store timeout) and returns
+// the failed ones among them. Stores that refused the fresh token hold
+// nothing of it and are skipped.
+func (m *MultiLocker) releaseAttempt(ctx context.Context, op, resource, token string, votes <-chan vote, answered []bool, failures []StoreError) (late []vote) {
 	cctx := context.WithoutCancel(ctx)
 	var wg sync.WaitGroup
 	release := func(i int) {
@@ -225,11 +238,16 @@ func (m *MultiLocker) releaseAttempt(ctx context.Context, op, resource, token st
 		}
 	}
 	for ; pending > 0; pending-- {
-		if v := <-votes; !errors.Is(v.err, ErrNotAcquired) {
+		v := <-votes
+		if !errors.Is(v.err, ErrNotAcquired) {
 			release(v.i)
+		}
+		if v.err != nil {
+			late = append(late, v)
 		}
 	}
 	wg.Wait()
+	return late
 }
 
 // waitFunc returns how to wait for a release between attempts: on the

@@ -187,6 +187,7 @@ func TestMultiUnlock(t *testing.T) {
 
 		held, err = l.TryLock(ctx, "res", time.Minute)
 		wantNil(t, "TryLock(res)", err)
+		synctest.Wait() // the store that answered after the quorum has it too
 		ms[0].Expire("res")
 		ms[1].Expire("res")
 		wantIs(t, "Unlock(res) held on 1 of 3 stores", l.Unlock(ctx, held), lock.ErrNotHeld)
@@ -194,6 +195,7 @@ func TestMultiUnlock(t *testing.T) {
 
 		held, err = l.TryLock(ctx, "res", time.Minute)
 		wantNil(t, "TryLock(res)", err)
+		synctest.Wait()
 		ms[2].Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset})
 		err = l.Unlock(ctx, held)
 		wantIs(t, "Unlock(res) with a failing store", err, lock.ErrUnavailable)
@@ -212,6 +214,7 @@ func TestMultiExtend(t *testing.T) {
 		l := mustMulti(t, ls, nil)
 		held, err := l.TryLock(ctx, "res", time.Second)
 		wantNil(t, "TryLock(res)", err)
+		synctest.Wait() // the stores that answered after the quorum have it too
 		failAlways(ms[0], ms[1])
 		time.Sleep(500 * time.Millisecond)
 		start := time.Now()
