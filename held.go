@@ -19,8 +19,15 @@ type heldKey struct{ resource, token string }
 
 type heldShard struct {
 	mu    sync.Mutex
-	locks map[heldKey]Lock
+	locks map[heldKey]heldEntry
 	_     [40]byte // keep shards on separate cache lines
+}
+
+// heldEntry is a held lock and, for a multi-store lock granted before
+// every store answered, a channel closed once the last store answered.
+type heldEntry struct {
+	lock    Lock
+	pending <-chan struct{}
 }
 
 func (h *heldSet) init() { h.seed = maphash.MakeSeed() }
@@ -29,15 +36,31 @@ func (h *heldSet) shard(k heldKey) *heldShard {
 	return &h.shards[maphash.String(h.seed, k.resource)%heldShards]
 }
 
-func (h *heldSet) put(l Lock) {
+func (h *heldSet) put(l Lock) { h.putPending(l, nil) }
+
+// putPending records l, with a channel that closes when the stores still
+// answering its acquisition have answered.
+func (h *heldSet) putPending(l Lock, pending <-chan struct{}) {
 	k := heldKey{l.Resource, l.Token}
 	s := h.shard(k)
 	s.mu.Lock()
 	if s.locks == nil {
-		s.locks = make(map[heldKey]Lock)
+		s.locks = make(map[heldKey]heldEntry)
 	}
-	s.locks[k] = l
+	if pending == nil {
+		pending = s.locks[k].pending // an extension keeps the acquisition's
+	}
+	s.locks[k] = heldEntry{lock: l, pending: pending}
 	s.mu.Unlock()
+}
+
+// pending returns the channel recorded with l, or nil.
+func (h *heldSet) pending(l Lock) <-chan struct{} {
+	k := heldKey{l.Resource, l.Token}
+	s := h.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.locks[k].pending
 }
 
 func (h *heldSet) remove(l Lock) {
@@ -53,8 +76,8 @@ func (h *heldSet) snapshot() []Lock {
 	for i := range h.shards {
 		s := &h.shards[i]
 		s.mu.Lock()
-		for _, l := range s.locks {
-			out = append(out, l)
+		for _, e := range s.locks {
+			out = append(out, e.lock)
 		}
 		s.mu.Unlock()
 	}

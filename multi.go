@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,14 +92,28 @@ func (m *MultiLocker) acquire(ctx context.Context, op, resource string, ttl time
 	if e != nil {
 		return Lock{}, e
 	}
-	m.held.put(l)
-	return l, nil
+	return l, nil // attempt recorded it in m.held
 }
 
 // vote is one store's answer to an attempt.
 type vote struct {
 	i   int
 	err error
+}
+
+// ballot collects the votes of one attempt. Its done channel closes when
+// every store has answered.
+type ballot struct {
+	votes chan vote
+	left  atomic.Int32
+	done  chan struct{}
+}
+
+func (b *ballot) cast(v vote) {
+	b.votes <- v
+	if b.left.Add(-1) == 0 {
+		close(b.done)
+	}
 }
 
 // attempt makes one Redlock attempt with a fresh token.
@@ -112,9 +127,11 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	}
 	n := len(m.stores)
 	start := time.Now()
-	votes := make(chan vote, n)
+	b := &ballot{votes: make(chan vote, n), done: make(chan struct{})}
+	b.left.Store(int32(n))
+	votes := b.votes
 	for i := range m.stores {
-		go m.acquireOne(ctx, op, i, resource, token, ttl, votes)
+		go m.acquireOne(ctx, op, i, resource, token, ttl, b)
 	}
 
 	answered := make([]bool, n)
@@ -158,7 +175,14 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	if met {
 		l := Lock{Resource: resource, Token: token, ValidUntil: m.validUntil(start, ttl)}
 		if l.Valid() {
-			return l, nil // stores still answering hold it under token until Unlock or expiry
+			// Stores still answering may yet take it under token: Unlock
+			// waits for them, so that no release overtakes an acquisition.
+			var pending <-chan struct{}
+			if received < n {
+				pending = b.done
+			}
+			m.held.putPending(l, pending)
+			return l, nil
 		}
 		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, time.Since(start).Round(time.Microsecond))
 	}
@@ -187,11 +211,11 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 }
 
 // acquireOne asks store i for the lock and sends its answer to votes.
-func (m *MultiLocker) acquireOne(ctx context.Context, op string, i int, resource, token string, ttl time.Duration, votes chan<- vote) {
+func (m *MultiLocker) acquireOne(ctx context.Context, op string, i int, resource, token string, ttl time.Duration, b *ballot) {
 	err := m.call(ctx, op, resource, "acquire", i, func(ctx context.Context, s storeRef) error {
 		return s.Acquire(ctx, resource, token, ttl)
 	})
-	votes <- vote{i: i, err: err}
+	b.cast(vote{i: i, err: err})
 }
 
 // call runs f, the storeOp of a locker operation op, on store i within
@@ -354,6 +378,13 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 }
 
 func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
+	if pending := m.held.pending(l); pending != nil {
+		select { // each store's answer is bounded by the store timeout
+		case <-pending:
+		case <-ctx.Done():
+			return &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
+		}
+	}
 	errs := m.fanout(ctx, op, l.Resource, "release", func(ctx context.Context, s storeRef) error {
 		return s.Release(ctx, l.Resource, l.Token)
 	})
