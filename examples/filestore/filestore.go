@@ -1,0 +1,221 @@
+//go:build unix
+
+// Package filestore is a worked example of a third-party lock store: locks
+// kept in files of a directory, guarded by flock(2), so that processes on
+// one machine (or sharing a filesystem with working flock) can lock
+// resources. It implements lock.Store, lock.Extender, lock.TTLReader and
+// lock.Fencer, and passes the conformance suite (see filestore_test.go).
+//
+// docs/stores.md walks through it. It is an example first: it takes
+// flock(2) on every call, cannot be interrupted by a context while waiting
+// for that flock, and never deletes the files it creates (one small file
+// per resource ever locked).
+//
+// # File format
+//
+// Each resource has a file named after the SHA-256 of its name, so every
+// resource name maps to a valid, distinct file name. The file holds one
+// line: "<fence> <expiry, Unix nanoseconds> <token>" — a free resource has
+// an expiry in the past or an empty token. The fence counter lives in the
+// same file and is never reset, so fences increase strictly for as long as
+// the directory lives.
+package filestore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// Store keeps locks in files under a directory.
+type Store struct {
+	dir string
+}
+
+var (
+	_ lock.Store     = (*Store)(nil)
+	_ lock.Extender  = (*Store)(nil)
+	_ lock.TTLReader = (*Store)(nil)
+	_ lock.Fencer    = (*Store)(nil)
+)
+
+// New returns a store over dir, creating it if needed.
+func New(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// String names the store in lockers' errors.
+func (s *Store) String() string { return "filestore " + s.dir }
+
+// state is the content of a resource's file.
+type state struct {
+	fence   uint64
+	expires int64 // Unix nanoseconds
+	token   string
+}
+
+func (st state) heldAt(now time.Time) bool { return st.token != "" && now.UnixNano() < st.expires }
+
+// with runs f on the state of resource while holding the file's flock, and
+// writes the state back if f returns true.
+func (s *Store) with(ctx context.Context, resource string, f func(st *state, now time.Time) bool) error {
+	if err := ctx.Err(); err != nil {
+		return err // nothing was done
+	}
+	if resource == "" {
+		return fmt.Errorf("%w: empty resource name", lock.ErrInvalid)
+	}
+	sum := sha256.Sum256([]byte(resource))
+	file, err := os.OpenFile(filepath.Join(s.dir, hex.EncodeToString(sum[:])+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	defer file.Close()
+	if err := syscall.Flock(int(file.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("filestore: flock: %w", err)
+	}
+	defer syscall.Flock(int(file.Fd()), syscall.LOCK_UN)
+
+	data, err := io.ReadAll(file)
+	if err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	st, err := parse(string(data))
+	if err != nil {
+		return fmt.Errorf("filestore: %s: %w", file.Name(), err)
+	}
+	if !f(&st, time.Now()) {
+		return nil
+	}
+	line := strconv.FormatUint(st.fence, 10) + " " + strconv.FormatInt(st.expires, 10) + " " + st.token
+	if _, err := file.WriteAt([]byte(line), 0); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	if err := file.Truncate(int64(len(line))); err != nil {
+		return fmt.Errorf("filestore: %w", err)
+	}
+	return nil
+}
+
+func parse(data string) (state, error) {
+	if data == "" {
+		return state{}, nil
+	}
+	parts := strings.SplitN(data, " ", 3)
+	if len(parts) != 3 {
+		return state{}, fmt.Errorf("malformed lock file %q", data)
+	}
+	fence, err1 := strconv.ParseUint(parts[0], 10, 64)
+	expires, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return state{}, fmt.Errorf("malformed lock file %q", data)
+	}
+	return state{fence: fence, expires: expires, token: parts[2]}, nil
+}
+
+func checkTTL(ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
+	}
+	return nil
+}
+
+// Acquire implements lock.Store.
+func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
+	_, err := s.AcquireFenced(ctx, resource, token, ttl)
+	return err
+}
+
+// AcquireFenced implements lock.Fencer.
+func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+	if err := checkTTL(ttl); err != nil {
+		return 0, err
+	}
+	if token == "" || strings.ContainsAny(token, "\n") {
+		return 0, fmt.Errorf("%w: token must be non-empty and on one line", lock.ErrInvalid)
+	}
+	var fence uint64
+	held := false
+	err := s.with(ctx, resource, func(st *state, now time.Time) bool {
+		if st.heldAt(now) {
+			held = true
+			return false
+		}
+		st.fence++
+		st.expires = now.Add(ttl).UnixNano()
+		st.token = token
+		fence = st.fence
+		return true
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case held:
+		return 0, lock.ErrNotAcquired
+	}
+	return fence, nil
+}
+
+// Release implements lock.Store.
+func (s *Store) Release(ctx context.Context, resource, token string) error {
+	return s.ifHeld(ctx, resource, token, func(st *state, _ time.Time) { st.token = "" })
+}
+
+// Extend implements lock.Extender.
+func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
+	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	return s.ifHeld(ctx, resource, token, func(st *state, now time.Time) { st.expires = now.Add(ttl).UnixNano() })
+}
+
+// ifHeld applies change if resource is held under token, and returns
+// lock.ErrNotHeld otherwise.
+func (s *Store) ifHeld(ctx context.Context, resource, token string, change func(*state, time.Time)) error {
+	ours := false
+	err := s.with(ctx, resource, func(st *state, now time.Time) bool {
+		ours = st.heldAt(now) && st.token == token
+		if ours {
+			change(st, now)
+		}
+		return ours
+	})
+	if err == nil && !ours {
+		return lock.ErrNotHeld
+	}
+	return err
+}
+
+// Exists implements lock.Store.
+func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
+	_, held, err := s.TTL(ctx, resource)
+	return held, err
+}
+
+// TTL implements lock.TTLReader.
+func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, error) {
+	var remaining time.Duration
+	var held bool
+	err := s.with(ctx, resource, func(st *state, now time.Time) bool {
+		held = st.heldAt(now)
+		remaining = time.Duration(st.expires - now.UnixNano())
+		return false
+	})
+	if err != nil || !held {
+		return 0, false, err
+	}
+	return remaining, true, nil
+}
