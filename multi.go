@@ -176,7 +176,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 		l := Lock{Resource: resource, Token: token, ValidUntil: m.validUntil(start, ttl)}
 		if l.Valid() {
 			// Stores still answering may yet take it under token: Unlock
-			// waits for them, so that no release overtakes an acquisition.
+			// and Extend wait for them (see settle).
 			var pending <-chan struct{}
 			if received < n {
 				pending = b.done
@@ -377,13 +377,26 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	return err
 }
 
-func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
+// settle waits until every store has answered the acquisition of l, if it
+// was granted before they all did: a release or extension sent earlier
+// could overtake a slow store's acquisition (stores such as memcached
+// serve concurrent calls on separate connections), find nothing, and leave
+// that store holding the lock until its TTL runs out. Each answer is
+// bounded by the store timeout.
+func (m *MultiLocker) settle(ctx context.Context, op string, l Lock) error {
 	if pending := m.held.pending(l); pending != nil {
-		select { // each store's answer is bounded by the store timeout
+		select {
 		case <-pending:
 		case <-ctx.Done():
 			return &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
 		}
+	}
+	return nil
+}
+
+func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
+	if err := m.settle(ctx, op, l); err != nil {
+		return err
 	}
 	errs := m.fanout(ctx, op, l.Resource, "release", func(ctx context.Context, s storeRef) error {
 		return s.Release(ctx, l.Resource, l.Token)
@@ -415,14 +428,18 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 	}
 	ctx = m.obs.begin(ctx, op, l.Resource)
 	start := time.Now()
-	next, err := m.extend(ctx, op, l, ttl, start)
+	next, err := m.extend(ctx, op, l, ttl)
 	if m.obs.on() {
 		m.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: next, Duration: time.Since(start), Err: err})
 	}
 	return next, err
 }
 
-func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Duration, start time.Time) (Lock, error) {
+func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Duration) (Lock, error) {
+	if err := m.settle(ctx, op, l); err != nil {
+		return Lock{}, err
+	}
+	start := time.Now()
 	errs := m.fanout(ctx, op, l.Resource, "extend", func(ctx context.Context, s storeRef) error {
 		if s.ext == nil {
 			return fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported)
