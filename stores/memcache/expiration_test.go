@@ -24,8 +24,8 @@ func TestExpiration(t *testing.T) {
 		{30 * time.Second, 30},
 		{30 * day, maxRelative}, // the largest relative value
 		// One second more is an absolute time: now+ttl, rounded up.
-		{30*day + time.Second, int32(now.Add(30*day + time.Second).Unix() + 1)},
-		{30*day + time.Nanosecond, int32(now.Add(30*day + time.Nanosecond).Unix() + 1)},
+		{30*day + time.Second, int32(now.Add(30*day+time.Second).Unix() + 1)},
+		{30*day + time.Nanosecond, int32(now.Add(30*day+time.Nanosecond).Unix() + 1)},
 		{31 * day, int32(now.Add(31*day).Unix() + 1)},
 		{lock.MaxTTL, int32(now.Add(lock.MaxTTL).Unix() + 1)},
 	}

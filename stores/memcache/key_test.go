@@ -62,8 +62,8 @@ func TestKeyInjective(t *testing.T) {
 		hashedOf := newTestStore(t, p).key("with space") // a hashed key...
 		resources := []string{
 			"plain", "with space", "with  space", "#", "##", "x",
-			hashedOf[len(p):],      // ...and its suffix used as a resource
-			hashedOf[len(p)+1:],    // the suffix without '#': verbatim
+			hashedOf[len(p):],   // ...and its suffix used as a resource
+			hashedOf[len(p)+1:], // the suffix without '#': verbatim
 			strings.Repeat("k", 250-len(p)), strings.Repeat("k", 251-len(p)), strings.Repeat("k", 1000),
 		}
 		seen := make(map[string]string)
