@@ -164,11 +164,11 @@ func (s *Store) swap(ctx context.Context, key, token string, exp int32) error {
 		case item.CasID == 0:
 			return errors.New("memcached returned no CAS id: it runs with CAS disabled (-C), which locks cannot work without")
 		}
-		if err := ctx.Err(); err != nil {
-			return err // the caller gave up: send no cas it will not hear about
-		}
 		if s.beforeCAS != nil {
 			s.beforeCAS(key)
+		}
+		if err := ctx.Err(); err != nil {
+			return err // the caller gave up: send no cas it will not hear about
 		}
 		item.Expiration = exp
 		if exp < 0 {
