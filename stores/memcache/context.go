@@ -8,57 +8,55 @@ import (
 // gomemcache takes no context: each request is bounded only by the
 // client's Timeout. A call whose ctx can end (ctx.Done() != nil) runs its
 // requests in a goroutine of its own and returns as soon as ctx ends, with
-// the context's error; the abandoned requests finish in the background
-// within the client's Timeout, and a Release or Extend abandoned between
-// its gets and its cas sends no cas. A call whose ctx can never end runs
+// the context's error; the abandoned requests go on in the background,
+// each within the client's Timeout. A call whose ctx can never end runs
 // its requests directly, without the cost of a goroutine.
 
-// detach runs f in its own goroutine and returns its error, or the
-// context's error if ctx ends first.
-func detach(ctx context.Context, f func() error) error {
-	done := make(chan error, 1) // buffered: an abandoned f must not block
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		select {
-		case err := <-done: // finished at the same moment: its answer is known
-			return err
-		default:
-		}
-		return abandoned(ctx)
-	}
+// call is a store operation running in a goroutine of its own.
+type call[T any] struct {
+	done chan struct{} // closed when f has returned
+	v    T
+	err  error
 }
 
-type result[T any] struct {
-	v   T
-	err error
-}
-
-// detach2 is detach for a function with a result.
-func detach2[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	done := make(chan result[T], 1) // buffered: an abandoned f must not block
+// detach starts f in a goroutine of its own.
+func detach[T any](f func() (T, error)) *call[T] {
+	c := &call[T]{done: make(chan struct{})}
 	go func() {
-		v, err := f()
-		done <- result[T]{v, err}
+		c.v, c.err = f()
+		close(c.done)
 	}()
+	return c
+}
+
+// wait returns the call's result, or the context's error if ctx ends
+// first. A call that ended at the same moment is reported as it ended.
+func (c *call[T]) wait(ctx context.Context) (T, error) {
 	select {
-	case r := <-done:
-		return r.v, r.err
+	case <-c.done:
+		return c.v, c.err
 	case <-ctx.Done():
-		select {
-		case r := <-done: // finished at the same moment: its answer is known
-			return r.v, r.err
-		default:
-		}
+	}
+	select {
+	case <-c.done:
+		return c.v, c.err
+	default:
 		var zero T
-		return zero, abandoned(ctx)
+		return zero, fmt.Errorf("%w (memcached may still apply the request)", ctx.Err())
 	}
 }
 
-// abandoned is the error of a call that ctx ended after its request was
-// sent: the context's error, as the outcome is unknown.
-func abandoned(ctx context.Context) error {
-	return fmt.Errorf("%w (memcached may still apply the request)", ctx.Err())
+// running reports whether the call has not yet returned.
+func (c *call[T]) running() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// noValue adapts an operation without a result to detach.
+func noValue(f func() error) func() (struct{}, error) {
+	return func() (struct{}, error) { return struct{}{}, f() }
 }

@@ -14,9 +14,10 @@ import (
 // Store is a lock store on a memcached server, reached through a
 // gomemcache client. Create it with New; it is safe for concurrent use.
 type Store struct {
-	client *gomemcache.Client
-	prefix string
-	name   string
+	client  *gomemcache.Client
+	prefix  string
+	name    string
+	pending pending // abandoned adds still on their way
 
 	// beforeCAS, when set (by tests only), runs in Release and Extend
 	// between the gets and the cas, to open the race window at will.
@@ -101,7 +102,12 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	if ctx.Done() == nil {
 		return s.add(item)
 	}
-	return detach(ctx, func() error { return s.add(item) })
+	c := detach(noValue(func() error { return s.add(item) }))
+	_, err = c.wait(ctx)
+	if c.running() {
+		s.pending.add(item.Key, token, c.done)
+	}
+	return err
 }
 
 func (s *Store) add(item *gomemcache.Item) error {
@@ -118,7 +124,9 @@ func (s *Store) add(item *gomemcache.Item) error {
 // Release implements [lock.Store]: gets reads the token and the item's CAS
 // id, and if the token matches, a cas with a negative expiration replaces
 // the item by one that is already expired — an atomic compare-and-delete.
-// If the item changed in between, the store reads it again.
+// If the item changed in between, the store reads it again. A Release
+// whose context ends still goes on in the background, so the lock is freed
+// once memcached answers.
 func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err := check(ctx, resource, token, 1); err != nil {
 		return err
@@ -127,13 +135,15 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if ctx.Done() == nil {
 		return s.swap(ctx, key, token, -1)
 	}
-	return detach(ctx, func() error { return s.swap(ctx, key, token, -1) })
+	_, err := detach(noValue(func() error { return s.swap(ctx, key, token, -1) })).wait(ctx)
+	return err
 }
 
 // Extend implements [lock.Extender]: gets reads the token and the item's
 // CAS id, and if the token matches, a cas rewrites the item with the new
 // expiration. A missing item is never re-created. The TTL is rounded up
-// to whole seconds.
+// to whole seconds. An Extend whose context ends before its cas is sent
+// sends none: a lock whose holder stopped waiting is not kept longer.
 func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
 	if err := check(ctx, resource, token, ttl); err != nil {
 		return err
@@ -146,12 +156,15 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	if ctx.Done() == nil {
 		return s.swap(ctx, key, token, exp)
 	}
-	return detach(ctx, func() error { return s.swap(ctx, key, token, exp) })
+	_, err = detach(noValue(func() error { return s.swap(ctx, key, token, exp) })).wait(ctx)
+	return err
 }
 
 // swap sets the expiration of key to exp (negative: deletes it) if, and
-// only if, its value is token, by gets and cas.
+// only if, its value is token, by gets and cas. An extension (exp >= 0)
+// stops before its cas if ctx has ended.
 func (s *Store) swap(ctx context.Context, key, token string, exp int32) error {
+	s.pending.wait(key, token)
 	for range casAttempts {
 		item, err := s.client.Get(key)
 		switch {
@@ -167,8 +180,8 @@ func (s *Store) swap(ctx context.Context, key, token string, exp int32) error {
 		if s.beforeCAS != nil {
 			s.beforeCAS(key)
 		}
-		if err := ctx.Err(); err != nil {
-			return err // the caller gave up: send no cas it will not hear about
+		if exp >= 0 && ctx.Err() != nil {
+			return ctx.Err() // the caller gave up on the extension: do not extend
 		}
 		item.Expiration = exp
 		if exp < 0 {
@@ -197,7 +210,7 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 	if ctx.Done() == nil {
 		return s.exists(key)
 	}
-	return detach2(ctx, func() (bool, error) { return s.exists(key) })
+	return detach(func() (bool, error) { return s.exists(key) }).wait(ctx)
 }
 
 func (s *Store) exists(key string) (bool, error) {

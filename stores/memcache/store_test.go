@@ -3,6 +3,7 @@ package memcache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -258,8 +259,9 @@ func TestContextEndsCallOnPausedServer(t *testing.T) {
 	}
 }
 
-// A Release or Extend whose context ends between its gets and its cas
-// sends no cas: the lock is left as it was.
+// An Extend whose context ends between its gets and its cas sends no cas:
+// the lock keeps its TTL. A Release in the same case goes on in the
+// background and frees the lock.
 func TestContextEndsBeforeCAS(t *testing.T) {
 	t.Parallel()
 	srv := memcachetest.Start(t, nil)
@@ -267,32 +269,94 @@ func TestContextEndsBeforeCAS(t *testing.T) {
 	if err := s.Acquire(ctx(t), "r", "a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	for _, call := range []struct {
-		name string
-		f    func(context.Context) error
-	}{
-		{"Release", func(c context.Context) error { return s.Release(c, "r", "a") }},
-		{"Extend", func(c context.Context) error { return s.Extend(c, "r", "a", time.Hour) }},
-	} {
+	cancelInWindow := func() (context.Context, <-chan struct{}) {
 		c, cancel := context.WithCancel(context.Background())
-		casSent := make(chan struct{})
-		memcache.SetBeforeCAS(s, func(string) { cancel(); close(casSent) })
-		if err := call.f(c); !errors.Is(err, context.Canceled) {
-			t.Errorf("%s canceled between gets and cas = %v; want context.Canceled", call.name, err)
-		}
-		<-casSent // the store's goroutine passed the hook; a cas, if sent, follows at once
-		memcache.SetBeforeCAS(s, nil)
-		it, found := item(t, srv, "p:r")
-		if !found || it.Value != "a" || it.TTL > 60 {
-			t.Errorf("after %s canceled between gets and cas: item %+v, found %v; want token a with its 60s TTL", call.name, it, found)
-		}
+		passed := make(chan struct{})
+		memcache.SetBeforeCAS(s, func(string) { cancel(); close(passed) })
+		return c, passed
 	}
-	stats, err := srv.Stats()
+
+	c, passed := cancelInWindow()
+	if err := s.Extend(c, "r", "a", time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Extend canceled between gets and cas = %v; want context.Canceled", err)
+	}
+	<-passed // the store's goroutine passed the hook; a cas, if sent, follows at once
+	if it, found := item(t, srv, "p:r"); !found || it.Value != "a" || it.TTL > 60 {
+		t.Errorf("after Extend(r, a, 1h) canceled between gets and cas: item %+v, found %v; want token a with its 60s TTL", it, found)
+	}
+
+	c, passed = cancelInWindow()
+	if err := s.Release(c, "r", "a"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Release canceled between gets and cas = %v; want context.Canceled", err)
+	}
+	<-passed
+	memcache.SetBeforeCAS(s, nil)
+	if !eventually(func() bool { return casHits(t, srv) == 1 }) {
+		t.Fatalf("memcached served %d successful cas commands; want exactly 1, the release's", casHits(t, srv))
+	}
+	if _, found := item(t, srv, "p:r"); found {
+		t.Error("r is still held after the Release canceled between gets and cas went on")
+	}
+}
+
+// casHits returns the number of successful cas commands srv has served.
+func casHits(t *testing.T, srv *memcachetest.Server) int64 {
+	t.Helper()
+	n, err := srv.Stat("cas_hits")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats["cas_hits"] != "0" || stats["cas_badval"] != "0" || stats["cas_misses"] != "0" {
-		t.Errorf("memcached served cas commands (hits %s, bad value %s, misses %s); want none", stats["cas_hits"], stats["cas_badval"], stats["cas_misses"])
+	return n
+}
+
+// eventually polls cond every few milliseconds for up to 10 seconds.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// An Acquire abandoned on a paused server leaves its add on the way; the
+// caller's Release by token (abandoned too) must not overtake it, or the
+// add would land after the release and leave a lock nobody holds.
+func TestReleaseAfterAbandonedAcquire(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	s := newStore(t, srv.Client(t), memcache.WithPrefix("p:"))
+	for i := range 20 {
+		tok := fmt.Sprintf("a%d", i)
+		if err := srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		err := s.Acquire(c, "r", tok, time.Minute)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("round %d: Acquire on a paused server = %v; want context.DeadlineExceeded", i, err)
+		}
+		c, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+		err = s.Release(c, "r", tok)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("round %d: Release on a paused server = %v; want context.DeadlineExceeded", i, err)
+		}
+		if err := srv.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		// Both requests now go through; the add first, then the release.
+		if !eventually(func() bool { return casHits(t, srv) == int64(i+1) }) {
+			it, found := item(t, srv, "p:r")
+			t.Fatalf("round %d: memcached served %d successful cas commands; want %d, one release per round (r: %+v, found %v)", i, casHits(t, srv), i+1, it, found)
+		}
+		if it, found := item(t, srv, "p:r"); found {
+			t.Fatalf("round %d: r is held (%+v) after the abandoned Acquire and Release went through; want it free", i, it)
+		}
 	}
 }
 
