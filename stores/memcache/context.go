@@ -13,50 +13,44 @@ import (
 // its requests directly, without the cost of a goroutine.
 
 // call is a store operation running in a goroutine of its own.
-type call[T any] struct {
-	done chan struct{} // closed when f has returned
-	v    T
+type call struct {
+	done chan struct{} // closed when the operation has returned
+	held bool          // Exists' answer
 	err  error
 }
 
-// detach starts f in a goroutine of its own.
-func detach[T any](f func() (T, error)) *call[T] {
-	c := &call[T]{done: make(chan struct{})}
+// detach starts f in a goroutine of its own; f sets c.err (and c.held).
+func detach(f func(c *call)) *call {
+	c := &call{done: make(chan struct{})}
 	go func() {
-		c.v, c.err = f()
+		f(c)
 		close(c.done)
 	}()
 	return c
 }
 
-// wait returns the call's result, or the context's error if ctx ends
+// wait returns the call's error, or the context's error if ctx ends
 // first. A call that ended at the same moment is reported as it ended.
-func (c *call[T]) wait(ctx context.Context) (T, error) {
+func (c *call) wait(ctx context.Context) error {
 	select {
 	case <-c.done:
-		return c.v, c.err
+		return c.err
 	case <-ctx.Done():
 	}
 	select {
 	case <-c.done:
-		return c.v, c.err
+		return c.err
 	default:
-		var zero T
-		return zero, fmt.Errorf("%w (memcached may still apply the request)", ctx.Err())
+		return fmt.Errorf("%w (memcached may still apply the request)", ctx.Err())
 	}
 }
 
 // running reports whether the call has not yet returned.
-func (c *call[T]) running() bool {
+func (c *call) running() bool {
 	select {
 	case <-c.done:
 		return false
 	default:
 		return true
 	}
-}
-
-// noValue adapts an operation without a result to detach.
-func noValue(f func() error) func() (struct{}, error) {
-	return func() (struct{}, error) { return struct{}{}, f() }
 }

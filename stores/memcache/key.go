@@ -16,15 +16,16 @@ import (
 // is '#' in every hashed key and in no verbatim one, verbatim keys differ
 // when their resources do, and hashed keys differ unless SHA-256 collides.
 
+// MaxPrefixLen is the longest key prefix, in bytes: every key must leave
+// room under memcached's 250 bytes for the hashed form of a resource ('#'
+// and 43 characters).
+const MaxPrefixLen = maxKeyLen - hashKeyLen
+
 const (
 	maxKeyLen  = 250 // memcached's limit
 	hashMark   = '#'
 	hashLen    = 43 // base64.RawURLEncoding.EncodedLen(sha256.Size)
 	hashKeyLen = 1 + hashLen
-
-	// MaxPrefixLen is the longest key prefix: every key must leave room
-	// for the hashed form of a resource.
-	MaxPrefixLen = maxKeyLen - hashKeyLen
 )
 
 // key returns the memcached key of resource.

@@ -107,3 +107,9 @@ func TestNewValidates(t *testing.T) {
 		t.Errorf("New(client): key(r) = %q, name %q; want %q, memcache", s.key("r"), s.String(), DefaultPrefix+"r")
 	}
 }
+
+func TestMaxPrefixLen(t *testing.T) {
+	if MaxPrefixLen != 206 || hashLen != len(newTestStore(t, "").key(" "))-1 {
+		t.Errorf("MaxPrefixLen = %d, hashed form %d bytes; want 206 and 44", MaxPrefixLen, len(newTestStore(t, "").key(" ")))
+	}
+}

@@ -34,7 +34,6 @@ func TestMultiLockerThreeServers(t *testing.T) {
 				t.Fatal(err)
 			}
 			victim := servers[1]
-			var injected sync.WaitGroup
 			w := contend(t, locker, func(done, total int64) {
 				switch {
 				case fault == "kill" && done == total/3:
@@ -49,7 +48,6 @@ func TestMultiLockerThreeServers(t *testing.T) {
 					}
 				}
 			})
-			injected.Wait()
 			t.Logf("fault %q: %d critical sections, %d overlaps, %d unlocks reporting a failed store", fault, w.done, w.overlaps, w.unavailable)
 			if w.overlaps != 0 {
 				t.Errorf("workers were inside the critical section together %d times; want 0", w.overlaps)

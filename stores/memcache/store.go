@@ -102,8 +102,8 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	if ctx.Done() == nil {
 		return s.add(item)
 	}
-	c := detach(noValue(func() error { return s.add(item) }))
-	_, err = c.wait(ctx)
+	c := detach(func(c *call) { c.err = s.add(item) })
+	err = c.wait(ctx)
 	if c.running() {
 		s.pending.add(item.Key, token, c.done)
 	}
@@ -135,8 +135,7 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if ctx.Done() == nil {
 		return s.swap(ctx, key, token, -1)
 	}
-	_, err := detach(noValue(func() error { return s.swap(ctx, key, token, -1) })).wait(ctx)
-	return err
+	return detach(func(c *call) { c.err = s.swap(ctx, key, token, -1) }).wait(ctx)
 }
 
 // Extend implements [lock.Extender]: gets reads the token and the item's
@@ -156,8 +155,7 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	if ctx.Done() == nil {
 		return s.swap(ctx, key, token, exp)
 	}
-	_, err = detach(noValue(func() error { return s.swap(ctx, key, token, exp) })).wait(ctx)
-	return err
+	return detach(func(c *call) { c.err = s.swap(ctx, key, token, exp) }).wait(ctx)
 }
 
 // swap sets the expiration of key to exp (negative: deletes it) if, and
@@ -210,7 +208,11 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 	if ctx.Done() == nil {
 		return s.exists(key)
 	}
-	return detach(func() (bool, error) { return s.exists(key) }).wait(ctx)
+	c := detach(func(c *call) { c.held, c.err = s.exists(key) })
+	if err := c.wait(ctx); err != nil {
+		return false, err
+	}
+	return c.held, nil
 }
 
 func (s *Store) exists(key string) (bool, error) {

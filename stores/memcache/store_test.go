@@ -286,8 +286,10 @@ func TestContextEndsBeforeCAS(t *testing.T) {
 	}
 
 	c, passed = cancelInWindow()
-	if err := s.Release(c, "r", "a"); !errors.Is(err, context.Canceled) {
-		t.Errorf("Release canceled between gets and cas = %v; want context.Canceled", err)
+	// The caller may also see the release done, if the cas is answered
+	// before it wakes up to its canceled context.
+	if err := s.Release(c, "r", "a"); err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("Release canceled between gets and cas = %v; want context.Canceled or nil", err)
 	}
 	<-passed
 	memcache.SetBeforeCAS(s, nil)
