@@ -132,6 +132,15 @@
 //     carrying an id read before the restart could match the item of a
 //     new holder: it takes the restart and the new holder's add to fall
 //     between one gets and its cas, and the new item to draw that very id.
+//   - Stalls: memcached reads the time once a second, in its main thread.
+//     When the server process stalls (stopped, swapped out, starved of
+//     CPU) for longer than a second, the requests it serves as it resumes
+//     can compute expirations from the stale time, and those locks expire
+//     early by up to the length of the stall — more than the second the
+//     lockers allow for. (Seen in tests: a lock sent with a 5s TTL just
+//     before a 3s stall ended was gone about 2s later.) Keep lock servers
+//     lightly loaded, and where a stall must not cost mutual exclusion use
+//     a lock.MultiLocker over several servers.
 //   - Server lists: a gomemcache client over several servers puts each
 //     lock on one of them (by key hash); losing that server loses its
 //     locks as above. To survive the loss of a server, give a
