@@ -141,8 +141,62 @@ func (p *Process) Kill() {
 }
 
 // Pause stops the process with SIGSTOP: it keeps its connections but
-// answers nothing until Resume.
-func (p *Process) Pause() error { return p.signal(syscall.SIGSTOP, true) }
+// answers nothing until Resume. The signal takes effect asynchronously, so
+// on Linux Pause returns only once every thread of the process is stopped;
+// a request sent after Pause returns is never served before Resume.
+func (p *Process) Pause() error {
+	if err := p.signal(syscall.SIGSTOP, true); err != nil {
+		return err
+	}
+	return p.awaitStopped()
+}
+
+// awaitStopped waits until every thread of the process shows as stopped
+// in /proc. Where /proc does not exist it returns at once.
+func (p *Process) awaitStopped() error {
+	p.mu.Lock()
+	pid := p.cmd.Process.Pid
+	p.mu.Unlock()
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	if _, err := os.Stat(dir); err != nil {
+		return nil // no procfs: best effort
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		stopped, err := allStopped(dir)
+		if err != nil || stopped {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not stop within 5s of SIGSTOP", p.Name)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allStopped reports whether every thread listed in dir (/proc/PID/task)
+// is in state T (stopped) or t (traced).
+func allStopped(dir string) (bool, error) {
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(dir + "/" + task.Name() + "/stat")
+		if err != nil {
+			return false, nil // a thread that just exited: look again
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) {
+			return false, fmt.Errorf("unexpected %s/%s/stat: %q", dir, task.Name(), stat)
+		}
+		if st := stat[i+2]; st != 'T' && st != 't' {
+			return false, nil
+		}
+	}
+	return true, nil
+}
 
 // Resume continues a paused process with SIGCONT.
 func (p *Process) Resume() error { return p.signal(syscall.SIGCONT, false) }

@@ -1,0 +1,151 @@
+// Package memcache is a lock store on memcached, through the gomemcache
+// client (github.com/bradfitz/gomemcache/memcache).
+//
+// memcached is a cache, not a database: it may drop an item when it runs
+// out of memory, and it forgets everything when it restarts. The store is
+// correct within what memcached promises — an item is stored only if
+// absent, and replaced only if unchanged since it was read — and the
+// limits below say plainly what memcached does not promise.
+//
+// This package and gomemcache's are both named memcache. A program that
+// uses both imports one under another name, for instance:
+//
+//	import (
+//		"github.com/bradfitz/gomemcache/memcache"
+//		memcachestore "github.com/lockkit/lock/stores/memcache"
+//	)
+//
+//	client := memcache.New("10.0.0.1:11211")
+//	store, err := memcachestore.New(client, memcachestore.WithPrefix("myapp:lock:"))
+//
+// # How it works
+//
+//   - Acquire is memcached's add, with the token as the value and the TTL
+//     as the expiration: it stores the item only if the key is absent.
+//   - Release is a gets (the value and the item's CAS id), a comparison of
+//     the token, then a cas with a negative expiration: memcached stores
+//     the item already expired, so the release is one atomic
+//     compare-and-delete that fails if anyone changed the item since the
+//     gets. Release never uses the unconditional delete.
+//   - Extend is a gets, a comparison, then a cas with the new expiration.
+//     An expired lock is never re-created; Extend never uses touch.
+//   - When the cas finds the item changed but the token is still the
+//     caller's (another Extend of the same lock, from another goroutine or
+//     process), Release and Extend read it again and retry, up to 8 times.
+//   - Exists is a get.
+//
+// # Capabilities
+//
+//   - [lock.Extender]: Extend, as above.
+//   - [lock.Granular]: TTLGranularity returns one second (see below).
+//
+// The store does not implement:
+//   - [lock.Fencer]. A fence must be strictly greater than every earlier
+//     fence of the resource. A counter kept in memcached (incr) cannot
+//     promise that: the counter item can be evicted like any other and is
+//     lost when memcached restarts, after which it starts again from a
+//     lower value; and memcached cannot update the counter and the lock
+//     item atomically, so two acquisitions can draw their fences in the
+//     opposite order to the one in which they took the lock. Locks from
+//     this store have Fence 0.
+//   - [lock.TTLReader]. gomemcache cannot read an item's remaining time to
+//     live (memcached's meta commands can, gomemcache does not send them).
+//   - [lock.Waiter]. memcached cannot notify anyone of a release, and
+//     waiting by polling would only hide the cost: the lockers sleep their
+//     retry delay between attempts instead.
+//
+// # TTLs and granularity
+//
+// memcached counts expirations in whole seconds and its clock ticks once a
+// second, so an item may expire up to a second before its TTL says. The
+// store rounds every TTL up to whole seconds
+// (a 1.5s TTL is sent as 2s, and lives between 1s and 2s) and reports a granularity of one second
+// through [lock.Granular]: the lockers take that second off every lock's
+// validity, and refuse a TTL too short to leave any validity (with the
+// default drift allowance, anything up to about 1.012s) with an error
+// matching lock.ErrInvalid. Use TTLs of several seconds.
+//
+// memcached reads an expiration of more than 30 days as a Unix time, not
+// a duration. The store sends TTLs over 30 days as the absolute time
+// now+TTL, so they mean what they say — measured against the server's
+// clock, so the clock difference between client and server shifts them.
+// TTLs ending after January 2038 cannot be expressed (memcached's times
+// are 32-bit) and are refused with lock.ErrInvalid.
+//
+// # Resource names and keys
+//
+// Every non-empty resource name works. memcached keys are at most 250
+// bytes with no spaces or control characters, so the key of a resource is
+//
+//   - prefix+resource, when that is a valid key and the resource does not
+//     start with '#' (readable keys for ordinary names);
+//   - otherwise prefix + "#" + the SHA-256 of the resource in unpadded
+//     base64url (43 characters).
+//
+// No two resources share a key: after the prefix, hashed keys start with
+// '#' and verbatim keys never do. The prefix (default "lock:", set with
+// WithPrefix) may be at most MaxPrefixLen bytes, so that hashed keys fit.
+//
+// # Contexts and timeouts
+//
+// gomemcache takes no context; every request is bounded by the client's
+// Timeout (500ms unless set), so set it no longer than you are prepared to
+// wait. A call whose context can end runs its requests in a goroutine of
+// its own and returns as soon as the context ends, with an error matching
+// the context's — never lock.ErrNotAcquired or lock.ErrNotHeld, as the
+// request may still take effect:
+//
+//   - an abandoned Acquire's add goes on; a Release or Extend of the same
+//     resource and token waits for it to end, so the caller's release by
+//     token cannot overtake it and leave a lock nobody holds;
+//   - an abandoned Release goes on, so the lock is freed once memcached
+//     answers;
+//   - an abandoned Extend sends no cas if it has not yet: a lock whose
+//     holder stopped waiting is not kept longer.
+//
+// A canceled context sends nothing. A context that can never end
+// (context.Background, or one from context.WithoutCancel) costs no
+// goroutine: on hot paths where the client's Timeout is bound enough, it
+// gave 15–30% more lock+unlock pairs per second in our benchmark.
+//
+// # Guarantees and limits
+//
+// On one memcached server with enough memory that does not restart, a
+// lock is held by at most one owner until it is released or its TTL runs
+// out, and only its owner's token releases or extends it.
+//
+//   - Eviction: a memcached that is full evicts items to make room — a
+//     held lock included, after which another owner can take it while the
+//     first still believes it holds it. Run the servers that hold locks
+//     with -M (return an error when memory is exhausted instead of
+//     evicting), with memory to spare, or better, a memcached dedicated to
+//     locks. With -M and no memory left, memcached keeps every lock it
+//     holds, but Acquire, Extend and Release all fail with its
+//     out-of-memory error (lock.ErrUnavailable from the lockers; a cas
+//     needs memory too) until expired items make room: held locks then
+//     simply run out their TTL.
+//   - Restart: a memcached that restarts comes back empty: every lock it
+//     held is gone, and others can take them at once. The holder finds
+//     out at its next Extend or Release, which report lock.ErrNotHeld
+//     (lock.Run cancels its function's context with lock.ErrLost). CAS
+//     ids also start again from 1 after a restart, so in principle a cas
+//     carrying an id read before the restart could match the item of a
+//     new holder: it takes the restart and the new holder's add to fall
+//     between one gets and its cas, and the new item to draw that very id.
+//   - Stalls: memcached reads the time once a second, in its main thread.
+//     When the server process stalls (stopped, swapped out, starved of
+//     CPU) for longer than a second, the requests it serves as it resumes
+//     can compute expirations from the stale time, and those locks expire
+//     early by up to the length of the stall — more than the second the
+//     lockers allow for. (Seen in tests: a lock sent with a 5s TTL just
+//     before a 3s stall ended was gone about 2s later.) Keep lock servers
+//     lightly loaded, and where a stall must not cost mutual exclusion use
+//     a lock.MultiLocker over several servers.
+//   - Server lists: a gomemcache client over several servers puts each
+//     lock on one of them (by key hash); losing that server loses its
+//     locks as above. To survive the loss of a server, give a
+//     lock.MultiLocker one Store per server (each with its own client):
+//     it holds a lock when a majority of them grant it.
+//   - CAS must be enabled (memcached's default; not -C). Without it every
+//     Release and Extend fails with an error saying so.
+package memcache

@@ -1,0 +1,51 @@
+package memcache_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"testing"
+	"time"
+
+	gomemcache "github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/lockkit/lock/internal/memcachetest"
+	"github.com/lockkit/lock/stores/memcache"
+)
+
+// newStore returns a store over client with the given options, failing the
+// test on error.
+func newStore(t testing.TB, client *gomemcache.Client, opts ...memcache.Option) *memcache.Store {
+	t.Helper()
+	s, err := memcache.New(client, opts...)
+	if err != nil {
+		t.Fatalf("memcache.New = %v", err)
+	}
+	return s
+}
+
+// ctx returns the test's context bounded by a minute, so that a call that
+// hangs fails the test rather than the whole binary.
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// hashedKey is the documented hashed form of a resource's key, computed
+// independently of the store.
+func hashedKey(prefix, resource string) string {
+	sum := sha256.Sum256([]byte(resource))
+	return prefix + "#" + base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// item reads key from srv with the meta protocol (value and remaining
+// TTL), failing the test on error.
+func item(t testing.TB, srv *memcachetest.Server, key string) (memcachetest.Item, bool) {
+	t.Helper()
+	it, found, err := srv.Get(key)
+	if err != nil {
+		t.Fatalf("meta get %q: %v", key, err)
+	}
+	return it, found
+}

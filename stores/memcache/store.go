@@ -1,0 +1,249 @@
+package memcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	gomemcache "github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/lockkit/lock"
+)
+
+// Store is a lock store on a memcached server, reached through a
+// gomemcache client. Create it with New; it is safe for concurrent use.
+type Store struct {
+	client  *gomemcache.Client
+	prefix  string
+	name    string
+	pending pending // abandoned adds still on their way
+
+	// beforeCAS, when set (by tests only), runs in Release and Extend
+	// between the gets and the cas, to open the race window at will.
+	beforeCAS func(key string)
+}
+
+var (
+	_ lock.Store    = (*Store)(nil)
+	_ lock.Extender = (*Store)(nil)
+	_ lock.Granular = (*Store)(nil)
+)
+
+// DefaultPrefix is the key prefix of a Store made without WithPrefix.
+const DefaultPrefix = "lock:"
+
+// Granularity is the store's TTL granularity: memcached counts whole
+// seconds, and its clock ticks once a second, so an item may expire up to
+// a second before its TTL says.
+const Granularity = time.Second
+
+// casAttempts bounds the gets+cas rounds of Release and Extend when the
+// item changes between the two while still holding the caller's token
+// (another Extend with the same token, from another goroutine or process).
+const casAttempts = 8
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithPrefix sets the prefix of every key the store writes; the default is
+// DefaultPrefix. Give each application (or test) sharing a server its own
+// prefix; two stores share no keys as long as neither prefix is a prefix
+// of the other. It must be at most MaxPrefixLen bytes with no spaces or
+// control characters.
+func WithPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefix } }
+
+// WithName names the store in String, and so in the errors of a
+// lock.MultiLocker; the default is "memcache".
+func WithName(name string) Option { return func(s *Store) { s.name = name } }
+
+// New returns a store that keeps its locks through client. The caller owns
+// client: the store never closes it or changes its settings. Its Timeout
+// bounds every request (see the package documentation on contexts), and
+// its MaxIdleConns should be at least the number of concurrent lock calls,
+// or connections are dialled and closed all the time.
+//
+// New returns an error matching lock.ErrInvalid if client is nil or the
+// prefix cannot be part of a memcached key.
+func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
+	s := &Store{client: client, prefix: DefaultPrefix, name: "memcache"}
+	for _, o := range opts {
+		if o != nil {
+			o(s)
+		}
+	}
+	if client == nil {
+		return nil, fmt.Errorf("%w: memcache.New: nil client", lock.ErrInvalid)
+	}
+	if err := checkPrefix(s.prefix); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// String returns the store's name.
+func (s *Store) String() string { return s.name }
+
+// TTLGranularity implements [lock.Granular]: it returns Granularity.
+func (s *Store) TTLGranularity() time.Duration { return Granularity }
+
+// Acquire implements [lock.Store] with memcached's add: the key is stored
+// with the token as its value only if it is absent (or expired).
+// The TTL is rounded up to whole seconds.
+func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
+	if err := check(ctx, resource, token, ttl); err != nil {
+		return err
+	}
+	exp, err := expiration(ttl, time.Now())
+	if err != nil {
+		return err
+	}
+	item := &gomemcache.Item{Key: s.key(resource), Value: []byte(token), Expiration: exp}
+	if ctx.Done() == nil {
+		return s.add(item)
+	}
+	c := detach(func(c *call) { c.err = s.add(item) })
+	err = c.wait(ctx)
+	if c.running() {
+		s.pending.add(item.Key, token, c.done)
+	}
+	return err
+}
+
+func (s *Store) add(item *gomemcache.Item) error {
+	switch err := s.client.Add(item); {
+	case err == nil:
+		return nil
+	case errors.Is(err, gomemcache.ErrNotStored):
+		return lock.ErrNotAcquired
+	default:
+		return requestError("add", err)
+	}
+}
+
+// Release implements [lock.Store]: gets reads the token and the item's CAS
+// id, and if the token matches, a cas with a negative expiration replaces
+// the item by one that is already expired — an atomic compare-and-delete.
+// If the item changed in between, the store reads it again. A Release
+// whose context ends still goes on in the background, so the lock is freed
+// once memcached answers.
+func (s *Store) Release(ctx context.Context, resource, token string) error {
+	if err := check(ctx, resource, token, 1); err != nil {
+		return err
+	}
+	key := s.key(resource)
+	if ctx.Done() == nil {
+		return s.swap(ctx, key, token, -1)
+	}
+	return detach(func(c *call) { c.err = s.swap(ctx, key, token, -1) }).wait(ctx)
+}
+
+// Extend implements [lock.Extender]: gets reads the token and the item's
+// CAS id, and if the token matches, a cas rewrites the item with the new
+// expiration. A missing item is never re-created. The TTL is rounded up
+// to whole seconds. An Extend whose context ends before its cas is sent
+// sends none: a lock whose holder stopped waiting is not kept longer.
+func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
+	if err := check(ctx, resource, token, ttl); err != nil {
+		return err
+	}
+	exp, err := expiration(ttl, time.Now())
+	if err != nil {
+		return err
+	}
+	key := s.key(resource)
+	if ctx.Done() == nil {
+		return s.swap(ctx, key, token, exp)
+	}
+	return detach(func(c *call) { c.err = s.swap(ctx, key, token, exp) }).wait(ctx)
+}
+
+// swap sets the expiration of key to exp (negative: deletes it) if, and
+// only if, its value is token, by gets and cas. An extension (exp >= 0)
+// stops before its cas if ctx has ended.
+func (s *Store) swap(ctx context.Context, key, token string, exp int32) error {
+	s.pending.wait(key, token)
+	for range casAttempts {
+		item, err := s.client.Get(key)
+		switch {
+		case errors.Is(err, gomemcache.ErrCacheMiss):
+			return lock.ErrNotHeld
+		case err != nil:
+			return requestError("gets", err)
+		case string(item.Value) != token:
+			return lock.ErrNotHeld
+		case item.CasID == 0:
+			return errors.New("memcached returned no CAS id: it runs with CAS disabled (-C), which locks cannot work without")
+		}
+		if s.beforeCAS != nil {
+			s.beforeCAS(key)
+		}
+		if exp >= 0 && ctx.Err() != nil {
+			return ctx.Err() // the caller gave up on the extension: do not extend
+		}
+		item.Expiration = exp
+		if exp < 0 {
+			item.Value = nil // the item is dead on arrival; keep it small
+		}
+		switch err := s.client.CompareAndSwap(item); {
+		case err == nil:
+			return nil
+		case errors.Is(err, gomemcache.ErrCacheMiss):
+			return lock.ErrNotHeld // expired, evicted or released since the gets
+		case errors.Is(err, gomemcache.ErrCASConflict):
+			continue // changed since the gets: by a new owner, or an Extend of ours; look again
+		default:
+			return requestError("cas", err)
+		}
+	}
+	return fmt.Errorf("memcached cas: the item changed %d times between gets and cas while holding the same token", casAttempts)
+}
+
+// Exists implements [lock.Store].
+func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
+	if err := check(ctx, resource, "-", 1); err != nil {
+		return false, err
+	}
+	key := s.key(resource)
+	if ctx.Done() == nil {
+		return s.exists(key)
+	}
+	c := detach(func(c *call) { c.held, c.err = s.exists(key) })
+	if err := c.wait(ctx); err != nil {
+		return false, err
+	}
+	return c.held, nil
+}
+
+func (s *Store) exists(key string) (bool, error) {
+	switch _, err := s.client.Get(key); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, gomemcache.ErrCacheMiss):
+		return false, nil
+	default:
+		return false, requestError("gets", err)
+	}
+}
+
+// requestError wraps the error of a memcached request.
+func requestError(verb string, err error) error {
+	return fmt.Errorf("memcached %s: %w", verb, err)
+}
+
+// check validates the arguments of a call and the context.
+func check(ctx context.Context, resource, token string, ttl time.Duration) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case resource == "":
+		return fmt.Errorf("%w: empty resource name", lock.ErrInvalid)
+	case token == "":
+		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
+	case ttl <= 0:
+		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
+	}
+	return nil
+}
