@@ -1,3 +1,7 @@
 module github.com/lockkit/lock
 
-go 1.25
+go 1.25.0
+
+require github.com/redis/rueidis v1.0.79
+
+require golang.org/x/sys v0.47.0 // indirect
