@@ -87,7 +87,12 @@ func launch(path, dir string, extra ...string) (*Server, error) {
 			continue
 		}
 		s := &Server{Process: p}
-		if s.admin, err = newClient(rueidis.ClientOption{InitAddress: []string{p.Addr()}, ForceSingleClient: true}); err != nil {
+		s.admin, err = newClient(rueidis.ClientOption{
+			InitAddress:       []string{p.Addr()},
+			ForceSingleClient: true,
+			PipelineMultiplex: -1, // one connection: Restart repairs it with one PING
+		})
+		if err != nil {
 			p.Kill()
 			return nil, fmt.Errorf("admin client for %s: %w", p.Name, err)
 		}
@@ -100,6 +105,21 @@ func launch(path, dir string, extra ...string) (*Server, error) {
 func (s *Server) Close() {
 	s.admin.Close()
 	s.Kill()
+}
+
+// Restart kills the server if it runs and starts it again on the same
+// port, empty (there is no persistence), and waits until the admin client
+// has reconnected.
+func (s *Server) Restart() error {
+	if err := s.Process.Restart(); err != nil {
+		return err
+	}
+	return poll(10*time.Second, func() error {
+		if s.Answers(time.Second) {
+			return nil
+		}
+		return fmt.Errorf("%s does not answer PING after a restart: %w", s.Name, errNotYet)
+	})
 }
 
 // Admin returns a client for checks and admin commands, connected to this

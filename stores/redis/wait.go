@@ -1,0 +1,273 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// WaitRelease implements [lock.Waiter]. It subscribes to the resource's
+// shard channel (SSUBSCRIBE, on the node that holds the lock), then reads
+// the lock's PTTL: if the resource is free it returns nil at once;
+// otherwise it blocks until a Release announces the release on the
+// channel, the lock's TTL runs out (it then reads the PTTL again, as the
+// lock may have been extended), or ctx ends. Subscribing before looking
+// means no release that happens after the call began is missed.
+//
+// A release wakes every caller waiting for the resource, in this process
+// and in others. Callers of one process waiting for the same resource
+// share one subscription, which is dropped (SUNSUBSCRIBE) shortly after
+// the last of them returns; nothing stays behind.
+//
+// If the subscription breaks (the connection is lost, the slot moves to
+// another node), waiting callers get an error; the lockers then fall back
+// to their retry delay. If the client reconnects and subscribes again by
+// itself, waiting callers are woken, as a release may have been missed.
+// Sharded pub/sub needs Redis 7; on older servers WaitRelease returns an
+// error matching errors.ErrUnsupported, and the lockers sleep instead.
+func (s *Store) WaitRelease(ctx context.Context, resource string) error {
+	if err := s.check(ctx, resource, "-", 1); err != nil {
+		return err
+	}
+	if s.noShardedPubSub.Load() {
+		return errNoShardedPubSub
+	}
+	key := s.lockKey(resource)
+	t, err := hub.join(ctx, s.client, key)
+	if err != nil {
+		return err
+	}
+	defer hub.leave(t)
+
+	// A first look while the subscription is being made: a free resource
+	// or a failing server is known at once. If held, look again once
+	// subscribed, so that a release in between is not missed.
+	ms, err := s.pttl(ctx, key)
+	switch {
+	case err != nil:
+		return s.failed(ctx, err)
+	case ms == -2:
+		return nil
+	}
+	select {
+	case <-t.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !t.subscribed.Load() {
+		<-t.done
+		if isUnknownCommand(t.err) {
+			s.noShardedPubSub.Store(true)
+			return fmt.Errorf("%w (%w)", errNoShardedPubSub, t.err)
+		}
+		return t.err
+	}
+
+	var expiry *time.Timer
+	defer func() {
+		if expiry != nil {
+			expiry.Stop()
+		}
+	}()
+	for {
+		wake := t.wakeChan()
+		ms, err := s.pttl(ctx, key)
+		if err != nil {
+			return s.failed(ctx, err)
+		}
+		var expired <-chan time.Time
+		switch {
+		case ms == -2: // free
+			return nil
+		case ms >= 0: // held: wake when its TTL runs out, at the latest
+			d := time.Duration(ms+1) * time.Millisecond
+			if expiry == nil {
+				expiry = time.NewTimer(d)
+			} else {
+				expiry.Reset(d)
+			}
+			expired = expiry.C
+		}
+		select {
+		case <-wake:
+			return nil
+		case <-t.done:
+			return t.err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-expired:
+			// Expired, or extended meanwhile: look again.
+		}
+	}
+}
+
+var errNoShardedPubSub = fmt.Errorf("redis: the server has no sharded pub/sub (Redis 7 or later), so WaitRelease cannot be notified of releases: %w", errors.ErrUnsupported)
+
+func isUnknownCommand(err error) bool {
+	e, ok := rueidis.IsRedisErr(err)
+	return ok && strings.HasPrefix(e.Error(), "ERR unknown command")
+}
+
+// hub holds the subscriptions of every Store in the process, so that
+// stores sharing a client and a prefix share subscriptions too (two
+// subscriptions to one channel on one connection would end each other).
+var hub = subscriptions{topics: make(map[topicKey]*topic)}
+
+// subscriptions shares one subscription per client and channel among the
+// callers waiting on it.
+type subscriptions struct {
+	mu     sync.Mutex
+	topics map[topicKey]*topic
+}
+
+type topicKey struct {
+	client  rueidis.Client
+	channel string
+}
+
+// topic is one subscription and its waiters.
+type topic struct {
+	key     topicKey
+	refs    int  // callers using it; guarded by subscriptions.mu
+	closing bool // no longer to be joined; guarded by subscriptions.mu
+	cancel  context.CancelFunc
+
+	subscribed atomic.Bool
+	readyOnce  sync.Once
+	ready      chan struct{} // closed once subscribed, or when done
+	done       chan struct{} // closed when the subscription has ended
+	err        error         // why it ended, set before done is closed
+
+	mu   sync.Mutex
+	wake chan struct{} // closed, and replaced, on every notification
+}
+
+// unsubscribeTimeout bounds the SUNSUBSCRIBE sent when a subscription is
+// dropped; it delays no caller, only the end of the subscription.
+const unsubscribeTimeout = 2 * time.Second
+
+// join returns the subscription to channel through client, starting it
+// if no caller uses it yet; its ready channel says when the server has
+// confirmed it. The caller must leave it.
+func (h *subscriptions) join(ctx context.Context, client rueidis.Client, channel string) (*topic, error) {
+	k := topicKey{client, channel}
+	for {
+		h.mu.Lock()
+		t := h.topics[k]
+		if t != nil && t.closing {
+			// Wait for it to end: a new subscription to the same channel
+			// on the same connection would be ended by its SUNSUBSCRIBE.
+			h.mu.Unlock()
+			select {
+			case <-t.done:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if t == nil {
+			t = h.subscribe(k)
+			h.topics[k] = t
+		}
+		t.refs++
+		h.mu.Unlock()
+		return t, nil
+	}
+}
+
+// leave releases a caller's use of t; the last one out ends it.
+func (h *subscriptions) leave(t *topic) {
+	h.mu.Lock()
+	t.refs--
+	if t.refs == 0 && !t.closing {
+		t.closing = true
+		t.cancel()
+	}
+	h.mu.Unlock()
+}
+
+// subscribe starts the subscription of a new topic. Called with mu held.
+func (h *subscriptions) subscribe(k topicKey) *topic {
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &topic{
+		key:    k,
+		cancel: cancel,
+		ready:  make(chan struct{}),
+		done:   make(chan struct{}),
+		wake:   make(chan struct{}),
+	}
+	ctx = rueidis.WithOnSubscriptionHook(ctx, t.confirmed)
+	ctx = rueidis.WithOnReceiveReturnHook(ctx, t.unsubscribe)
+	go h.receive(ctx, t)
+	return t
+}
+
+// receive runs the subscription until it is canceled or breaks.
+func (h *subscriptions) receive(ctx context.Context, t *topic) {
+	c := t.key.client
+	err := c.Receive(ctx, c.B().Ssubscribe().Channel(t.key.channel).Build(), func(rueidis.PubSubMessage) { t.notify() })
+	switch {
+	case ctx.Err() != nil:
+		err = nil // dropped by its last caller
+	case err == nil:
+		err = errors.New("redis: subscription to releases ended by the server (the slot moved?)")
+	default:
+		err = fmt.Errorf("redis: subscription to releases: %w", err)
+	}
+	t.err = err
+	h.mu.Lock()
+	t.closing = true
+	if h.topics[t.key] == t {
+		delete(h.topics, t.key)
+	}
+	h.mu.Unlock()
+	close(t.done)
+	t.readyOnce.Do(func() { close(t.ready) })
+}
+
+// confirmed is called by the client, on its reader goroutine, for every
+// (un)subscription confirmation of the topic's channel.
+func (t *topic) confirmed(s rueidis.PubSubSubscription) {
+	if s.Kind != "ssubscribe" || s.Channel != t.key.channel {
+		return
+	}
+	if t.subscribed.Swap(true) {
+		// Subscribed again after a reconnection: a release may have
+		// happened in between, so let the callers look again.
+		t.notify()
+		return
+	}
+	t.readyOnce.Do(func() { close(t.ready) })
+}
+
+// unsubscribe is called when Receive returns, with a client on the
+// subscription's connection: it drops the subscription on the server.
+func (t *topic) unsubscribe(err error, c rueidis.CommandClient) error {
+	if t.subscribed.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+		_ = c.Do(ctx, c.B().Sunsubscribe().Channel(t.key.channel).Build())
+		cancel()
+	}
+	return err
+}
+
+// wakeChan returns the channel the next notification closes.
+func (t *topic) wakeChan() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.wake
+}
+
+// notify wakes every caller waiting on t.
+func (t *topic) notify() {
+	t.mu.Lock()
+	close(t.wake)
+	t.wake = make(chan struct{})
+	t.mu.Unlock()
+}
