@@ -57,25 +57,29 @@
 //
 // # Fencing
 //
-// AcquireFenced returns max(previous fence + 1, the server's clock in
-// microseconds), set atomically with the lock by the acquire script. So
-// fences look like timestamps (microseconds since 1970, about 1.8e15
-// now, far below 2^53, so they survive JSON), increase strictly across releases and expiry, and
-// keep increasing even when the counter is lost, provided the server's
-// clock has not been set back past the last fence.
+// AcquireFenced takes the lock and increments a per-resource counter in
+// one script; the counter is seeded from the server's clock in
+// microseconds whenever it is missing (first use, expiry, loss). So fences
+// look like timestamps (microseconds since 1970, about 1.8e15 now, far
+// below 2^53, so they survive JSON), increase strictly across releases and
+// expiry, and keep increasing when the counter is lost and re-seeded: the
+// clock has moved on by more than the counter did, which grows by one per
+// acquisition, and Redis cannot acquire and release one resource more than
+// once a microsecond. That holds provided the server's clock is not set
+// back.
 //
-// The counter is a key per resource, kept for max(lock TTL, retention)
-// after each fenced acquisition; the retention is
-// [DefaultFenceRetention] (a day) unless [WithFenceRetention] says
-// otherwise. That costs one small key (the key name plus about 100 bytes)
-// for each resource locked within the retention: a lot for millions of
-// short-lived resource names a day, where a shorter retention is fine —
-// it only has to cover backward steps of the server's clock.
+// The counter is a key per resource that lives for a retention after it
+// is seeded: [DefaultFenceRetention] (a day) unless [WithFenceRetention]
+// says otherwise. That costs one small key (the key name plus about 100
+// bytes) for each resource locked within the retention — a lot for
+// millions of short-lived resource names a day, where a short retention
+// is fine: re-seeding only relies on the clock not going back by more
+// than the retention.
 //
 // Hazards, honestly: a server that restarts without persistence, or a
 // failover to a replica that had not received the last writes, loses the
 // locks as well as the counters. Fences then rely on the clock alone: a
-// clock set back by more than the time since the last fenced acquisition
+// clock set back by more than the time since the counter was seeded
 // would hand out a fence already used. The locks themselves are lost in
 // that case anyway; see WithWaitReplicas, and Redlock over independent
 // masters, for the mitigations.

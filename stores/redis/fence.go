@@ -8,16 +8,15 @@ import (
 )
 
 // AcquireFenced implements [lock.Fencer]: Acquire and a fence, set
-// atomically by one script in one round trip. Fences are the Redis
-// server's clock in microseconds, bumped to stay strictly increasing per
-// resource (see the package documentation on fencing).
+// atomically by one script in one round trip. Fences come from a
+// per-resource counter seeded from the Redis server's clock in
+// microseconds (see the package documentation on fencing).
 func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return 0, err
 	}
 	lockKey, fenceKey := s.keys(resource)
-	ms := millis(ttl)
-	retention := max(ms, millis(s.fenceRetention))
+	ms, retention := millis(ttl), millis(s.fenceRetention)
 	if s.replicas > 0 {
 		return s.acquireReplicated(ctx, true, lockKey, fenceKey, token, ms, retention)
 	}

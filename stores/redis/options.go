@@ -23,8 +23,7 @@ type config struct {
 const DefaultPrefix = "lock:"
 
 // DefaultFenceRetention is how long a resource's fence counter is kept
-// after its last fenced acquisition, unless WithFenceRetention says
-// otherwise.
+// once created, unless WithFenceRetention says otherwise.
 const DefaultFenceRetention = 24 * time.Hour
 
 // WithPrefix sets the prefix of every key and channel the store uses
@@ -82,10 +81,11 @@ func WithWaitReplicas(n int, timeout time.Duration) Option {
 	}
 }
 
-// WithFenceRetention sets how long a resource's fence counter is kept
-// after its last fenced acquisition (default DefaultFenceRetention; the
-// counter always outlives the lock). See the package documentation on
-// fencing for what it protects against and what it costs.
+// WithFenceRetention sets how long a resource's fence counter is kept once
+// created (default DefaultFenceRetention); the next fenced acquisition
+// after it expired seeds a new one from the clock. See the package
+// documentation on fencing for what it protects against and what it
+// costs.
 func WithFenceRetention(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Millisecond {

@@ -27,12 +27,16 @@ func newScript(nkeys, nargs int, src string) script {
 
 // acquireScript takes the lock if it is free and hands out a fence.
 //
-// The fence is max(last fence + 1, the server's clock in microseconds):
-// strictly increasing while the counter key lives, and still increasing
-// if the counter is lost (expired after its retention, or gone with a
-// restart without persistence or an unreplicated failover), as long as the
-// server's clock has not gone back past the last fence. The counter's TTL
-// is max(lock TTL, retention), so it always outlives the lock.
+// The fence is the next value of a per-resource counter, which is seeded
+// from the server's clock in microseconds whenever it is missing: when
+// first used, after it expired (its TTL, set when it is seeded, is the
+// retention), and after a restart without persistence or a failover to a
+// replica that missed it. Fences are thus strictly increasing while the
+// counter lives, and still increasing when it is re-seeded, as the clock
+// has moved on by more than the counter did: the counter grows by one per
+// acquisition, and Redis cannot run an acquisition and a release of one
+// resource per microsecond. That holds unless the server's clock goes
+// back. The usual path is two commands: SET NX PX and INCR.
 //
 // KEYS: lock, fence. ARGV: token, ttl (ms), counter TTL (ms).
 // Returns 0 if the resource is held, the fence otherwise.
@@ -40,13 +44,12 @@ var acquireScript = newScript(2, 3, `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	return 0
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
-if fence < now then
-	fence = now
+local fence = redis.call('INCR', KEYS[2])
+if fence == 1 then
+	local t = redis.call('TIME')
+	fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+	redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', ARGV[3])
 end
-redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', ARGV[3])
 return fence
 `)
 

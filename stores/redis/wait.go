@@ -26,9 +26,8 @@ import (
 // the last of them returns; nothing stays behind.
 //
 // If the subscription breaks (the connection is lost, the slot moves to
-// another node), waiting callers get an error; the lockers then fall back
-// to their retry delay. If the client reconnects and subscribes again by
-// itself, waiting callers are woken, as a release may have been missed.
+// another node), waiting callers get an error at once; the lockers then
+// fall back to their retry delay.
 // Sharded pub/sub needs Redis 7; on older servers WaitRelease returns an
 // error matching errors.ErrUnsupported, and the lockers sleep instead.
 func (s *Store) WaitRelease(ctx context.Context, resource string) error {
@@ -144,8 +143,9 @@ type topic struct {
 	done       chan struct{} // closed when the subscription has ended
 	err        error         // why it ended, set before done is closed
 
-	mu   sync.Mutex
-	wake chan struct{} // closed, and replaced, on every notification
+	mu     sync.Mutex
+	wake   chan struct{} // closed, and replaced, on every notification
+	broken error         // the connection's error, if it broke
 }
 
 // unsubscribeTimeout bounds the SUNSUBSCRIBE sent when a subscription is
@@ -203,7 +203,9 @@ func (h *subscriptions) subscribe(k topicKey) *topic {
 		wake:   make(chan struct{}),
 	}
 	ctx = rueidis.WithOnSubscriptionHook(ctx, t.confirmed)
-	ctx = rueidis.WithOnReceiveReturnHook(ctx, t.unsubscribe)
+	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, c rueidis.CommandClient) error {
+		return t.returned(ctx, err, c)
+	})
 	go h.receive(ctx, t)
 	return t
 }
@@ -212,7 +214,12 @@ func (h *subscriptions) subscribe(k topicKey) *topic {
 func (h *subscriptions) receive(ctx context.Context, t *topic) {
 	c := t.key.client
 	err := c.Receive(ctx, c.B().Ssubscribe().Channel(t.key.channel).Build(), func(rueidis.PubSubMessage) { t.notify() })
+	t.mu.Lock()
+	broken := t.broken
+	t.mu.Unlock()
 	switch {
+	case broken != nil:
+		err = fmt.Errorf("redis: subscription to releases: %w", broken)
 	case ctx.Err() != nil:
 		err = nil // dropped by its last caller
 	case err == nil:
@@ -238,20 +245,31 @@ func (t *topic) confirmed(s rueidis.PubSubSubscription) {
 		return
 	}
 	if t.subscribed.Swap(true) {
-		// Subscribed again after a reconnection: a release may have
-		// happened in between, so let the callers look again.
+		// Subscribed again (the client re-sent SSUBSCRIBE, after a
+		// redirect say): a release may have happened in between, so let
+		// the callers look again.
 		t.notify()
 		return
 	}
 	t.readyOnce.Do(func() { close(t.ready) })
 }
 
-// unsubscribe is called when Receive returns, with a client on the
-// subscription's connection: it drops the subscription on the server.
-func (t *topic) unsubscribe(err error, c rueidis.CommandClient) error {
+// returned is called each time the client's Receive returns from one
+// connection, with a client on that connection. If the connection broke,
+// it ends the topic at once, so that its callers get the error instead of
+// waiting while the client resubscribes in the background. Otherwise the
+// topic was dropped, and it unsubscribes on the server.
+func (t *topic) returned(ctx context.Context, err error, c rueidis.CommandClient) error {
+	if err != nil && ctx.Err() == nil {
+		t.mu.Lock()
+		t.broken = err
+		t.mu.Unlock()
+		t.cancel()
+		return err
+	}
 	if t.subscribed.Load() {
-		ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-		_ = c.Do(ctx, c.B().Sunsubscribe().Channel(t.key.channel).Build())
+		uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+		_ = c.Do(uctx, c.B().Sunsubscribe().Channel(t.key.channel).Build())
 		cancel()
 	}
 	return err

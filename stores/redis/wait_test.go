@@ -1,0 +1,179 @@
+package redis_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/stores/redis"
+)
+
+// shardSubscribers returns how many connections are subscribed to the
+// shard channel of key on srv.
+func shardSubscribers(t *testing.T, srv *redistest.Server, key string) int64 {
+	t.Helper()
+	v, err := srv.Do("PUBSUB", "SHARDNUMSUB", key).ToArray()
+	if err != nil || len(v) != 2 {
+		t.Fatalf("PUBSUB SHARDNUMSUB %s = %v, %v", key, v, err)
+	}
+	n, err := v[1].AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// eventually polls cond every 10ms for at most 5s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after 5s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// noSubscriptionsLeft checks that nothing of the waits stays behind.
+func noSubscriptionsLeft(t *testing.T, srv *redistest.Server, key string) {
+	t.Helper()
+	eventually(t, "unsubscribed on the server", func() bool { return shardSubscribers(t, srv, key) == 0 })
+	eventually(t, "unsubscribed in the process", func() bool { return redis.Subscriptions() == 0 })
+}
+
+func TestWaitWakesEveryWaiterWithOneSubscription(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("wait:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 5
+	wctx := ctxFor(t, 10*time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, waiters)
+	for range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.WaitRelease(wctx, "r")
+		}()
+	}
+	// The waiters share one subscription, made before they look.
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "wait:{r}") == 1 })
+	time.Sleep(50 * time.Millisecond) // let every waiter reach its wait
+	select {
+	case err := <-errs:
+		t.Fatalf("WaitRelease returned %v while r is held for a minute", err)
+	default:
+	}
+	if n := shardSubscribers(t, srv, "wait:{r}"); n != 1 {
+		t.Fatalf("%d subscriptions for %d waiters in one process; want 1", n, waiters)
+	}
+	if err := s.Release(ctx, "r", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait() // bounded by wctx: a missed notification fails below
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("WaitRelease after Release = %v; want nil", err)
+		}
+	}
+	noSubscriptionsLeft(t, srv, "wait:{r}")
+}
+
+// TestWaitRechecksOnExpiry: a lock extended while waited for keeps the
+// waiter waiting until the extended TTL runs out.
+func TestWaitRechecksOnExpiry(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(ctx, "r") }()
+	if err := s.Extend(ctx, "r", "holder", 700*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitRelease = %v", err)
+	}
+	if held, err := s.Exists(ctx, "r"); err != nil || held {
+		t.Fatalf("Exists(r) when WaitRelease returned = %v, %v; want false: it returned while the extended lock was held", held, err)
+	}
+}
+
+func TestWaitAfterScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("flush:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(ctx, "r") }()
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "flush:{r}") == 1 })
+	if err := srv.Do("SCRIPT", "FLUSH").Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "r", "holder"); err != nil { // by EVAL now
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("WaitRelease = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitRelease not woken by a release made after SCRIPT FLUSH")
+	}
+}
+
+// TestWaitServerDies: a waiter learns at once that its server died.
+func TestWaitServerDies(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("dies:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(ctx, "r") }()
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "dies:{r}") == 1 })
+	srv.Kill()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, ctx.Err()) {
+			t.Fatalf("WaitRelease when its server died = %v; want the connection's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitRelease still blocked 10s after its server died")
+	}
+	eventually(t, "unsubscribed in the process", func() bool { return redis.Subscriptions() == 0 })
+}
+
+func TestWaitOnClusterLeavesNothing(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	s := newStore(t, c.NewClient(t), redis.WithPrefix("cwait:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "}r{", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	key := "cwait:{%7Dr{}"
+	master := c.MasterOf(t, redistest.Slot(key))
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(ctx, "}r{") }()
+	eventually(t, "subscribed on the slot's master", func() bool { return shardSubscribers(t, master, key) == 1 })
+	if err := s.Release(ctx, "}r{", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitRelease = %v", err)
+	}
+	noSubscriptionsLeft(t, master, key)
+}
