@@ -108,3 +108,32 @@ func BenchmarkSingleLocker(b *testing.B) {
 		return l.Unlock(ctx, held)
 	})
 }
+
+// BenchmarkContended is Lock+Unlock by 16 goroutines on one resource,
+// through lock.SingleLocker with its default retry policy: how fast the
+// lock is handed over when waiters are woken by releases.
+func BenchmarkContended(b *testing.B) {
+	s, _ := benchStore(b)
+	l, err := lock.NewSingle(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			held, err := l.Lock(ctx, "contended", 10*time.Second)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.Unlock(ctx, held); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handovers/s")
+}

@@ -20,10 +20,12 @@ import (
 // lock may have been extended), or ctx ends. Subscribing before looking
 // means no release that happens after the call began is missed.
 //
-// A release wakes every caller waiting for the resource, in this process
-// and in others. Callers of one process waiting for the same resource
-// share one subscription, which is dropped (SUNSUBSCRIBE) shortly after
-// the last of them returns; nothing stays behind.
+// Callers of one process waiting for the same resource share one
+// subscription, which is dropped (SUNSUBSCRIBE) shortly after the last of
+// them returns; nothing stays behind. A release wakes one of them, the
+// longest waiting, so that they take turns rather than stampede (a caller
+// that leaves because its ctx ended passes a wake it got on to the next);
+// every process waiting has one caller woken. Expiry wakes every caller.
 //
 // If the subscription breaks (the connection is lost, the slot moves to
 // another node), waiting callers get an error at once; the lockers then
@@ -75,14 +77,16 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		}
 	}()
 	for {
-		wake := t.wakeChan()
+		w := t.enqueue() // before looking, so a release after the look wakes it
 		ms, err := s.pttl(ctx, key)
 		if err != nil {
+			t.dequeue(w, true)
 			return s.failed(ctx, err)
 		}
 		var expired <-chan time.Time
 		switch {
 		case ms == -2: // free
+			t.dequeue(w, false)
 			return nil
 		case ms >= 0: // held: wake when its TTL runs out, at the latest
 			d := time.Duration(ms+1) * time.Millisecond
@@ -94,14 +98,18 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 			expired = expiry.C
 		}
 		select {
-		case <-wake:
+		case <-w.ch:
 			return nil
 		case <-t.done:
 			return t.err
 		case <-ctx.Done():
+			t.dequeue(w, true)
 			return ctx.Err()
 		case <-expired:
 			// Expired, or extended meanwhile: look again.
+			if t.dequeue(w, false) {
+				return nil
+			}
 		}
 	}
 }
@@ -144,8 +152,14 @@ type topic struct {
 	err        error         // why it ended, set before done is closed
 
 	mu     sync.Mutex
-	wake   chan struct{} // closed, and replaced, on every notification
-	broken error         // the connection's error, if it broke
+	queue  []*waiter // callers waiting for a release, longest first
+	broken error     // the connection's error, if it broke
+}
+
+// waiter is one caller waiting for a release.
+type waiter struct {
+	ch    chan struct{} // closed when a release wakes it
+	woken bool          // guarded by topic.mu
 }
 
 // unsubscribeTimeout bounds the SUNSUBSCRIBE sent when a subscription is
@@ -200,7 +214,6 @@ func (h *subscriptions) subscribe(k topicKey) *topic {
 		cancel: cancel,
 		ready:  make(chan struct{}),
 		done:   make(chan struct{}),
-		wake:   make(chan struct{}),
 	}
 	ctx = rueidis.WithOnSubscriptionHook(ctx, t.confirmed)
 	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, c rueidis.CommandClient) error {
@@ -213,7 +226,7 @@ func (h *subscriptions) subscribe(k topicKey) *topic {
 // receive runs the subscription until it is canceled or breaks.
 func (h *subscriptions) receive(ctx context.Context, t *topic) {
 	c := t.key.client
-	err := c.Receive(ctx, c.B().Ssubscribe().Channel(t.key.channel).Build(), func(rueidis.PubSubMessage) { t.notify() })
+	err := c.Receive(ctx, c.B().Ssubscribe().Channel(t.key.channel).Build(), func(rueidis.PubSubMessage) { t.wakeOne() })
 	t.mu.Lock()
 	broken := t.broken
 	t.mu.Unlock()
@@ -248,7 +261,7 @@ func (t *topic) confirmed(s rueidis.PubSubSubscription) {
 		// Subscribed again (the client re-sent SSUBSCRIBE, after a
 		// redirect say): a release may have happened in between, so let
 		// the callers look again.
-		t.notify()
+		t.wakeAll()
 		return
 	}
 	t.readyOnce.Do(func() { close(t.ready) })
@@ -275,17 +288,61 @@ func (t *topic) returned(ctx context.Context, err error, c rueidis.CommandClient
 	return err
 }
 
-// wakeChan returns the channel the next notification closes.
-func (t *topic) wakeChan() <-chan struct{} {
+// enqueue adds a waiter at the end of the queue.
+func (t *topic) enqueue() *waiter {
+	w := &waiter{ch: make(chan struct{})}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.wake
+	t.queue = append(t.queue, w)
+	t.mu.Unlock()
+	return w
 }
 
-// notify wakes every caller waiting on t.
-func (t *topic) notify() {
+// dequeue removes w from the queue and reports whether a release had
+// woken it. A woken waiter that leaves without using the wake (its caller
+// will not try to acquire: passOn) hands it to the next waiter.
+func (t *topic) dequeue(w *waiter, passOn bool) (woken bool) {
 	t.mu.Lock()
-	close(t.wake)
-	t.wake = make(chan struct{})
+	defer t.mu.Unlock()
+	if w.woken {
+		if passOn {
+			t.wakeOneLocked()
+		}
+		return true
+	}
+	for i, x := range t.queue {
+		if x == w {
+			t.queue = append(t.queue[:i], t.queue[i+1:]...)
+			break
+		}
+	}
+	return false
+}
+
+// wakeOne wakes the longest-waiting caller, if any.
+func (t *topic) wakeOne() {
+	t.mu.Lock()
+	t.wakeOneLocked()
+	t.mu.Unlock()
+}
+
+func (t *topic) wakeOneLocked() {
+	if len(t.queue) == 0 {
+		return
+	}
+	w := t.queue[0]
+	t.queue[0] = nil
+	t.queue = t.queue[1:]
+	w.woken = true
+	close(w.ch)
+}
+
+// wakeAll wakes every waiting caller.
+func (t *topic) wakeAll() {
+	t.mu.Lock()
+	for _, w := range t.queue {
+		w.woken = true
+		close(w.ch)
+	}
+	t.queue = nil
 	t.mu.Unlock()
 }

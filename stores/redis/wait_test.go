@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -44,7 +45,9 @@ func noSubscriptionsLeft(t *testing.T, srv *redistest.Server, key string) {
 	eventually(t, "unsubscribed in the process", func() bool { return redis.Subscriptions() == 0 })
 }
 
-func TestWaitWakesEveryWaiterWithOneSubscription(t *testing.T) {
+// TestWaitersTakeTurns: waiters of one process share one subscription,
+// and each release wakes one of them.
+func TestWaitersTakeTurns(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newStore(t, srv.NewClient(t), redis.WithPrefix("wait:"))
 	ctx := ctxFor(t, 30*time.Second)
@@ -54,36 +57,74 @@ func TestWaitWakesEveryWaiterWithOneSubscription(t *testing.T) {
 	const waiters = 5
 	wctx := ctxFor(t, 10*time.Second)
 	var wg sync.WaitGroup
-	errs := make(chan error, waiters)
+	woken := make(chan error, waiters)
 	for range waiters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- s.WaitRelease(wctx, "r")
+			woken <- s.WaitRelease(wctx, "r")
 		}()
 	}
 	// The waiters share one subscription, made before they look.
 	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "wait:{r}") == 1 })
-	time.Sleep(50 * time.Millisecond) // let every waiter reach its wait
-	select {
-	case err := <-errs:
-		t.Fatalf("WaitRelease returned %v while r is held for a minute", err)
-	default:
+	for turn := range waiters {
+		time.Sleep(50 * time.Millisecond) // let the waiters reach their wait
+		select {
+		case err := <-woken:
+			t.Fatalf("turn %d: WaitRelease returned %v while r is held for a minute", turn, err)
+		default:
+		}
+		if n := shardSubscribers(t, srv, "wait:{r}"); n != 1 {
+			t.Fatalf("turn %d: %d subscriptions for the waiters of one process; want 1", turn, n)
+		}
+		if err := s.Release(ctx, "r", "holder"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-woken; err != nil { // bounded by wctx
+			t.Fatalf("turn %d: WaitRelease after Release = %v; want nil", turn, err)
+		}
+		// The woken caller would take the lock now; the others wait on.
+		if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if n := shardSubscribers(t, srv, "wait:{r}"); n != 1 {
-		t.Fatalf("%d subscriptions for %d waiters in one process; want 1", n, waiters)
+	wg.Wait()
+	noSubscriptionsLeft(t, srv, "wait:{r}")
+}
+
+// TestWaitCanceledWaiterLeavesQueue: a waiter that left does not take
+// the next release's wake from the one behind it.
+func TestWaitCanceledWaiterLeavesQueue(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("pass:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	first, cancelFirst := context.WithCancel(ctx)
+	defer cancelFirst()
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- s.WaitRelease(first, "r") }()
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "pass:{r}") == 1 })
+	time.Sleep(50 * time.Millisecond) // the first is now the longest waiting
+	secondDone := make(chan error, 1)
+	go func() { secondDone <- s.WaitRelease(ctx, "r") }()
+	time.Sleep(50 * time.Millisecond)
+	cancelFirst()
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first WaitRelease after its ctx was canceled = %v", err)
 	}
 	if err := s.Release(ctx, "r", "holder"); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait() // bounded by wctx: a missed notification fails below
-	close(errs)
-	for err := range errs {
+	select {
+	case err := <-secondDone:
 		if err != nil {
-			t.Errorf("WaitRelease after Release = %v; want nil", err)
+			t.Fatalf("second WaitRelease = %v", err)
 		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("second WaitRelease not woken by the release after the first left")
 	}
-	noSubscriptionsLeft(t, srv, "wait:{r}")
 }
 
 // TestWaitRechecksOnExpiry: a lock extended while waited for keeps the
