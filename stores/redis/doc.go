@@ -88,11 +88,11 @@
 //
 // WaitRelease subscribes (SSUBSCRIBE) to the resource's shard channel on
 // the node holding it, then reads the lock's PTTL; Release publishes on
-// that channel (SPUBLISH). Waiters of one process share a subscription,
-// dropped once the last returns; no release after the call began is
-// missed; expiry wakes waiters through a timer armed from the PTTL. A
-// release wakes every waiter, and the lockers' retries decide who gets
-// the lock. On Redis before 7, Release still works (the script calls
+// that channel (SPUBLISH). No release after the call began is missed, and
+// expiry wakes waiters through a timer armed from the PTTL. Waiters of one
+// process share a subscription, dropped once the last returns; a release
+// wakes the longest-waiting of them, so they take turns instead of
+// stampeding. On Redis before 7, Release still works (the script calls
 // SPUBLISH with pcall) and WaitRelease reports errors.ErrUnsupported, so
 // the lockers sleep their retry delay instead.
 //
