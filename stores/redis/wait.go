@@ -117,8 +117,8 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 var errNoShardedPubSub = fmt.Errorf("redis: the server has no sharded pub/sub (Redis 7 or later), so WaitRelease cannot be notified of releases: %w", errors.ErrUnsupported)
 
 func isUnknownCommand(err error) bool {
-	e, ok := rueidis.IsRedisErr(err)
-	return ok && strings.HasPrefix(e.Error(), "ERR unknown command")
+	var e *rueidis.RedisError
+	return errors.As(err, &e) && strings.HasPrefix(e.Error(), "ERR unknown command")
 }
 
 // hub holds the subscriptions of every Store in the process, so that
@@ -247,6 +247,7 @@ func (h *subscriptions) receive(ctx context.Context, t *topic) {
 		delete(h.topics, t.key)
 	}
 	h.mu.Unlock()
+	t.cancel()
 	close(t.done)
 	t.readyOnce.Do(func() { close(t.ready) })
 }
@@ -269,9 +270,11 @@ func (t *topic) confirmed(s rueidis.PubSubSubscription) {
 
 // returned is called each time the client's Receive returns from one
 // connection, with a client on that connection. If the connection broke,
-// it ends the topic at once, so that its callers get the error instead of
-// waiting while the client resubscribes in the background. Otherwise the
-// topic was dropped, and it unsubscribes on the server.
+// or the server refused the subscription, it ends the topic at once, so
+// that its callers get the error instead of waiting while the client
+// resubscribes in the background. Otherwise the topic was dropped, and it
+// unsubscribes on the server — also if the confirmation had not arrived
+// yet, as the SSUBSCRIBE may still be applied.
 func (t *topic) returned(ctx context.Context, err error, c rueidis.CommandClient) error {
 	if err != nil && ctx.Err() == nil {
 		t.mu.Lock()
@@ -280,11 +283,9 @@ func (t *topic) returned(ctx context.Context, err error, c rueidis.CommandClient
 		t.cancel()
 		return err
 	}
-	if t.subscribed.Load() {
-		uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-		_ = c.Do(uctx, c.B().Sunsubscribe().Channel(t.key.channel).Build())
-		cancel()
-	}
+	uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+	_ = c.Do(uctx, c.B().Sunsubscribe().Channel(t.key.channel).Build())
+	cancel()
 	return err
 }
 

@@ -218,3 +218,26 @@ func TestWaitOnClusterLeavesNothing(t *testing.T) {
 	}
 	noSubscriptionsLeft(t, master, key)
 }
+
+// TestWaitCanceledOnStalledServer: a wait whose context ends while the
+// server is stalled returns the context's error and, once the server
+// answers again, has left nothing behind.
+func TestWaitCanceledOnStalledServer(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("early:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	err := s.WaitRelease(ctxFor(t, 100*time.Millisecond), "r")
+	if rerr := srv.Resume(); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitRelease on a paused server = %v; want context.DeadlineExceeded", err)
+	}
+	noSubscriptionsLeft(t, srv, "early:{r}")
+}
