@@ -127,3 +127,18 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatalf("GET %s after failover = %q, %v; want %q", key, got, err, "before")
 	}
 }
+
+func TestSentinel(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	c := s.NewClient(t)
+	ctx := t.Context()
+	if err := c.Do(ctx, c.B().Set().Key("k").Value("v").Build()).Error(); err != nil {
+		t.Fatalf("SET through the sentinel client: %v", err)
+	}
+	if got, err := s.Master.Do("GET", "k").ToString(); err != nil || got != "v" {
+		t.Fatalf("GET k on the master = %q, %v; want the write made through the sentinel client", got, err)
+	}
+	if _, ok := c.Nodes()[s.Master.Addr()]; !ok {
+		t.Errorf("the sentinel client talks to %v; want the master %s", c.Nodes(), s.Master.Addr())
+	}
+}
