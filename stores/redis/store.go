@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ type Store struct {
 	replicaTimeout time.Duration
 	fenceRetention time.Duration
 
+	subOwner        any         // whose subscriptions this store shares: see hub
 	noShardedPubSub atomic.Bool // the server lacks SSUBSCRIBE: WaitRelease cannot work
 }
 
@@ -61,6 +63,10 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 	}
 	if s.name == "" {
 		s.name = defaultName(client)
+	}
+	s.subOwner = any(s)
+	if reflect.ValueOf(client).Comparable() {
+		s.subOwner = client // stores sharing a client share subscriptions
 	}
 	return s, nil
 }

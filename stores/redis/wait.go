@@ -40,7 +40,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		return errNoShardedPubSub
 	}
 	key := s.lockKey(resource)
-	t, err := hub.join(ctx, s.client, key)
+	t, err := hub.join(ctx, s.client, s.subOwner, key)
 	if err != nil {
 		return err
 	}
@@ -134,12 +134,13 @@ type subscriptions struct {
 }
 
 type topicKey struct {
-	client  rueidis.Client
+	owner   any // the client, or the store when the client is not comparable
 	channel string
 }
 
 // topic is one subscription and its waiters.
 type topic struct {
+	client  rueidis.Client
 	key     topicKey
 	refs    int  // callers using it; guarded by subscriptions.mu
 	closing bool // no longer to be joined; guarded by subscriptions.mu
@@ -169,8 +170,8 @@ const unsubscribeTimeout = 2 * time.Second
 // join returns the subscription to channel through client, starting it
 // if no caller uses it yet; its ready channel says when the server has
 // confirmed it. The caller must leave it.
-func (h *subscriptions) join(ctx context.Context, client rueidis.Client, channel string) (*topic, error) {
-	k := topicKey{client, channel}
+func (h *subscriptions) join(ctx context.Context, client rueidis.Client, owner any, channel string) (*topic, error) {
+	k := topicKey{owner, channel}
 	for {
 		h.mu.Lock()
 		t := h.topics[k]
@@ -186,7 +187,7 @@ func (h *subscriptions) join(ctx context.Context, client rueidis.Client, channel
 			}
 		}
 		if t == nil {
-			t = h.subscribe(k)
+			t = h.subscribe(client, k)
 			h.topics[k] = t
 		}
 		t.refs++
@@ -207,9 +208,10 @@ func (h *subscriptions) leave(t *topic) {
 }
 
 // subscribe starts the subscription of a new topic. Called with mu held.
-func (h *subscriptions) subscribe(k topicKey) *topic {
+func (h *subscriptions) subscribe(client rueidis.Client, k topicKey) *topic {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &topic{
+		client: client,
 		key:    k,
 		cancel: cancel,
 		ready:  make(chan struct{}),
@@ -225,7 +227,7 @@ func (h *subscriptions) subscribe(k topicKey) *topic {
 
 // receive runs the subscription until it is canceled or breaks.
 func (h *subscriptions) receive(ctx context.Context, t *topic) {
-	c := t.key.client
+	c := t.client
 	err := c.Receive(ctx, c.B().Ssubscribe().Channel(t.key.channel).Build(), func(rueidis.PubSubMessage) { t.wakeOne() })
 	t.mu.Lock()
 	broken := t.broken

@@ -241,3 +241,37 @@ func TestWaitCanceledOnStalledServer(t *testing.T) {
 	}
 	noSubscriptionsLeft(t, srv, "early:{r}")
 }
+
+// TestWaitStoresShareClient: two stores on one client and prefix share
+// subscriptions, so neither ends the other's.
+func TestWaitStoresShareClient(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.NewClient(t)
+	a := newStore(t, client, redis.WithPrefix("share:"))
+	b := newStore(t, client, redis.WithPrefix("share:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wctx := ctxFor(t, 10*time.Second)
+	doneA, doneB := make(chan error, 1), make(chan error, 1)
+	go func() { doneA <- a.WaitRelease(wctx, "r") }()
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "share:{r}") == 1 })
+	go func() { doneB <- b.WaitRelease(wctx, "r") }()
+	time.Sleep(50 * time.Millisecond)
+	if n := shardSubscribers(t, srv, "share:{r}"); n != 1 {
+		t.Fatalf("%d subscriptions for two stores sharing a client; want 1", n)
+	}
+	for turn, done := range []chan error{doneA, doneB} {
+		if err := b.Release(ctx, "r", "holder"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("turn %d: WaitRelease = %v", turn, err)
+		}
+		if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noSubscriptionsLeft(t, srv, "share:{r}")
+}
