@@ -174,12 +174,15 @@ func (m *MultiLocker) acquireOne(ctx context.Context, i int, resource, token str
 }
 
 // call runs f on store i within the per-store timeout. A timeout of the
-// store call, while ctx is alive, becomes a timeoutError.
+// store call, while ctx is alive, becomes a timeoutError — also when the
+// store reports context.DeadlineExceeded a moment before sctx does (a
+// client whose socket deadline, set from sctx, fires before sctx's own
+// timer), so that no error of a live ctx matches DeadlineExceeded.
 func (m *MultiLocker) call(ctx context.Context, i int, f func(context.Context, storeRef) error) error {
 	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
 	defer cancel()
 	err := f(sctx, m.stores[i])
-	if err != nil && !isOutcome(err) && sctx.Err() != nil && ctx.Err() == nil {
+	if err != nil && !isOutcome(err) && ctx.Err() == nil && (sctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 		return timeoutError{after: m.storeTimeout.String()}
 	}
 	return err
