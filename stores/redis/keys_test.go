@@ -46,7 +46,7 @@ var keyCases = []string{"x", "{x}", "{", "}", "{}", "}a{", "a}b", "%", "%7D", "%
 
 func TestKeysInjective(t *testing.T) {
 	for _, prefix := range []string{"", "lock:", "app/%:"} {
-		s := &Store{prefix: prefix}
+		s := &Store{config: config{prefix: prefix}}
 		seen := make(map[string]string)
 		for _, r := range keyCases {
 			checkKeys(t, s, r)
@@ -65,7 +65,7 @@ func FuzzKeys(f *testing.F) {
 	for _, r := range keyCases {
 		f.Add(r, "x")
 	}
-	s := &Store{prefix: DefaultPrefix}
+	s := &Store{config: config{prefix: DefaultPrefix}}
 	f.Fuzz(func(t *testing.T, a, b string) {
 		if a == "" || b == "" {
 			return

@@ -17,12 +17,8 @@ import (
 // Store is a lock store on a Redis server, a Sentinel-managed master or a
 // Redis Cluster, through a rueidis client. It is safe for concurrent use.
 type Store struct {
-	client         rueidis.Client
-	prefix         string
-	name           string
-	replicas       int
-	replicaTimeout time.Duration
-	fenceRetention time.Duration
+	client rueidis.Client
+	config
 
 	subOwner        any         // whose subscriptions this store shares: see hub
 	noShardedPubSub atomic.Bool // the server lacks SSUBSCRIBE: WaitRelease cannot work
@@ -53,14 +49,7 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{
-		client:         client,
-		prefix:         c.prefix,
-		name:           c.name,
-		replicas:       c.replicas,
-		replicaTimeout: c.replicaTimeout,
-		fenceRetention: c.fenceRetention,
-	}
+	s := &Store{client: client, config: c}
 	if s.name == "" {
 		s.name = defaultName(client)
 	}
