@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,6 +159,7 @@ func (c *Cluster) WaitHealthy(t testing.TB) {
 
 func (c *Cluster) waitHealthy() error {
 	return poll(clusterTimeout, func() error {
+		agreed := ""
 		for _, s := range c.Nodes {
 			if !s.Running() {
 				continue
@@ -177,6 +179,11 @@ func (c *Cluster) waitHealthy() error {
 			}
 			if err := c.checkView(s, nodes); err != nil {
 				return err
+			}
+			if sig := signature(nodes); agreed == "" {
+				agreed = sig
+			} else if sig != agreed {
+				return fmt.Errorf("%s sees the masters as %s, another node as %s: %w", s.Name, sig, agreed, errNotYet)
 			}
 			me := nodes[s.Port]
 			if !me.master {
@@ -225,6 +232,19 @@ func (c *Cluster) checkView(s *Server, nodes map[int]node) error {
 	return nil
 }
 
+// signature renders which node is master of which slots, so views can be
+// compared.
+func signature(nodes map[int]node) string {
+	var parts []string
+	for _, n := range nodes {
+		if n.master {
+			parts = append(parts, fmt.Sprintf("%d:%v", n.port, n.slots))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
 // MasterOf returns the node serving slot, as the running nodes see it.
 func (c *Cluster) MasterOf(t testing.TB, slot int) *Server {
 	t.Helper()
@@ -263,10 +283,10 @@ func (c *Cluster) Failover(t testing.TB, slot int) *Server {
 	t.Helper()
 	old := c.MasterOf(t, slot)
 	replica := c.ReplicaOf(t, old)
-	if err := replica.Do("CLUSTER", "FAILOVER").Error(); err != nil {
-		t.Fatalf("redistest: CLUSTER FAILOVER on %s: %v", replica.Name, err)
-	}
-	err := poll(clusterTimeout, func() error {
+	// Every node must see the replica serving slot. A manual failover
+	// gives up after a few seconds if the master does not answer in time
+	// (under load, say): ask again while the replica is still a replica.
+	seenByAll := func() error {
 		for _, s := range c.Nodes {
 			nodes, err := c.view(s)
 			if err != nil {
@@ -277,11 +297,31 @@ func (c *Cluster) Failover(t testing.TB, slot int) *Server {
 			}
 		}
 		return nil
+	}
+	err := poll(clusterTimeout, func() error {
+		role, err := replica.Do("ROLE").ToArray()
+		if err != nil || len(role) == 0 {
+			return fmt.Errorf("ROLE on %s: %v", replica.Name, err)
+		}
+		if r, _ := role[0].ToString(); r == "slave" {
+			if err := replica.Do("CLUSTER", "FAILOVER").Error(); err != nil {
+				return fmt.Errorf("CLUSTER FAILOVER on %s: %w", replica.Name, err)
+			}
+		}
+		if err := poll(5*time.Second, seenByAll); err != nil {
+			return err
+		}
+		// A failover won can be undone moments later (the old master
+		// reclaiming the slots after a config-epoch collision, seen with
+		// failovers in quick succession): it must hold for a while.
+		if err := holds(time.Second, seenByAll); err != nil {
+			return err
+		}
+		return c.waitHealthy()
 	})
 	if err != nil {
 		t.Fatalf("redistest: failover of slot %d to %s: %v", slot, replica.Name, err)
 	}
-	c.WaitHealthy(t)
 	return replica
 }
 

@@ -208,4 +208,16 @@ func poll(within time.Duration, cond func() error) error {
 	}
 }
 
+// holds checks cond every 20ms for d, and returns its first error.
+func holds(d time.Duration, cond func() error) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := cond(); err != nil {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
 var errNotYet = errors.New("not yet")
