@@ -14,7 +14,7 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return err
 	}
-	n, err := s.eval(ctx, &extendScript, s.lockKey(resource), "", token, itoa(millis(ttl)), "").AsInt64()
+	n, err := s.eval(ctx, &extendScript, s.lockKey(resource), "", token, s.ttlArg(ttl), "").AsInt64()
 	switch {
 	case err != nil:
 		return s.failed(ctx, err)

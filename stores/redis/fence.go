@@ -16,11 +16,10 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 		return 0, err
 	}
 	lockKey, fenceKey := s.keys(resource)
-	ms, retention := millis(ttl), millis(s.fenceRetention)
 	if s.replicas > 0 {
-		return s.acquireReplicated(ctx, true, lockKey, fenceKey, token, ms, retention)
+		return s.acquireReplicated(ctx, true, lockKey, fenceKey, token, ttl)
 	}
-	fence, err := s.eval(ctx, &acquireScript, lockKey, fenceKey, token, itoa(ms), itoa(retention)).AsInt64()
+	fence, err := s.eval(ctx, &acquireScript, lockKey, fenceKey, token, s.ttlArg(ttl), s.retentionArg).AsInt64()
 	switch {
 	case err != nil:
 		return 0, s.failed(ctx, err)

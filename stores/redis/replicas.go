@@ -24,15 +24,15 @@ var ErrNotReplicated = fmt.Errorf("redis: lock not confirmed by enough replicas:
 // pipelined connection, or after a cluster redirect to another node, it
 // would count the wrong ones (a dedicated cluster connection reports a
 // redirect as an error instead of following it).
-func (s *Store) acquireReplicated(ctx context.Context, fenced bool, lockKey, fenceKey, token string, ms, retention int64) (uint64, error) {
+func (s *Store) acquireReplicated(ctx context.Context, fenced bool, lockKey, fenceKey, token string, ttl time.Duration) (uint64, error) {
 	var acquired, waited rueidis.RedisResult
 	err := s.client.Dedicated(func(d rueidis.DedicatedClient) error {
-		keys, args := [2]string{lockKey, fenceKey}, [3]string{token, itoa(ms), itoa(retention)}
+		keys, args := [2]string{lockKey, fenceKey}, [3]string{token, s.ttlArg(ttl), s.retentionArg}
 		acquire := func(full bool) rueidis.Completed {
 			if fenced {
 				return acquireScript.cmd(d.B(), full, &keys, &args)
 			}
-			return d.B().Set().Key(lockKey).Value(token).Nx().PxMilliseconds(ms).Build()
+			return d.B().Set().Key(lockKey).Value(token).Nx().PxMilliseconds(millis(ttl)).Build()
 		}
 		wait := func() rueidis.Completed {
 			return d.B().Wait().Numreplicas(int64(s.replicas)).Timeout(millis(s.replicaTimeout)).Build()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -106,3 +107,21 @@ func isNoScript(err error) bool {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// ttlArg is a TTL in milliseconds as a script argument.
+type ttlArg struct {
+	ttl time.Duration
+	arg string
+}
+
+// ttlArg returns ttl in whole milliseconds as a string, remembering the
+// last one: callers mostly use one TTL, so this saves an allocation per
+// call.
+func (s *Store) ttlArg(ttl time.Duration) string {
+	if last := s.lastTTL.Load(); last != nil && last.ttl == ttl {
+		return last.arg
+	}
+	a := &ttlArg{ttl: ttl, arg: itoa(millis(ttl))}
+	s.lastTTL.Store(a)
+	return a.arg
+}

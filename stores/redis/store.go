@@ -20,8 +20,10 @@ type Store struct {
 	client rueidis.Client
 	config
 
-	subOwner        any         // whose subscriptions this store shares: see hub
-	noShardedPubSub atomic.Bool // the server lacks SSUBSCRIBE: WaitRelease cannot work
+	retentionArg    string                 // fenceRetention in ms, for the acquire script
+	lastTTL         atomic.Pointer[ttlArg] // see ttlArg
+	subOwner        any                    // whose subscriptions this store shares: see hub
+	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
 }
 
 var (
@@ -49,7 +51,7 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{client: client, config: c}
+	s := &Store{client: client, config: c, retentionArg: itoa(millis(c.fenceRetention))}
 	if s.name == "" {
 		s.name = defaultName(client)
 	}
@@ -87,7 +89,7 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	}
 	key := s.lockKey(resource)
 	if s.replicas > 0 {
-		_, err := s.acquireReplicated(ctx, false, key, "", token, millis(ttl), 0)
+		_, err := s.acquireReplicated(ctx, false, key, "", token, ttl)
 		return err
 	}
 	err := s.client.Do(ctx, s.client.B().Set().Key(key).Value(token).Nx().PxMilliseconds(millis(ttl)).Build()).Error()
