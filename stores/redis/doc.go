@@ -40,10 +40,11 @@
 // lag). No operation starts a goroutine or a timer except WaitRelease.
 //
 // The store makes one attempt per call: the client retries none of its
-// commands (it would retry reads on its own). An outcome it cannot be sure of — a
-// timeout or a broken connection after a command was sent, a canceled
-// context — is returned as an error, never as lock.ErrNotAcquired or
-// lock.ErrNotHeld: the lockers then release by token.
+// commands (it would retry reads on its own). An outcome it cannot be sure
+// of — a timeout or a broken connection after a command was sent, a
+// canceled context — is returned as an error, never as
+// lock.ErrNotAcquired or lock.ErrNotHeld: the lockers then release by
+// token.
 //
 // # Keys and Redis Cluster
 //
