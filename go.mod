@@ -1,5 +1,10 @@
 module github.com/lockkit/lock
 
-go 1.25
+go 1.25.0
 
-require github.com/bradfitz/gomemcache v0.0.0-20260422231931-4d751bb6e37c
+require (
+	github.com/bradfitz/gomemcache v0.0.0-20260422231931-4d751bb6e37c
+	github.com/redis/rueidis v1.0.79
+)
+
+require golang.org/x/sys v0.47.0 // indirect

@@ -220,12 +220,15 @@ func (m *MultiLocker) acquireOne(ctx context.Context, op string, i int, resource
 
 // call runs f, the storeOp of a locker operation op, on store i within
 // the per-store timeout, and tells the hook. A timeout of the store call,
-// while ctx is alive, becomes a timeoutError.
+// while ctx is alive, becomes a timeoutError — also when the store reports
+// context.DeadlineExceeded a moment before sctx does (a client whose
+// socket deadline, set from sctx, fires before sctx's own timer), so that
+// no error of a live ctx matches DeadlineExceeded.
 func (m *MultiLocker) call(ctx context.Context, op, resource, storeOp string, i int, f func(context.Context, storeRef) error) error {
 	t0 := m.obs.start()
 	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
 	err := f(sctx, m.stores[i])
-	if err != nil && !isOutcome(err) && sctx.Err() != nil && ctx.Err() == nil {
+	if err != nil && !isOutcome(err) && ctx.Err() == nil && (sctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 		err = timeoutError{after: m.storeTimeout.String()}
 	}
 	cancel()

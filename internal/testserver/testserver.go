@@ -3,8 +3,8 @@
 // gives tests control over them: kill, pause, resume, restart.
 //
 // When a server binary is missing, tests skip with a message saying how to
-// install it — unless the environment variable named by RequireEnv is set
-// (CI sets it), in which case they fail.
+// install it — unless the environment variable named by RequireEnv, or CI,
+// is set, in which case they fail.
 package testserver
 
 import (
@@ -23,11 +23,21 @@ import (
 )
 
 // RequireEnv names the environment variable that turns a missing server
-// into a test failure instead of a skip.
+// into a test failure instead of a skip. The CI variable, which CI systems
+// set, does the same.
 const RequireEnv = "LOCKKIT_REQUIRE_SERVERS"
 
-// Required reports whether missing servers must fail tests.
-func Required() bool { return os.Getenv(RequireEnv) != "" }
+// Required reports whether missing servers must fail tests: RequireEnv or
+// CI is set (to anything but "", "0" or "false").
+func Required() bool { return isSet(RequireEnv) || isSet("CI") }
+
+func isSet(name string) bool {
+	switch os.Getenv(name) {
+	case "", "0", "false":
+		return false
+	}
+	return true
+}
 
 // LookPath returns the path of binary, or skips t (fails it when servers
 // are required) with install instructions.
@@ -39,7 +49,7 @@ func LookPath(t testing.TB, binary, install string) string {
 	}
 	msg := fmt.Sprintf("%s not found (%v); install it: %s", binary, err, install)
 	if Required() {
-		t.Fatalf("%s; %s is set, so a missing server is a failure", msg, RequireEnv)
+		t.Fatalf("%s; %s or CI is set, so a missing server is a failure", msg, RequireEnv)
 	}
 	t.Skip(msg)
 	return ""
@@ -78,12 +88,24 @@ func (p *Process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.I
 // on port. The process is killed when the test ends.
 func Start(t testing.TB, name, path string, args []string, port int, dir string) *Process {
 	t.Helper()
-	p := &Process{Name: name, Path: path, Args: args, Port: port, Dir: dir}
-	if err := p.start(); err != nil {
+	p, err := Launch(name, path, args, port, dir)
+	if err != nil {
 		t.Fatalf("testserver: %v", err)
 	}
 	t.Cleanup(func() { p.Kill() })
 	return p
+}
+
+// Launch is Start for a process that outlives any one test, such as a
+// fixture shared by the tests of a package and started on first use: it is
+// not tied to a test, and the caller must Kill it (from TestMain, after
+// m.Run). It dies with the test binary all the same.
+func Launch(name, path string, args []string, port int, dir string) (*Process, error) {
+	p := &Process{Name: name, Path: path, Args: args, Port: port, Dir: dir}
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func (p *Process) start() error {

@@ -63,3 +63,23 @@ func answers(addr string) bool {
 	n, err := c.Read(buf)
 	return err == nil && n > 0
 }
+
+func TestRequired(t *testing.T) {
+	for _, tc := range []struct {
+		require, ci string
+		want        bool
+	}{
+		{"", "", false},
+		{"", "false", false},
+		{"0", "", false},
+		{"1", "", true},
+		{"", "true", true},
+		{"", "1", true},
+	} {
+		t.Setenv(testserver.RequireEnv, tc.require)
+		t.Setenv("CI", tc.ci)
+		if got := testserver.Required(); got != tc.want {
+			t.Errorf("Required() with %s=%q, CI=%q = %v; want %v", testserver.RequireEnv, tc.require, tc.ci, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+// Package redis is a lock store on Redis, through a
+// [github.com/redis/rueidis] client: a single server, a Sentinel-managed
+// master, or a Redis Cluster, unchanged.
+//
+//	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+//	...
+//	store, err := redis.New(client, redis.WithPrefix("myapp:lock:"))
+//	...
+//	locker, err := lock.NewSingle(store, nil)
+//
+// For Redlock, make one Store per independent master and pass them all to
+// lock.NewMulti.
+//
+// The caller owns the client: the store never closes it. Requires Redis 6
+// or later (rueidis speaks RESP3); wait-for-release needs Redis 7.
+//
+// # Capabilities
+//
+// Every optional capability of package lock:
+//   - [lock.Extender]: Extend, a compare-and-extend script.
+//   - [lock.TTLReader]: TTL, with PTTL (millisecond precision).
+//   - [lock.Fencer]: AcquireFenced, fences strictly increasing per
+//     resource; see Fencing below.
+//   - [lock.Waiter]: WaitRelease, woken by a notification that the release
+//     script publishes, or by the lock's expiry; waiters do not poll.
+//   - [lock.ResourceValidator]: any name of 1 to [MaxResourceLen] bytes,
+//     braces, NUL and invalid UTF-8 included.
+//
+// TTLs have millisecond precision and are rounded up to whole
+// milliseconds, so the store reports no granularity.
+//
+// # Operations
+//
+// Every operation is one round trip, pipelined with those of other
+// goroutines by rueidis: Acquire is SET NX PX; AcquireFenced, Release and
+// Extend are Lua scripts run with EVALSHA, sent in full only when the
+// server answers NOSCRIPT (after SCRIPT FLUSH, a restart or a failover),
+// so NOSCRIPT never reaches the caller. Exists is EXISTS, TTL is PTTL,
+// both sent to the master like the writes (never to a replica, which may
+// lag). No operation starts a goroutine or a timer except WaitRelease.
+//
+// The store makes one attempt per call: the client retries none of its
+// commands (it would retry reads on its own). An outcome it cannot be sure
+// of — a timeout or a broken connection after a command was sent, a
+// canceled context — is returned as an error, never as
+// lock.ErrNotAcquired or lock.ErrNotHeld: the lockers then release by
+// token.
+//
+// # Keys and Redis Cluster
+//
+// A resource r is stored under prefix + "{" + e + "}", where e is r with
+// "%" and "}" percent-escaped, and its fence counter under the same key
+// followed by ":fence". The braces are a hash tag, so both keys of a lock
+// share one cluster slot and the scripts run on one node; the escaping
+// keeps distinct resources, such as "x" and "{x}", on distinct keys. The
+// release notification uses the lock key as a shard channel. MOVED and ASK
+// redirects are followed by the client.
+//
+// # Fencing
+//
+// AcquireFenced takes the lock and increments a per-resource counter in
+// one script; the counter is seeded from the server's clock in
+// microseconds whenever it is missing (first use, expiry, loss). So fences
+// look like timestamps (microseconds since 1970, about 1.8e15 now, far
+// below 2^53, so they survive JSON), increase strictly across releases and
+// expiry, and keep increasing when the counter is lost and re-seeded: the
+// clock has moved on by more than the counter did, which grows by one per
+// acquisition, and Redis cannot acquire and release one resource more than
+// once a microsecond. That holds provided the server's clock is not set
+// back.
+//
+// The counter is a key per resource that lives for a retention after it
+// is seeded: [DefaultFenceRetention] (a day) unless [WithFenceRetention]
+// says otherwise. That costs one small key (the key name plus about 100
+// bytes) for each resource locked within the retention — a lot for
+// millions of short-lived resource names a day, where a short retention
+// is fine: re-seeding only relies on the clock not going back by more
+// than the retention.
+//
+// Hazards, honestly: a server that restarts without persistence, or a
+// failover to a replica that had not received the last writes, loses the
+// locks as well as the counters. Fences then rely on the clock alone: a
+// clock set back by more than the time since the counter was seeded
+// would hand out a fence already used. The locks themselves are lost in
+// that case anyway; see WithWaitReplicas, and Redlock over independent
+// masters, for the mitigations.
+//
+// # Waiting for release
+//
+// WaitRelease subscribes (SSUBSCRIBE) to the resource's shard channel on
+// the node holding it, then reads the lock's PTTL; Release publishes on
+// that channel (SPUBLISH). No release after the call began is missed, and
+// expiry wakes waiters through a timer armed from the PTTL. Waiters of one
+// process share a subscription, dropped once the last returns; a release
+// wakes the longest-waiting of them, so they take turns instead of
+// stampeding. On Redis before 7, Release still works (the script calls
+// SPUBLISH with pcall) and WaitRelease reports errors.ErrUnsupported, so
+// the lockers sleep their retry delay instead.
+//
+// # Replication
+//
+// Redis replicates asynchronously: a master can grant a lock and fail
+// before its replicas receive it, and the promoted replica grants it
+// again. [WithWaitReplicas] makes each acquisition wait until n replicas
+// have it (WAIT), and release it and fail with [ErrNotReplicated]
+// otherwise. Redlock over several independent masters (lock.NewMulti)
+// tolerates the loss of a minority of them instead.
+package redis

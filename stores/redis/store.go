@@ -1,0 +1,172 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/lockkit/lock"
+)
+
+// Store is a lock store on a Redis server, a Sentinel-managed master or a
+// Redis Cluster, through a rueidis client. It is safe for concurrent use.
+type Store struct {
+	client rueidis.Client
+	config
+
+	retentionArg    string                 // fenceRetention in ms, for the acquire script
+	lastTTL         atomic.Pointer[ttlArg] // see ttlArg
+	subOwner        any                    // whose subscriptions this store shares: see hub
+	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
+}
+
+var (
+	_ lock.Store             = (*Store)(nil)
+	_ lock.Extender          = (*Store)(nil)
+	_ lock.TTLReader         = (*Store)(nil)
+	_ lock.Fencer            = (*Store)(nil)
+	_ lock.Waiter            = (*Store)(nil)
+	_ lock.ResourceValidator = (*Store)(nil)
+)
+
+// New returns a Store that takes locks through client. The caller owns
+// the client: the store never closes it, and it must stay open while the
+// store is used. Invalid options give an error wrapping lock.ErrInvalid.
+func New(client rueidis.Client, opts ...Option) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: redis.New: nil client", lock.ErrInvalid)
+	}
+	c := config{prefix: DefaultPrefix, fenceRetention: DefaultFenceRetention}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	s := &Store{client: client, config: c, retentionArg: itoa(millis(c.fenceRetention))}
+	if s.name == "" {
+		s.name = defaultName(client)
+	}
+	s.subOwner = any(s)
+	if reflect.ValueOf(client).Comparable() {
+		s.subOwner = client // stores sharing a client share subscriptions
+	}
+	return s, nil
+}
+
+// defaultName names a store after the node its client talks to.
+func defaultName(client rueidis.Client) string {
+	addrs := make([]string, 0, 8)
+	for addr := range client.Nodes() {
+		addrs = append(addrs, addr)
+	}
+	slices.Sort(addrs)
+	switch len(addrs) {
+	case 0:
+		return "redis"
+	case 1:
+		return "redis " + addrs[0]
+	}
+	return fmt.Sprintf("redis %s (+%d nodes)", addrs[0], len(addrs)-1)
+}
+
+// String returns the store's name: see WithName.
+func (s *Store) String() string { return s.name }
+
+// Acquire implements [lock.Store] with SET NX PX: one round trip. The lock
+// carries no fence; the lockers use AcquireFenced.
+func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
+	if err := s.check(ctx, resource, token, ttl); err != nil {
+		return err
+	}
+	key := s.lockKey(resource)
+	if s.replicas > 0 {
+		_, err := s.acquireReplicated(ctx, false, key, "", token, ttl)
+		return err
+	}
+	err := s.client.Do(ctx, s.client.B().Set().Key(key).Value(token).Nx().PxMilliseconds(millis(ttl)).Build()).Error()
+	switch {
+	case err == nil:
+		return nil
+	case rueidis.IsRedisNil(err):
+		return lock.ErrNotAcquired
+	}
+	return s.failed(ctx, err)
+}
+
+// Release implements [lock.Store]: a compare-and-delete script, one round
+// trip, that also tells waiters the resource is free.
+func (s *Store) Release(ctx context.Context, resource, token string) error {
+	if err := s.check(ctx, resource, token, 1); err != nil {
+		return err
+	}
+	released, err := s.release(ctx, s.lockKey(resource), token)
+	switch {
+	case err != nil:
+		return s.failed(ctx, err)
+	case !released:
+		return lock.ErrNotHeld
+	}
+	return nil
+}
+
+// release runs the release script on key.
+func (s *Store) release(ctx context.Context, key, token string) (bool, error) {
+	n, err := s.eval(ctx, &releaseScript, key, "", token, "", "").AsInt64()
+	return n == 1, err
+}
+
+// Exists implements [lock.Store] with EXISTS.
+func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
+	if err := s.check(ctx, resource, "-", 1); err != nil {
+		return false, err
+	}
+	n, err := s.read(ctx, "EXISTS", s.lockKey(resource))
+	if err != nil {
+		return false, s.failed(ctx, err)
+	}
+	return n == 1, nil
+}
+
+// check validates the arguments of a call and the context.
+func (s *Store) check(ctx context.Context, resource, token string, ttl time.Duration) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case token == "":
+		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
+	case ttl <= 0:
+		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
+	}
+	return s.ValidateResource(resource)
+}
+
+// failed returns the error of a call that did not get a clear answer:
+// the context's error if it ended (the rueidis error may be a bare
+// context error, or a connection error caused by it), the client's error
+// otherwise. Either way the outcome is unknown, and it is never reported
+// as ErrNotAcquired or ErrNotHeld.
+func (s *Store) failed(ctx context.Context, err error) error {
+	ctxErr := ctx.Err()
+	if ctxErr == nil || errors.Is(err, ctxErr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ctxErr, err)
+}
+
+// millis converts a TTL to whole milliseconds, rounding up: a lock may live
+// a fraction of a millisecond longer than asked, never shorter, so the
+// validity the lockers compute is never overstated.
+func millis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

@@ -1,0 +1,277 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/stores/redis"
+)
+
+// shardSubscribers returns how many connections are subscribed to the
+// shard channel of key on srv.
+func shardSubscribers(t *testing.T, srv *redistest.Server, key string) int64 {
+	t.Helper()
+	v, err := srv.Do("PUBSUB", "SHARDNUMSUB", key).ToArray()
+	if err != nil || len(v) != 2 {
+		t.Fatalf("PUBSUB SHARDNUMSUB %s = %v, %v", key, v, err)
+	}
+	n, err := v[1].AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// eventually polls cond every 10ms for at most 5s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after 5s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// noSubscriptionsLeft checks that nothing of the waits stays behind.
+func noSubscriptionsLeft(t *testing.T, srv *redistest.Server, key string) {
+	t.Helper()
+	eventually(t, "unsubscribed on the server", func() bool { return shardSubscribers(t, srv, key) == 0 })
+	eventually(t, "unsubscribed in the process", func() bool { return redis.Subscriptions() == 0 })
+}
+
+// TestWaitersTakeTurns: waiters of one process share one subscription,
+// and each release wakes one of them.
+func TestWaitersTakeTurns(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("wait:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 5
+	wctx := ctxFor(t, 10*time.Second)
+	var wg sync.WaitGroup
+	woken := make(chan error, waiters)
+	for range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			woken <- s.WaitRelease(wctx, "r")
+		}()
+	}
+	// The waiters share one subscription, made before they look.
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "wait:{r}") == 1 })
+	for turn := range waiters {
+		time.Sleep(50 * time.Millisecond) // let the waiters reach their wait
+		select {
+		case err := <-woken:
+			t.Fatalf("turn %d: WaitRelease returned %v while r is held for a minute", turn, err)
+		default:
+		}
+		if n := shardSubscribers(t, srv, "wait:{r}"); n != 1 {
+			t.Fatalf("turn %d: %d subscriptions for the waiters of one process; want 1", turn, n)
+		}
+		if err := s.Release(ctx, "r", "holder"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-woken; err != nil { // bounded by wctx
+			t.Fatalf("turn %d: WaitRelease after Release = %v; want nil", turn, err)
+		}
+		// The woken caller would take the lock now; the others wait on.
+		if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	noSubscriptionsLeft(t, srv, "wait:{r}")
+}
+
+// TestWaitCanceledWaiterLeavesQueue: a waiter that left does not take
+// the next release's wake from the one behind it.
+func TestWaitCanceledWaiterLeavesQueue(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("pass:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	first, cancelFirst := context.WithCancel(ctx)
+	defer cancelFirst()
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- s.WaitRelease(first, "r") }()
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "pass:{r}") == 1 })
+	time.Sleep(50 * time.Millisecond) // the first is now the longest waiting
+	secondDone := make(chan error, 1)
+	go func() { secondDone <- s.WaitRelease(ctx, "r") }()
+	time.Sleep(50 * time.Millisecond)
+	cancelFirst()
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first WaitRelease after its ctx was canceled = %v", err)
+	}
+	if err := s.Release(ctx, "r", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-secondDone:
+		if err != nil {
+			t.Fatalf("second WaitRelease = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("second WaitRelease not woken by the release after the first left")
+	}
+}
+
+// TestWaitRechecksOnExpiry: a lock extended while waited for keeps the
+// waiter waiting until the extended TTL runs out.
+func TestWaitRechecksOnExpiry(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(ctx, "r") }()
+	if err := s.Extend(ctx, "r", "holder", 700*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitRelease = %v", err)
+	}
+	if held, err := s.Exists(ctx, "r"); err != nil || held {
+		t.Fatalf("Exists(r) when WaitRelease returned = %v, %v; want false: it returned while the extended lock was held", held, err)
+	}
+}
+
+func TestWaitAfterScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("flush:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(ctx, "r") }()
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "flush:{r}") == 1 })
+	if err := srv.Do("SCRIPT", "FLUSH").Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "r", "holder"); err != nil { // by EVAL now
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("WaitRelease = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitRelease not woken by a release made after SCRIPT FLUSH")
+	}
+}
+
+// TestWaitServerDies: a waiter learns at once that its server died.
+func TestWaitServerDies(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("dies:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(ctx, "r") }()
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "dies:{r}") == 1 })
+	srv.Kill()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, ctx.Err()) {
+			t.Fatalf("WaitRelease when its server died = %v; want the connection's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitRelease still blocked 10s after its server died")
+	}
+	eventually(t, "unsubscribed in the process", func() bool { return redis.Subscriptions() == 0 })
+}
+
+func TestWaitOnClusterLeavesNothing(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	s := newStore(t, c.NewClient(t), redis.WithPrefix("cwait:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "}r{", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	key := "cwait:{%7Dr{}"
+	master := c.MasterOf(t, redistest.Slot(key))
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(ctx, "}r{") }()
+	eventually(t, "subscribed on the slot's master", func() bool { return shardSubscribers(t, master, key) == 1 })
+	if err := s.Release(ctx, "}r{", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitRelease = %v", err)
+	}
+	noSubscriptionsLeft(t, master, key)
+}
+
+// TestWaitCanceledOnStalledServer: a wait whose context ends while the
+// server is stalled returns the context's error and, once the server
+// answers again, has left nothing behind.
+func TestWaitCanceledOnStalledServer(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("early:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	err := s.WaitRelease(ctxFor(t, 100*time.Millisecond), "r")
+	if rerr := srv.Resume(); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitRelease on a paused server = %v; want context.DeadlineExceeded", err)
+	}
+	noSubscriptionsLeft(t, srv, "early:{r}")
+}
+
+// TestWaitStoresShareClient: two stores on one client and prefix share
+// subscriptions, so neither ends the other's.
+func TestWaitStoresShareClient(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.NewClient(t)
+	a := newStore(t, client, redis.WithPrefix("share:"))
+	b := newStore(t, client, redis.WithPrefix("share:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wctx := ctxFor(t, 10*time.Second)
+	doneA, doneB := make(chan error, 1), make(chan error, 1)
+	go func() { doneA <- a.WaitRelease(wctx, "r") }()
+	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "share:{r}") == 1 })
+	go func() { doneB <- b.WaitRelease(wctx, "r") }()
+	time.Sleep(50 * time.Millisecond)
+	if n := shardSubscribers(t, srv, "share:{r}"); n != 1 {
+		t.Fatalf("%d subscriptions for two stores sharing a client; want 1", n)
+	}
+	for turn, done := range []chan error{doneA, doneB} {
+		if err := b.Release(ctx, "r", "holder"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("turn %d: WaitRelease = %v", turn, err)
+		}
+		if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noSubscriptionsLeft(t, srv, "share:{r}")
+}
