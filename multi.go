@@ -337,6 +337,33 @@ func (m *MultiLocker) fanout(ctx context.Context, op, resource, storeOp string, 
 	return errs
 }
 
+// repair takes l again, for ttl, on the stores whose error in errs says
+// they no longer hold it (they restarted empty, evicted it, or let it
+// expire while unreachable), and clears the errors of those that took it.
+// It is called only while a quorum holds l, so no other owner can hold a
+// quorum: re-taking a free store under l's token restores the lock's
+// redundancy, so that one more store loss does not drop it below quorum.
+// A store another owner took in the meantime refuses (SET NX semantics).
+func (m *MultiLocker) repair(ctx context.Context, op string, l Lock, ttl time.Duration, errs []error) {
+	var wg sync.WaitGroup
+	for i, err := range errs {
+		if !errors.Is(err, ErrNotHeld) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := m.call(ctx, op, l.Resource, "acquire", i, func(ctx context.Context, s storeRef) error {
+				return s.Acquire(ctx, l.Resource, l.Token, ttl)
+			})
+			if err == nil {
+				errs[i] = nil
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // IsLocked implements [Locker]: true if any store holds resource.
 func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, error) {
 	const op = "islocked"
@@ -417,7 +444,11 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 
 // Extend implements [Locker]. The lock is extended if a quorum of stores
 // extended it and validity remains; stores that cannot extend count as
-// failures.
+// failures. When a quorum extended it, the stores that had lost it (a
+// restart, an eviction, an expiry while unreachable) are asked to take it
+// again under the same token, so that the lock regains the redundancy it
+// had: [Run], which extends every ttl/3, thereby repairs missing votes
+// continuously.
 func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	const op = "extend"
 	if m.closed.Load() {
@@ -449,8 +480,12 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 		}
 		return s.ext.Extend(ctx, l.Resource, l.Token, ttl)
 	})
-	extended, failures := m.tally(errs)
+	extended, _ := m.tally(errs)
 	n := len(m.stores)
+	if m.quorum.Met(extended, n) && extended < n {
+		m.repair(ctx, op, l, ttl, errs)
+	}
+	extended, failures := m.tally(errs)
 	if m.quorum.Met(extended, n) {
 		next := l
 		next.ValidUntil = m.validUntil(start, ttl)

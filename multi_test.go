@@ -309,3 +309,30 @@ func TestMultiStoreDeadlineIsNotTheCallers(t *testing.T) {
 		t.Errorf("TryLock error %q does not say the stores timed out", err)
 	}
 }
+
+// An extension re-takes the lock on stores that lost it while a quorum
+// still held it, so that later store losses do not drop it below quorum.
+func TestMultiExtendRepairsLostVotes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		ms, ls := memStores(5)
+		l := mustMulti(t, ls, nil)
+		held, err := l.TryLock(ctx, "res", time.Second)
+		wantNil(t, "TryLock(res)", err)
+		synctest.Wait()
+		ms[0].Expire("res") // two stores restart empty
+		ms[1].Expire("res")
+		holdElsewhere(t, ms[1], "res", time.Hour) // and another owner takes one of them
+		held, err = l.Extend(ctx, held, time.Second)
+		wantNil(t, "Extend(res) held on 3 of 5 stores", err)
+		if ok, _ := ms[0].Exists(ctx, "res"); !ok {
+			t.Fatal("the extension did not re-take the lock on the store that lost it")
+		}
+		failAlways(ms[2]) // one more store fails: 0, 3 and 4 still hold it
+		_, err = l.Extend(ctx, held, time.Second)
+		wantNil(t, "Extend(res) after one more store failed", err)
+		for _, m := range ms {
+			m.ClearFaults()
+		}
+	})
+}
