@@ -67,7 +67,7 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 // Lock implements [Locker].
 func (m *MultiLocker) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error) {
 	const op = "lock"
-	if err := m.checkLock(op, resource, ttl); err != nil {
+	if err := m.checkLock(ctx, op, resource, ttl); err != nil {
 		return Lock{}, err
 	}
 	retry, err := m.policy(op, resource, collect(opts))
@@ -80,7 +80,7 @@ func (m *MultiLocker) Lock(ctx context.Context, resource string, ttl time.Durati
 // TryLock implements [Locker].
 func (m *MultiLocker) TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error) {
 	const op = "trylock"
-	if err := m.checkLock(op, resource, ttl); err != nil {
+	if err := m.checkLock(ctx, op, resource, ttl); err != nil {
 		return Lock{}, err
 	}
 	return m.acquire(ctx, op, resource, ttl, NoRetry)
@@ -367,7 +367,7 @@ func (m *MultiLocker) repair(ctx context.Context, op string, l Lock, ttl time.Du
 // IsLocked implements [Locker]: true if any store holds resource.
 func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, error) {
 	const op = "islocked"
-	if err := m.checkResource(op, resource); err != nil {
+	if err := m.checkQuery(ctx, op, resource); err != nil {
 		return false, err
 	}
 	held := make([]bool, len(m.stores))
@@ -395,7 +395,7 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 // out) and ErrNotHeld if fewer than a quorum of stores still held it.
 func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
-	if err := m.checkHeld(op, l); err != nil {
+	if err := m.checkHeld(ctx, op, l); err != nil {
 		return err
 	}
 	ctx = m.obs.begin(ctx, op, l.Resource)
@@ -454,7 +454,7 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 	if m.closed.Load() {
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
 	}
-	if err := m.checkHeld(op, l); err != nil {
+	if err := m.checkHeld(ctx, op, l); err != nil {
 		return Lock{}, err
 	}
 	if err := m.checkTTL(op, l.Resource, ttl); err != nil {
@@ -543,6 +543,9 @@ func (m *MultiLocker) UnlockAll(ctx context.Context) error { return m.unlockAll(
 
 // Shutdown implements [Locker].
 func (m *MultiLocker) Shutdown(ctx context.Context) error {
+	if err := checkContext(ctx, "shutdown", ""); err != nil {
+		return err
+	}
 	m.closed.Store(true)
 	return m.UnlockAll(ctx)
 }

@@ -39,7 +39,7 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 // Lock implements [Locker].
 func (s *SingleLocker) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error) {
 	const op = "lock"
-	if err := s.checkLock(op, resource, ttl); err != nil {
+	if err := s.checkLock(ctx, op, resource, ttl); err != nil {
 		return Lock{}, err
 	}
 	retry, err := s.policy(op, resource, collect(opts))
@@ -52,7 +52,7 @@ func (s *SingleLocker) Lock(ctx context.Context, resource string, ttl time.Durat
 // TryLock implements [Locker].
 func (s *SingleLocker) TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error) {
 	const op = "trylock"
-	if err := s.checkLock(op, resource, ttl); err != nil {
+	if err := s.checkLock(ctx, op, resource, ttl); err != nil {
 		return Lock{}, err
 	}
 	return s.acquire(ctx, op, resource, ttl, NoRetry)
@@ -124,7 +124,7 @@ func (s *SingleLocker) cleanup(ctx context.Context, op, resource, token string) 
 // IsLocked implements [Locker].
 func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, error) {
 	const op = "islocked"
-	if err := s.checkResource(op, resource); err != nil {
+	if err := s.checkQuery(ctx, op, resource); err != nil {
 		return false, err
 	}
 	t0 := s.obs.start()
@@ -139,7 +139,7 @@ func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, err
 // Unlock implements [Locker].
 func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
-	if err := s.checkHeld(op, l); err != nil {
+	if err := s.checkHeld(ctx, op, l); err != nil {
 		return err
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
@@ -167,7 +167,7 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	if s.closed.Load() {
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
 	}
-	if err := s.checkHeld(op, l); err != nil {
+	if err := s.checkHeld(ctx, op, l); err != nil {
 		return Lock{}, err
 	}
 	if err := s.checkTTL(op, l.Resource, ttl); err != nil {
@@ -214,6 +214,9 @@ func (s *SingleLocker) UnlockAll(ctx context.Context) error { return s.unlockAll
 
 // Shutdown implements [Locker].
 func (s *SingleLocker) Shutdown(ctx context.Context) error {
+	if err := checkContext(ctx, "shutdown", ""); err != nil {
+		return err
+	}
 	s.closed.Store(true)
 	return s.UnlockAll(ctx)
 }
