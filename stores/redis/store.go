@@ -97,9 +97,25 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	case err == nil:
 		return nil
 	case rueidis.IsRedisNil(err):
-		return lock.ErrNotAcquired
+		return s.refused(ctx, key)
 	}
 	return s.failed(ctx, err)
+}
+
+// refused returns the error of a SET NX that found key taken:
+// lock.ErrNotAcquired if key holds a lock (a string), and an error if it
+// holds another type of value — a key that no lock store wrote, which is
+// not contention and would otherwise never be freed by a release. It
+// costs one more round trip, on the refusal path only.
+func (s *Store) refused(ctx context.Context, key string) error {
+	typ, err := s.client.Do(ctx, s.client.B().Type().Key(key).Build()).ToString()
+	switch {
+	case err != nil:
+		return s.failed(ctx, err)
+	case typ == "string" || typ == "none": // "none": it expired since the SET
+		return lock.ErrNotAcquired
+	}
+	return fmt.Errorf("redis: WRONGTYPE: lock key %q holds a %s, not a lock", key, typ)
 }
 
 // Release implements [lock.Store]: a compare-and-delete script, one round
