@@ -21,6 +21,7 @@ type Store struct {
 	config
 
 	retentionArg    string                 // fenceRetention in ms, for the acquire script
+	guardArg        string                 // the guard's maxTTL in ms, for the guarded script
 	lastTTL         atomic.Pointer[ttlArg] // see ttlArg
 	subOwner        any                    // whose subscriptions this store shares: see hub
 	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
@@ -51,7 +52,10 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{client: client, config: c, retentionArg: itoa(millis(c.fenceRetention))}
+	if err := c.checkGuard(client); err != nil {
+		return nil, err
+	}
+	s := &Store{client: client, config: c, retentionArg: itoa(millis(c.fenceRetention)), guardArg: itoa(millis(c.guard))}
 	if s.name == "" {
 		s.name = defaultName(client)
 	}
@@ -85,6 +89,10 @@ func (s *Store) String() string { return s.name }
 // carries no fence; the lockers use AcquireFenced.
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
 	if err := s.check(ctx, resource, token, ttl); err != nil {
+		return err
+	}
+	if s.guard > 0 {
+		_, err := s.acquireGuarded(ctx, false, resource, token, ttl)
 		return err
 	}
 	key := s.lockKey(resource)
