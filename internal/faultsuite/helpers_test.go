@@ -329,19 +329,28 @@ func (n node) do(cmd ...string) rueidis.RedisResult {
 }
 
 // redisTTLs reads a lock's remaining TTL on the nodes that hold it under
-// its token, rounded up. Nodes that do not answer (down, paused,
-// restarting) or do not serve the key (a cluster replica, or a master of
-// other slots, answers MOVED) are skipped.
-func redisTTLs(nodes []node, prefix string, l lock.Lock) ([]time.Duration, error) {
+// its token, rounded up. A node that does not serve the key (a cluster
+// replica, or a master of other slots, answers MOVED) holds nothing. If
+// fewer than quorum nodes answer (the others are down, paused or
+// restarting), what a quorum holds cannot be told, and it returns an
+// error: the read is then not judged.
+func redisTTLs(nodes []node, prefix string, l lock.Lock, quorum int) ([]time.Duration, error) {
 	var ttls []time.Duration
+	answered := 0
 	for _, n := range nodes {
 		if !n.srv.Running() {
 			continue
 		}
 		ms, err := n.do("EVAL", ttlScript, "1", redisKey(prefix, l.Resource), l.Token).AsInt64()
+		if _, isReply := rueidis.IsRedisErr(err); err == nil || isReply {
+			answered++
+		}
 		if err == nil && ms >= 0 {
 			ttls = append(ttls, time.Duration(ms+1)*time.Millisecond)
 		}
+	}
+	if answered < quorum {
+		return nil, fmt.Errorf("only %d nodes answered; a quorum is %d", answered, quorum)
 	}
 	return ttls, nil
 }
@@ -422,8 +431,10 @@ func (s *scenario) redisBackendAt(name string, servers []*redistest.Server, addr
 			}
 			return stores
 		},
-		serverTTL: func(_ context.Context, l lock.Lock) ([]time.Duration, error) { return redisTTLs(obs, prefix, l) },
-		count:     func(context.Context) (int, error) { return countRedis(obs, prefix) },
+		serverTTL: func(_ context.Context, l lock.Lock) ([]time.Duration, error) {
+			return redisTTLs(obs, prefix, l, len(servers)/2+1)
+		},
+		count: func(context.Context) (int, error) { return countRedis(obs, prefix) },
 	}
 	if len(servers) > 1 {
 		b.opts.StoreTimeout = multiTimeout
@@ -444,7 +455,8 @@ func (s *scenario) clusterBackend(c *redistest.Cluster, opts ...redis.Option) (*
 			}
 			return []lock.Store{st}
 		},
-		serverTTL: func(_ context.Context, l lock.Lock) ([]time.Duration, error) { return redisTTLs(obs, prefix, l) },
+		// Every node: the one serving the key holds it, the others answer MOVED.
+		serverTTL: func(_ context.Context, l lock.Lock) ([]time.Duration, error) { return redisTTLs(obs, prefix, l, len(obs)) },
 		count:     func(context.Context) (int, error) { return countRedis(obs, prefix) },
 	}
 	return b, prefix
@@ -477,8 +489,10 @@ func (s *scenario) memcacheBackend(name string, servers []*memcachetest.Server) 
 
 // memcacheTTLs reads a lock's remaining TTL, rounded up to the next whole
 // second (memcached reports whole seconds), on the running servers.
+// As with redisTTLs, fewer than a quorum of servers answering is an error.
 func memcacheTTLs(servers []*memcachetest.Server, prefix string, l lock.Lock) ([]time.Duration, error) {
 	var ttls []time.Duration
+	answered := 0
 	for _, srv := range servers {
 		if !srv.Running() {
 			continue
@@ -487,9 +501,13 @@ func memcacheTTLs(servers []*memcachetest.Server, prefix string, l lock.Lock) ([
 		if err != nil {
 			continue // paused or dying
 		}
+		answered++
 		if found && it.Value == l.Token {
 			ttls = append(ttls, time.Duration(it.TTL+1)*time.Second)
 		}
+	}
+	if quorum := len(servers)/2 + 1; answered < quorum {
+		return nil, fmt.Errorf("only %d servers answered; a quorum is %d", answered, quorum)
 	}
 	return ttls, nil
 }
