@@ -220,4 +220,3 @@ func TestForeignAndLateUnlock(t *testing.T) {
 		})
 	}
 }
-

@@ -456,8 +456,10 @@ func (s *scenario) clusterBackend(c *redistest.Cluster, opts ...redis.Option) (*
 			return []lock.Store{st}
 		},
 		// Every node: the one serving the key holds it, the others answer MOVED.
-		serverTTL: func(_ context.Context, l lock.Lock) ([]time.Duration, error) { return redisTTLs(obs, prefix, l, len(obs)) },
-		count:     func(context.Context) (int, error) { return countRedis(obs, prefix) },
+		serverTTL: func(_ context.Context, l lock.Lock) ([]time.Duration, error) {
+			return redisTTLs(obs, prefix, l, len(obs))
+		},
+		count: func(context.Context) (int, error) { return countRedis(obs, prefix) },
 	}
 	return b, prefix
 }

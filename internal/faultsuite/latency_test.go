@@ -149,7 +149,9 @@ func TestSplitVotesWithJitter(t *testing.T) {
 		addrs := make([]string, len(servers))
 		for i, srv := range servers {
 			p := s.proxy(srv.Addr())
-			s.onSlow(func() { p.Set(faultproxy.ToServer|faultproxy.ToClient, faultproxy.Delay(3*time.Millisecond, 3*time.Millisecond)) })
+			s.onSlow(func() {
+				p.Set(faultproxy.ToServer|faultproxy.ToClient, faultproxy.Delay(3*time.Millisecond, 3*time.Millisecond))
+			})
 			addrs[i] = p.Addr()
 		}
 		perClient[c] = s.redisBackendAt("redlock-5", servers, addrs, prefix)
