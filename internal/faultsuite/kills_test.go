@@ -273,6 +273,7 @@ func TestRestartWithoutPersistence(t *testing.T) {
 				other, err := tryReconnected(s.ctx, bl, resource, ttl)
 				if err == nil {
 					bGot++
+					time.Sleep(holdFor) // B's critical section
 					_ = bl.Unlock(s.ctx, other)
 				}
 				if held.Valid() && err == nil && !c.control {
