@@ -45,6 +45,16 @@
 // taken, and a refused SET NX is followed by a TYPE — a second round trip
 // on the refusal path only.
 //
+// Cancellation: rueidis serves a command on an idle connection
+// synchronously when the command's context has a deadline, and then
+// honours only the deadline (bounded by ClientOption.ConnWriteTimeout, ten
+// seconds by default), not an earlier cancellation; the handshake of a new
+// connection too. For calls that return as soon as their context is
+// canceled, create the client with AlwaysPipelining: rueidis then queues
+// every command, returns when the context ends, discards the late reply
+// and keeps the connection. (The lockers' own calls carry deadlines: the
+// store timeout of lock.MultiLocker, the caller's context.)
+//
 // The store makes one attempt per call: the client retries none of its
 // commands (it would retry reads on its own). An outcome it cannot be sure
 // of — a timeout or a broken connection after a command was sent, a
