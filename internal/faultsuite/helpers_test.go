@@ -45,6 +45,9 @@ type scenario struct {
 	closed   bool
 	prefixes atomic.Int64
 	slow     []func() // see onSlow
+	// clientOptions, if set, adjusts the options of the Redis clients of
+	// the code under test.
+	clientOptions func(*rueidis.ClientOption)
 }
 
 // onSlow registers f, which slows a link down, to run at slowDown: once
@@ -113,8 +116,6 @@ func (s *scenario) close() {
 func (s *scenario) finish(rep faultkit.Report, wait time.Duration, count func(context.Context) (int, error)) faultkit.Report {
 	s.t.Helper()
 	rep.Scenario, rep.Backend = s.name, s.backend
-	t0 := time.Now()
-	defer func() { s.t.Logf("finish took %v", time.Since(t0)) }()
 	if count != nil {
 		n, err := faultkit.Residue(s.ctx, wait, count)
 		if err != nil {
@@ -122,9 +123,7 @@ func (s *scenario) finish(rep faultkit.Report, wait time.Duration, count func(co
 		}
 		rep.Residue = n
 	}
-	s.t.Logf("residue took %v", time.Since(t0))
 	s.close()
-	s.t.Logf("close took %v", time.Since(t0))
 	var leaked []string
 	if s.grown {
 		leaked = s.base.Grown(10 * time.Second)
@@ -164,9 +163,7 @@ func (s *scenario) finish(rep faultkit.Report, wait time.Duration, count func(co
 // run runs a workload and returns its report; the run must not fail.
 func (s *scenario) run(cfg faultkit.Config) (faultkit.Report, *faultkit.Result) {
 	s.t.Helper()
-	t0 := time.Now()
 	res, err := faultkit.Run(s.ctx, cfg)
-	s.t.Logf("run took %v", time.Since(t0))
 	if err != nil {
 		s.t.Fatalf("%s: %v", s.name, err)
 	}
@@ -216,15 +213,19 @@ func (s *scenario) proxy(addr string) *faultproxy.Proxy {
 var netDialer = net.Dialer{Timeout: 2 * time.Second}
 
 // redisClient returns a client of the code under test, closed with the
-// scenario. Dialing and writing are bounded so a dead server fails fast.
+// scenario: rueidis's defaults, with dialing and writing bounded so a dead
+// server fails fast, adjusted by the scenario's clientOptions if set.
 func (s *scenario) redisClient(addrs ...string) rueidis.Client {
 	s.t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{
+	o := rueidis.ClientOption{
 		InitAddress:      addrs,
 		Dialer:           netDialer,
 		ConnWriteTimeout: 2 * time.Second,
-		DisableCache:     true,
-	})
+	}
+	if s.clientOptions != nil {
+		s.clientOptions(&o)
+	}
+	c, err := rueidis.NewClient(o)
 	if err != nil {
 		s.t.Fatalf("rueidis client of %v: %v", addrs, err)
 	}

@@ -168,4 +168,3 @@ func TestMemcacheRestart(t *testing.T) {
 		})
 	}
 }
-
