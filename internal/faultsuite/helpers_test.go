@@ -371,10 +371,11 @@ func (n node) do(cmd ...string) rueidis.RedisResult {
 // its token, rounded up. Only a node that serves the key answers (a
 // cluster replica, or a master of other slots, answers MOVED, which tells
 // nothing: during a failover both nodes of a slot can point at each
-// other). If fewer than quorum nodes answer (the others are down, paused,
-// restarting or redirecting), what a quorum holds cannot be told, and it
-// returns an error: the read is then not judged.
-func redisTTLs(nodes []node, prefix string, l lock.Lock, quorum int) ([]time.Duration, error) {
+// other); see judged for reads that cannot be judged.
+//
+// expect is the number of nodes expected to answer: every one, or on a
+// cluster the one serving the key.
+func redisTTLs(nodes []node, prefix string, l lock.Lock, expect, quorum int) ([]time.Duration, error) {
 	var ttls []time.Duration
 	answered := 0
 	for _, n := range nodes {
@@ -390,8 +391,19 @@ func redisTTLs(nodes []node, prefix string, l lock.Lock, quorum int) ([]time.Dur
 			ttls = append(ttls, time.Duration(ms+1)*time.Millisecond)
 		}
 	}
-	if answered < quorum {
-		return nil, fmt.Errorf("only %d nodes answered; a quorum is %d", answered, quorum)
+	return judged(ttls, answered, expect, quorum)
+}
+
+// judged returns the TTLs read if they can be judged: when at least a
+// quorum holds the lock, or every server answered (then the missing
+// copies are known to be missing). A server that is down or does not
+// answer may still hold its copy — a killed node restarts empty only
+// after a delay, a paused one keeps its keys — so with fewer copies found
+// than a quorum, and silent servers, the read cannot tell, and it returns
+// an error: the read is then not judged.
+func judged(ttls []time.Duration, answered, total, quorum int) ([]time.Duration, error) {
+	if len(ttls) < quorum && answered < total {
+		return nil, fmt.Errorf("%d copies found on the %d of %d servers that answered; a quorum is %d", len(ttls), answered, total, quorum)
 	}
 	return ttls, nil
 }
@@ -473,7 +485,7 @@ func (s *scenario) redisBackendAt(name string, servers []*redistest.Server, addr
 			return stores
 		},
 		serverTTL: func(_ context.Context, l lock.Lock) ([]time.Duration, error) {
-			return redisTTLs(obs, prefix, l, len(servers)/2+1)
+			return redisTTLs(obs, prefix, l, len(servers), len(servers)/2+1)
 		},
 		count: func(context.Context) (int, error) { return countRedis(obs, prefix) },
 	}
@@ -498,7 +510,7 @@ func (s *scenario) clusterBackend(c *redistest.Cluster, opts ...redis.Option) (*
 		},
 		// The node serving the key answers; the others answer MOVED.
 		serverTTL: func(_ context.Context, l lock.Lock) ([]time.Duration, error) {
-			return redisTTLs(obs, prefix, l, 1)
+			return redisTTLs(obs, prefix, l, 1, 1)
 		},
 		count: func(context.Context) (int, error) { return countRedis(obs, prefix) },
 	}
@@ -532,7 +544,7 @@ func (s *scenario) memcacheBackend(name string, servers []*memcachetest.Server) 
 
 // memcacheTTLs reads a lock's remaining TTL, rounded up to the next whole
 // second (memcached reports whole seconds), on the running servers.
-// As with redisTTLs, fewer than a quorum of servers answering is an error.
+// As with redisTTLs, a read that cannot be judged is an error.
 func memcacheTTLs(servers []*memcachetest.Server, prefix string, l lock.Lock) ([]time.Duration, error) {
 	var ttls []time.Duration
 	answered := 0
@@ -549,10 +561,7 @@ func memcacheTTLs(servers []*memcachetest.Server, prefix string, l lock.Lock) ([
 			ttls = append(ttls, time.Duration(it.TTL+1)*time.Second)
 		}
 	}
-	if quorum := len(servers)/2 + 1; answered < quorum {
-		return nil, fmt.Errorf("only %d servers answered; a quorum is %d", answered, quorum)
-	}
-	return ttls, nil
+	return judged(ttls, answered, len(servers), len(servers)/2+1)
 }
 
 // countMemcache counts the live items with prefix on the running servers,
