@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redis/rueidis"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/faultkit"

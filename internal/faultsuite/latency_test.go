@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/faultkit"
 	"github.com/lockkit/lock/internal/faultproxy"
@@ -16,7 +18,12 @@ import (
 // proxies that delay its replies by latency, while the other clients
 // connect directly: the slow client's lock was set on the servers long
 // before it hears of it, and its validity must account for that.
+//
+// The clients pipeline every command (AlwaysPipelining): with rueidis's
+// defaults, a call on an idle connection that times out closes it, and
+// reconnecting through the slow link takes several slow round trips.
 func (s *scenario) slowClient(name string, servers []*redistest.Server, latency time.Duration, storeTimeout time.Duration) *backend {
+	s.clientOptions = func(o *rueidis.ClientOption) { o.AlwaysPipelining = true }
 	prefix := s.prefix()
 	direct := make([]string, len(servers))
 	slow := make([]string, len(servers))
