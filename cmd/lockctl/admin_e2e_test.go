@@ -31,7 +31,7 @@ func TestStatusAndReleaseAgreeWithLibrary(t *testing.T) {
 			}
 			return st
 		}
-		if st := status(); st.Held {
+		if st := status(); st.Held == nil || *st.Held {
 			t.Fatalf("status of a free resource: %+v", st)
 		}
 
@@ -40,7 +40,7 @@ func TestStatusAndReleaseAgreeWithLibrary(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := status()
-		if !st.Held {
+		if st.Held == nil || !*st.Held {
 			t.Fatalf("status while the library holds the lock: %+v; want held", st)
 		}
 		for i, s := range st.Stores {
@@ -70,7 +70,7 @@ func TestStatusAndReleaseAgreeWithLibrary(t *testing.T) {
 		if held, err := locker.IsLocked(ctx, "orders/42"); err != nil || held {
 			t.Errorf("IsLocked after release --force = %v, %v; want false", held, err)
 		}
-		if st := status(); st.Held {
+		if st := status(); st.Held == nil || *st.Held {
 			t.Errorf("status after release --force: %+v; want free", st)
 		}
 		code, stdout, _ = lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "orders/42")...)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockkit/lock/internal/redistest"
 )
 
 // Two invocations on one resource never run their commands at once: the
@@ -191,7 +193,7 @@ func TestRunFence(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil {
 		t.Fatalf("status --json: exit %d, %v: %s", code, err, stdout)
 	}
-	if !st.Held || st.Stores[0].LastFence == nil || *st.Stores[0].LastFence != fence1 {
+	if st.Held == nil || !*st.Held || st.Stores[0].LastFence == nil || *st.Stores[0].LastFence != fence1 {
 		t.Errorf("status while held = %s; want held with last fence %d", stdout, fence1)
 	}
 	s.finish("one")
@@ -222,4 +224,32 @@ func TestRunCommandDiesWithLockctl(t *testing.T) {
 	}
 	p.wait(t, 30*time.Second)
 	eventually(t, 10*time.Second, "the command outlived lockctl", func() bool { return !alive(pid) })
+}
+
+// A Redlock runs on when a minority of its stores cannot be reached, and
+// says so; status shows what each store answered.
+func TestRunRedlockMinorityDown(t *testing.T) {
+	srvs := redistest.StartN(t, 2)
+	down := closedPort(t)
+	flags := []string{"--store", "redis://" + srvs[0].Addr(), "--store", "redis://" + down, "--store", "redis://" + srvs[1].Addr()}
+	s := newScene(t)
+	p := s.run("cmd", flags, "minority", "WAIT=1")
+	s.ready("cmd")
+	code, stdout, _ := lockctl(t, nil, append(append([]string{"status"}, flags...), "minority")...)
+	if code != 0 || !strings.HasPrefix(stdout, "minority: held\n") || strings.Count(stdout, "  held") != 2 || !strings.Contains(stdout, "connection refused") {
+		t.Errorf("status with a store down: exit %d, %q; want held on two stores and the third's error", code, stdout)
+	}
+	s.finish("cmd")
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("run with one of three stores down: exit %d; stderr %s", code, p.stderr)
+	}
+	if !strings.Contains(p.stderr.String(), "warning: store redis://"+down) {
+		t.Errorf("stderr %q does not warn about the store that is down", p.stderr)
+	}
+	// Free on the stores that answer, unknown on the other: status cannot
+	// say the lock is free.
+	code, stdout, _ = lockctl(t, nil, append(append([]string{"status", "--json"}, flags...), "minority")...)
+	if code != exitFailure || !strings.Contains(stdout, `"held": null`) {
+		t.Errorf("status --json of a free lock with a store down: exit %d, %s; want 1 and held null", code, stdout)
+	}
 }

@@ -23,10 +23,10 @@ held; the next holder gets a greater one). The owner's token is never shown.
 
 A Redlock counts as held if any of its stores holds the resource, as the
 library's IsLocked does. Exits 0 whether the lock is held or free, and 1 if
-the stores could not tell.
+the stores could not tell (the stores that answered are still shown).
 
 With --json the output is one object:
-  {"resource": "...", "held": true|false,
+  {"resource": "...", "held": true|false|null, "error": "..." (if null),
    "stores": [{"store": URL, "held": true|false|null, "ttl_ms": N|null,
                "last_fence": N|null, "error": "..." (only on failure)}]}
 ttl_ms is null when the resource is free or the store cannot tell;
@@ -53,7 +53,8 @@ last_fence is null when the store keeps no fence for it.`,
 
 type statusReport struct {
 	Resource string        `json:"resource"`
-	Held     bool          `json:"held"`
+	Held     *bool         `json:"held"`
+	Error    string        `json:"error,omitempty"`
 	Stores   []storeStatus `json:"stores"`
 }
 
@@ -79,26 +80,37 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSO
 	if err != nil {
 		return &usageError{err: err}
 	}
+	rep := statusReport{Resource: resource, Stores: make([]storeStatus, len(set.stores))}
 	held, err := locker.IsLocked(ctx, resource)
-	if err != nil {
-		return err
+	if err == nil {
+		rep.Held = &held
+	} else {
+		rep.Error = err.Error()
 	}
-	rep := statusReport{Resource: resource, Held: held, Stores: make([]storeStatus, len(set.stores))}
 	for i, s := range set.stores {
 		rep.Stores[i] = storeStatusOf(ctx, specs[i], s, resource)
 	}
 	if asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		state := "free"
+		switch {
+		case rep.Held == nil:
+			state = "unknown (" + rep.Error + ")"
+		case held:
+			state = "held"
+		}
+		fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
+		for _, st := range rep.Stores {
+			fmt.Fprintf(a.stdout, "  %s  %s\n", st.Store, st.text())
+		}
 	}
-	state := "free"
-	if held {
-		state = "held"
-	}
-	fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
-	for _, st := range rep.Stores {
-		fmt.Fprintf(a.stdout, "  %s  %s\n", st.Store, st.text())
+	if rep.Held == nil {
+		return exitWith(exitFailure, nil)
 	}
 	return nil
 }
