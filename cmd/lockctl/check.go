@@ -93,6 +93,7 @@ type checkReport struct {
 	Resources    int        `json:"resources"`
 	TTLMillis    float64    `json:"ttl_ms"`
 	HoldMillis   float64    `json:"hold_ms"`
+	PauseMillis  float64    `json:"pause_ms"`
 	ElapsedMs    float64    `json:"elapsed_ms"`
 	Acquisitions int        `json:"acquisitions"`
 	Unknown      int        `json:"unknown_outcomes"`
@@ -161,6 +162,9 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		Hold:      o.hold,
 		Pause:     o.pause,
 		Duration:  o.duration,
+		// A Lock call waiting longer than this is recorded as an unknown
+		// outcome, so a store that stops answering ends the run soon.
+		LockTimeout: 2 * o.ttl,
 		NewLocker: func(i int) (lock.Locker, func(), error) {
 			set := first
 			used := false
@@ -202,7 +206,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 	handoffs := handoffTimes(ops)
 	cr := checkReport{
 		Workers: o.workers, Resources: o.resources,
-		TTLMillis: ms(o.ttl), HoldMillis: ms(o.hold), ElapsedMs: ms(res.Elapsed),
+		TTLMillis: ms(o.ttl), HoldMillis: ms(o.hold), PauseMillis: ms(o.pause), ElapsedMs: ms(res.Elapsed),
 		Acquisitions: rep.Acquisitions, Unknown: rep.Unknown, Failed: stats.failed.Load(),
 		Violations: rep.Violations, MaxHolders: rep.MaxHolders, MaxOverlapMs: ms(rep.MaxOverlap),
 		LostUpdates: rep.LostUpdates, FencedWrites: rep.FencedWrites, StaleWrites: rep.StaleAccepted,

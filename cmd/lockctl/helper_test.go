@@ -157,6 +157,13 @@ func (s *scene) finish(id string) {
 	}
 }
 
+// forget removes the mark that helper id, killed, left of being inside.
+func (s *scene) forget(id string) {
+	if err := os.Remove(filepath.Join(s.dir, "inside")); err != nil {
+		s.t.Fatalf("helper %s left no mark of being inside: %v", id, err)
+	}
+}
+
 // log returns the lines of the shared log.
 func (s *scene) log() []string { return s.lines("log") }
 

@@ -151,6 +151,10 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	switch {
 	case res.lost:
 		return exitWith(exitLost, nil)
+	case errors.Is(err, lock.ErrLost), errors.Is(err, lock.ErrNotHeld):
+		// Found as the command exited, by the last extension or by the
+		// release: the command may have run without the lock.
+		return exitWith(exitLost, fmt.Errorf("the lock on %q was lost before the command exited with status %d (%s): it may have run without the lock", resource, res.code, lossReason(err)))
 	case err != nil:
 		fmt.Fprintf(a.stderr, "lockctl run: warning: releasing %q: %v (it frees when its TTL runs out)\n", resource, err)
 	}

@@ -117,6 +117,20 @@ func TestRunLost(t *testing.T) {
 		if sigs := s.signals("stubborn"); !slices.Equal(sigs, []string{"terminated"}) || !strings.Contains(p.stderr.String(), "SIGKILL") {
 			t.Errorf("signals %q, stderr %q; want SIGTERM, then SIGKILL reported", sigs, p.stderr)
 		}
+
+		s.forget("stubborn") // killed, it left its mark of being inside
+
+		// A loss that the release finds, the command having exited before
+		// the next extension (due in 10s): it may have run without the lock.
+		p = s.run("quick", append([]string{"--ttl", "30s"}, b.flags()...), "lost", "WAIT=1")
+		s.ready("quick")
+		if code, _, stderr := lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "lost")...); code != 0 {
+			t.Fatalf("release --force: exit %d, stderr %q", code, stderr)
+		}
+		s.finish("quick")
+		if code := p.wait(t, 30*time.Second); code != exitLost || !strings.Contains(p.stderr.String(), "may have run without the lock") {
+			t.Fatalf("run whose lock was released by force before its command exited: exit %d, stderr %s; want %d", code, p.stderr, exitLost)
+		}
 	})
 }
 
