@@ -46,6 +46,10 @@ It prints acquisitions, violations, lost updates, acquisition latency
 holder's Lock returned), with a live progress line on a terminal. It exits
 0 if nothing was violated, 3 if anything was, 1 if no lock could be taken.
 
+Its resources are named lockctl-check/RUN/N, RUN random, so runs do not
+meet each other or your locks; nothing is left behind but, on Redis, one
+fence counter per resource, which expires after a day.
+
 Without --store (or $LOCKCTL_STORES) it checks the in-process memory store,
 so it works on a machine with nothing installed. Interrupt it (Ctrl-C) to
 stop early and get the summary of what ran.`,

@@ -204,7 +204,8 @@ func alive(pid int) bool {
 	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return !os.IsNotExist(err)
+		_, noProc := os.Stat("/proc/self")
+		return noProc != nil || !os.IsNotExist(err) // without /proc, a zombie counts as alive
 	}
 	// The state follows the command name in parentheses: Z is a zombie.
 	s := string(stat)

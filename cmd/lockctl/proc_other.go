@@ -29,6 +29,8 @@ func ignoreStop() {}
 
 func signalNumber(os.Signal) int { return 0 }
 
+func signalName(sig os.Signal) string { return sig.String() }
+
 func waitSignal(*os.ProcessState) (os.Signal, bool) { return nil, false }
 
 var (

@@ -52,6 +52,25 @@ func signalNumber(sig os.Signal) int {
 	return 0
 }
 
+// signalName returns the usual name of sig, such as SIGTERM.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	case syscall.SIGUSR1:
+		return "SIGUSR1"
+	case syscall.SIGUSR2:
+		return "SIGUSR2"
+	}
+	return sig.String()
+}
+
 // waitSignal returns the signal that killed a process, if one did.
 func waitSignal(ps *os.ProcessState) (os.Signal, bool) {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -171,7 +171,7 @@ func (a *app) acquireError(acqCtx context.Context, err error, resource string, o
 	case err == nil:
 		return fmt.Errorf("%q: the lock was not acquired, for no reason given", resource) // cannot happen
 	case errors.As(context.Cause(acqCtx), &sig):
-		return exitWith(exitSignal+signalNumber(sig.sig), fmt.Errorf("interrupted by %v while waiting for %q", sig.sig, resource))
+		return exitWith(exitSignal+signalNumber(sig.sig), fmt.Errorf("interrupted by %s while waiting for %q", signalName(sig.sig), resource))
 	case errors.Is(err, lock.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded) && hook.contended():
 		msg := fmt.Sprintf("%q is held by another owner", resource)
 		if o.wait.d > 0 {
@@ -249,7 +249,7 @@ func (h *waitHook) contended() bool {
 // signalCause is the cause of an acquisition interrupted by a signal.
 type signalCause struct{ sig os.Signal }
 
-func (s signalCause) Error() string { return "interrupted by " + s.sig.String() }
+func (s signalCause) Error() string { return "interrupted by " + signalName(s.sig) }
 
 // supervisor runs the command and passes signals on to it.
 type supervisor struct {
@@ -341,7 +341,7 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 	if s.interrupted != nil {
 		s.mu.Unlock()
 		res.code = exitSignal + signalNumber(s.interrupted)
-		res.err = fmt.Errorf("interrupted by %v before the command started", s.interrupted)
+		res.err = fmt.Errorf("interrupted by %s before the command started", signalName(s.interrupted))
 		return res
 	}
 	err := cmd.Start()

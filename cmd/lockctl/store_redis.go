@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -112,7 +111,7 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		opt.ClientName = name
 	}
 	if useTLS {
-		if opt.TLSConfig, err = tlsConfig(u, opt.InitAddress[0]); err != nil {
+		if opt.TLSConfig, err = tlsConfig(u); err != nil {
 			return nil, err
 		}
 		opt.Sentinel.TLSConfig = opt.TLSConfig
@@ -185,11 +184,11 @@ func redisDB(u *storeURL, s string) (int, error) {
 
 // tlsConfig builds the TLS settings of a rediss URL: ca (PEM file of the
 // authorities to trust instead of the system's), cert and key (PEM files
-// of a client certificate), server_name (the name to verify, by default
-// the first host's), insecure (skip verification).
-func tlsConfig(u *storeURL, firstAddr string) (*tls.Config, error) {
-	host, _, _ := net.SplitHostPort(firstAddr)
-	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+// of a client certificate), server_name (the name to verify; by default
+// the host of each connection: the server, every cluster node, the
+// Sentinels and the master they name), insecure (skip verification).
+func tlsConfig(u *storeURL) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
 	if name, ok := u.param("server_name"); ok {
 		c.ServerName = name
 	}

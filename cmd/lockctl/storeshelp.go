@@ -44,7 +44,7 @@ Redis parameters:
 TLS parameters (rediss schemes):
   ca=FILE             PEM file of the authorities to trust (default: the system's)
   cert=FILE, key=FILE PEM files of a client certificate
-  server_name=N       the name to verify (default: the first host)
+  server_name=N       the name to verify (default: each connection's host)
   insecure=true       do not verify the server's certificate
 Sentinel parameters:
   sentinel_user=U, sentinel_password=P   the Sentinels' own credentials
