@@ -36,6 +36,9 @@ func TestCheck(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "stores: memory://") || !strings.Contains(stdout, "\nPASS: ") {
 			t.Errorf("check with no store: exit %d, stdout %q, stderr %q; want PASS on memory://", code, stdout, stderr)
 		}
+		if strings.Contains(stdout+stderr, "\x1b") {
+			t.Errorf("check, not on a terminal, wrote escape sequences: %q", stdout+stderr)
+		}
 	})
 	eachBackend(t, func(t *testing.T, b backend) {
 		code, rep, stderr := run(t, b.flags()...)

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -110,4 +111,44 @@ func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
 		return errno
 	}
 	return nil
+}
+
+// check redraws a progress line on a terminal, and erases it before the
+// summary; elsewhere it writes no escape sequences (see TestCheck).
+func TestCheckProgressOnTerminal(t *testing.T) {
+	master, slave := openPTY(t)
+	cmd := exec.Command(bin, "check", "--workers", "2", "--duration", "700ms")
+	cmd.Env = baseEnv()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	out := make(chan string, 1)
+	go func() {
+		var b []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			b = append(b, buf[:n]...)
+			if err != nil {
+				out <- string(b)
+				return
+			}
+		}
+	}()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("check on a terminal: %v", err)
+	}
+	var text string
+	select {
+	case text = <-out:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no end of output from the terminal")
+	}
+	i := strings.Index(text, "\r\x1b[Kcheck  ")
+	j := strings.LastIndex(text, "\r\x1b[K")
+	if i < 0 || j < i || !strings.HasPrefix(text[j+4:], "lockctl check:") || !strings.Contains(text, "PASS") {
+		t.Errorf("check on a terminal wrote %q; want progress lines, erased before the summary", text)
+	}
 }
