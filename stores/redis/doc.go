@@ -97,6 +97,13 @@
 // SPUBLISH with pcall) and WaitRelease reports errors.ErrUnsupported, so
 // the lockers sleep their retry delay instead.
 //
+// # Administration
+//
+// [Store.ForceRelease] deletes a lock whoever holds it, and
+// [Store.LastFence] reads the last fence handed out for a resource. They
+// serve administrative tools such as lockctl (its release --force and
+// status commands), not applications.
+//
 // # Replication
 //
 // Redis replicates asynchronously: a master can grant a lock and fail
