@@ -54,6 +54,9 @@
 //     waiting by polling would only hide the cost: the lockers sleep their
 //     retry delay between attempts instead.
 //
+// [Store.ForceRelease] deletes a lock whoever holds it, for administrative
+// tools such as lockctl release --force; applications release by token.
+//
 // # TTLs and granularity
 //
 // memcached counts expirations in whole seconds and its clock ticks once a

@@ -124,6 +124,13 @@
 // the alternative is to keep servers down for a maximum TTL after a crash,
 // or persistence with appendfsync always.
 //
+// # Administration
+//
+// [Store.ForceRelease] deletes a lock whoever holds it, and
+// [Store.LastFence] reads the last fence handed out for a resource. They
+// serve administrative tools such as lockctl (its release --force and
+// status commands), not applications.
+//
 // # Replication
 //
 // Redis replicates asynchronously: a master can grant a lock and fail

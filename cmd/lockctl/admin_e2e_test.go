@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// status and release --force agree with the library: a lock taken by a
+// program shows as held, with its TTL and fence where the store tells
+// them; released by force, the program finds it no longer held.
+func TestStatusAndReleaseAgreeWithLibrary(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		locker := b.locker(t)
+		status := func() statusReport {
+			t.Helper()
+			code, stdout, stderr := lockctl(t, nil, append(append([]string{"status", "--json"}, b.flags()...), "orders/42")...)
+			var st statusReport
+			if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil {
+				t.Fatalf("status --json: exit %d, %v; stdout %q, stderr %q", code, err, stdout, stderr)
+			}
+			if len(st.Stores) != len(b.urls) {
+				t.Fatalf("status --json lists %d stores; want %d: %s", len(st.Stores), len(b.urls), stdout)
+			}
+			return st
+		}
+		if st := status(); st.Held == nil || *st.Held {
+			t.Fatalf("status of a free resource: %+v", st)
+		}
+
+		l, err := locker.TryLock(ctx, "orders/42", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := status()
+		if st.Held == nil || !*st.Held {
+			t.Fatalf("status while the library holds the lock: %+v; want held", st)
+		}
+		for i, s := range st.Stores {
+			switch {
+			case s.Held == nil || !*s.Held:
+				t.Errorf("store %d: held = %v; want true", i, s.Held)
+			case b.ttls && (s.TTLMillis == nil || *s.TTLMillis <= 0 || *s.TTLMillis > time.Minute.Milliseconds()):
+				t.Errorf("store %d: ttl_ms = %v; want in (0, 60000]", i, s.TTLMillis)
+			case !b.ttls && s.TTLMillis != nil:
+				t.Errorf("store %d: ttl_ms = %d; want null: the store cannot tell", i, *s.TTLMillis)
+			case b.fences && (s.LastFence == nil || *s.LastFence != l.Fence):
+				t.Errorf("store %d: last_fence = %v; want the holder's fence %d", i, s.LastFence, l.Fence)
+			}
+		}
+		code, stdout, _ := lockctl(t, nil, append(append([]string{"status"}, b.flags()...), "orders/42")...)
+		if code != 0 || !strings.HasPrefix(stdout, "orders/42: held\n") || strings.Count(stdout, " held") != 1+len(b.urls) {
+			t.Errorf("status: exit %d, %q; want held on every store", code, stdout)
+		}
+
+		code, stdout, stderr := lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "orders/42")...)
+		if code != 0 || !strings.HasPrefix(stdout, "orders/42: released\n") || strings.Count(stdout, "  released") != len(b.urls) {
+			t.Fatalf("release --force: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+		}
+		if _, err := locker.Extend(ctx, l, time.Minute); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("the owner's Extend after release --force = %v; want ErrNotHeld", err)
+		}
+		if held, err := locker.IsLocked(ctx, "orders/42"); err != nil || held {
+			t.Errorf("IsLocked after release --force = %v, %v; want false", held, err)
+		}
+		if st := status(); st.Held == nil || *st.Held {
+			t.Errorf("status after release --force: %+v; want free", st)
+		}
+		code, stdout, _ = lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "orders/42")...)
+		if code != 0 || !strings.HasPrefix(stdout, "orders/42: was not held") {
+			t.Errorf("release --force of a free resource: exit %d, %q", code, stdout)
+		}
+	})
+}

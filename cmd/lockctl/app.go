@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// app is one invocation of lockctl: its standard streams and environment.
+type app struct {
+	stdin  *os.File
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// command is a subcommand of lockctl.
+type command struct {
+	name     string
+	summary  string // one line, for the list of commands
+	usage    string // the synopsis, after "lockctl "
+	doc      string // what it does, shown by --help before the flags
+	examples string // shown by --help after the flags
+	// interspersed lets flags follow positional arguments (status RES
+	// --json); run takes everything after RESOURCE as the command.
+	interspersed bool
+	// flags registers the command's flags on fs and returns the function
+	// that runs it with the positional arguments.
+	flags func(fs *flag.FlagSet) func(ctx context.Context, a *app, args []string) error
+}
+
+var commands = []*command{runCommand, statusCommand, releaseCommand, checkCommand, benchCommand}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// main runs lockctl with args (without the program name) and returns its
+// exit status.
+func (a *app) main(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		a.mainUsage(a.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return a.help(args[1:])
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		fmt.Fprintf(a.stderr, "lockctl: unknown command %q\n\n", args[0])
+		a.mainUsage(a.stderr)
+		return exitUsage
+	}
+	fs := newFlagSet(cmd.name)
+	run := cmd.flags(fs)
+	pos, err := parseFlags(fs, args[1:], cmd.interspersed)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		a.commandHelp(a.stdout, cmd, fs, true)
+		return exitOK
+	case err != nil:
+		err = &usageError{err: err}
+	default:
+		err = run(ctx, a, pos)
+	}
+	code := exitCode(err)
+	var ee *exitError
+	if err != nil && !(errors.As(err, &ee) && ee.err == nil) {
+		fmt.Fprintf(a.stderr, "lockctl %s: %v\n", cmd.name, err)
+	}
+	if code == exitUsage {
+		fmt.Fprintln(a.stderr)
+		a.commandHelp(a.stderr, cmd, fs, false)
+	}
+	return code
+}
+
+// help is lockctl help [command|topic].
+func (a *app) help(args []string) int {
+	if len(args) == 0 {
+		a.mainUsage(a.stdout)
+		return exitOK
+	}
+	switch args[0] {
+	case "stores", "urls":
+		fmt.Fprint(a.stdout, storesHelp)
+		return exitOK
+	case "exit-codes", "exit":
+		fmt.Fprint(a.stdout, exitCodesHelp)
+		return exitOK
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		fmt.Fprintf(a.stderr, "lockctl help: no command or topic %q\n\n", args[0])
+		a.mainUsage(a.stderr)
+		return exitUsage
+	}
+	fs := newFlagSet(cmd.name)
+	cmd.flags(fs)
+	a.commandHelp(a.stdout, cmd, fs, true)
+	return exitOK
+}
+
+func (a *app) mainUsage(w io.Writer) {
+	fmt.Fprint(w, `lockctl takes distributed locks on Redis, Redlock and memcached from the
+shell: flock(1) across machines.
+
+Usage:
+  lockctl COMMAND [flags] [arguments]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Stores are given as URLs with --store (repeatable) or in $`+storesEnv+`:
+  redis://[user:pass@]host[:port][/db]     one Redis server (rediss:// for TLS)
+  redis+cluster://host:port[,host:port...]  a Redis Cluster
+  redis+sentinel://host:port[,...]/master   a Sentinel-managed master
+  memcache://host[:port]                    one memcached server
+  memory://                                 in-process (check, bench, demos)
+Several --store flags make a Redlock over independent stores.
+'lockctl help stores' has every form and option.
+
+`+exitCodesHelp+`
+Run 'lockctl help COMMAND' (or lockctl COMMAND --help) for its flags and
+examples. To try it with nothing installed:
+
+  go run github.com/lockkit/lock/cmd/lockctl check
+`)
+}
+
+// commandHelp prints cmd's usage and flags and, when full, its
+// description and examples.
+func (a *app) commandHelp(w io.Writer, cmd *command, fs *flag.FlagSet, full bool) {
+	fmt.Fprintf(w, "Usage: lockctl %s\n", cmd.usage)
+	if full {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(cmd.doc))
+	}
+	fmt.Fprint(w, "\nFlags:\n")
+	printFlags(w, fs)
+	if full {
+		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(cmd.examples, "\n"))
+		return
+	}
+	fmt.Fprintf(w, "\nRun 'lockctl help %s' for details and examples.\n", cmd.name)
+}
+
+// printFlags lists fs's flags as --name, the way the help texts and docs
+// write them.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		if def := f.DefValue; def != "" && def != "false" && def != "[]" {
+			usage += " (default " + def + ")"
+		}
+		fmt.Fprintf(w, "%s\n      %s\n", line, usage)
+	})
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// check passes on every real store and fails, with status 3, on a store
+// that does not keep mutual exclusion.
+func TestCheck(t *testing.T) {
+	run := func(t *testing.T, flags ...string) (int, checkReport, string) {
+		t.Helper()
+		args := append([]string{"check", "--json", "--workers", "4", "--duration", "1s"}, flags...)
+		code, stdout, stderr := lockctl(t, nil, args...)
+		var rep checkReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("lockctl %q: exit %d, %v; stdout %q, stderr %q", args, code, err, stdout, stderr)
+		}
+		return code, rep, stderr
+	}
+	t.Run("broken", func(t *testing.T) {
+		t.Parallel()
+		code, rep, stderr := run(t, "--store", "broken-memory://")
+		if code != exitUnsafe || rep.OK || rep.Violations == 0 || !strings.Contains(rep.Problem, "mutual-exclusion violations") {
+			t.Errorf("check of a store that takes held locks: exit %d, %+v, stderr %q; want %d and violations", code, rep, stderr, exitUnsafe)
+		}
+		code, stdout, _ := lockctl(t, nil, "check", "--workers", "4", "--duration", "500ms", "--store", "broken-memory://")
+		if code != exitUnsafe || !strings.Contains(stdout, "\nFAIL: ") {
+			t.Errorf("check of a broken store: exit %d, stdout %q; want FAIL", code, stdout)
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		code, stdout, stderr := lockctl(t, nil, "check", "--workers", "4", "--duration", "1s")
+		if code != 0 || !strings.Contains(stdout, "stores: memory://") || !strings.Contains(stdout, "\nPASS: ") {
+			t.Errorf("check with no store: exit %d, stdout %q, stderr %q; want PASS on memory://", code, stdout, stderr)
+		}
+		if strings.Contains(stdout+stderr, "\x1b") {
+			t.Errorf("check, not on a terminal, wrote escape sequences: %q", stdout+stderr)
+		}
+	})
+	eachBackend(t, func(t *testing.T, b backend) {
+		code, rep, stderr := run(t, b.flags()...)
+		if code != 0 || !rep.OK || rep.Acquisitions == 0 || rep.Violations != 0 || rep.LostUpdates != 0 || len(rep.Stores) != len(b.urls) {
+			t.Errorf("check: exit %d, %+v, stderr %q; want a pass with acquisitions", code, rep, stderr)
+		}
+	})
+}
+
+func TestBench(t *testing.T) {
+	be := backends[0].start(t)
+	for _, flags := range [][]string{nil, be.flags()} {
+		args := append([]string{"bench", "--json", "--workers", "4", "--duration", "300ms"}, flags...)
+		code, stdout, stderr := lockctl(t, nil, args...)
+		var rep benchReport
+		if err := json.Unmarshal([]byte(stdout), &rep); code != 0 || err != nil {
+			t.Fatalf("lockctl %q: exit %d, %v; stdout %q, stderr %q", args, code, err, stdout, stderr)
+		}
+		if rep.Pairs == 0 || rep.Errors != 0 || rep.PairsPerSec <= 0 || rep.Lock.P50 <= 0 || rep.Pair.Max < rep.Pair.P99 {
+			t.Errorf("lockctl %q = %+v; want pairs, no error, consistent latencies", args, rep)
+		}
+	}
+	code, stdout, _ := lockctl(t, nil, "bench", "--workers", "2", "--duration", "100ms")
+	if code != 0 || !strings.Contains(stdout, "lock+unlock") || !strings.Contains(stdout, "pairs/s") {
+		t.Errorf("bench: exit %d, stdout %q; want a table", code, stdout)
+	}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+)
+
+// runCLI runs lockctl in this process with env as its environment and
+// stdin from /dev/null, and returns its exit status and output.
+func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	var out, errOut bytes.Buffer
+	a := &app{stdin: null, stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }}
+	code = a.main(context.Background(), args)
+	return code, out.String(), errOut.String()
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		code       int
+		out, err   string // substrings of stdout and stderr
+		errMissing string // a substring stderr must not have
+	}{
+		{args: nil, code: exitUsage, err: "Commands:"},
+		{args: []string{"help"}, code: exitOK, out: "lockctl check"},
+		{args: []string{"--help"}, code: exitOK, out: "Exit status:"},
+		{args: []string{"help", "stores"}, code: exitOK, out: "redis+sentinel://"},
+		{args: []string{"help", "run"}, code: exitOK, out: "Examples:"},
+		{args: []string{"help", "nope"}, code: exitUsage, err: `no command or topic "nope"`},
+		{args: []string{"frobnicate"}, code: exitUsage, err: `unknown command "frobnicate"`},
+		{args: []string{"status", "--help"}, code: exitOK, out: "--json"},
+		{args: []string{"run", "-h"}, code: exitOK, out: "--fence-env NAME"},
+		{args: []string{"run", "--bogus"}, code: exitUsage, err: "flag provided but not defined: -bogus"},
+		{args: []string{"run", "--store", "memory://", "res"}, code: exitUsage, err: `missing COMMAND after RESOURCE "res"`},
+		{args: []string{"run", "--store", "memory://", "res", "--ttl", "1s", "true"}, code: exitUsage, err: "flags go before RESOURCE"},
+		{args: []string{"run", "--ttl", "0s", "res", "true"}, code: exitUsage, err: "--ttl 0s"},
+		{args: []string{"run", "res", "true"}, code: exitUsage, err: "no store: give --store URL, or set $LOCKCTL_STORES"},
+		{args: []string{"run", "--wait", "soon", "res", "true"}, code: exitUsage, err: "invalid value \"soon\" for flag -wait"},
+		{args: []string{"run", "--store", "memory://", "--quorum", "2", "res", "true"}, code: exitUsage, err: "--quorum applies to several stores"},
+		{args: []string{"run", "--store", "memory://a", "--store", "memory://b", "--quorum", "1", "res", "true"}, code: exitUsage, err: "want more than half"},
+		{args: []string{"run", "--store", "memory://", "--store", "memory://", "res", "true"}, code: exitUsage, err: "given twice"},
+		{args: []string{"run", "--store", "memory://", "--fence-env", "A=B", "res", "true"}, code: exitUsage, err: "not an environment variable name"},
+		{args: []string{"run", "--store", "memory://a", "--store", "memory://b", "--store", "memory://c", "--fence-env", "F", "res", "true"}, code: exitUsage, err: "a Redlock's locks carry no fence"},
+		{args: []string{"status", "--store", "memory://"}, code: exitUsage, err: "want one RESOURCE, got 0"},
+		{args: []string{"status", "--store", "redis://h:x", "r"}, code: exitUsage, err: `store redis://h:x: port: "x"`},
+		{args: []string{"release", "--store", "memory://", "r"}, code: exitUsage, err: "release needs --force"},
+		{args: []string{"release", "--force", "--store", "memory://", "r"}, code: exitUsage, err: "stdin is not a terminal"},
+		{args: []string{"check", "--workers", "0"}, code: exitUsage, err: "--workers 0"},
+		{args: []string{"check", "extra"}, code: exitUsage, err: `unexpected argument "extra"`},
+		{args: []string{"bench", "--duration", "-1s"}, code: exitUsage, err: "--duration -1s"},
+		{args: []string{"check", "--store", "redis://u:hunter2@h:1?x=y"}, code: exitUsage, err: "redis://u:xxxxx@h:1?x=y", errMissing: "hunter2"},
+	} {
+		code, out, errOut := runCLI(t, nil, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errOut, tc.err) ||
+			(tc.errMissing != "" && strings.Contains(errOut+out, tc.errMissing)) {
+			t.Errorf("lockctl %q: exit %d, stdout %.200q..., stderr %q\nwant exit %d, stdout with %q, stderr with %q", tc.args, code, out, errOut, tc.code, tc.out, tc.err)
+		}
+		if code == exitUsage && len(tc.args) > 0 && lookup(tc.args[0]) != nil && !strings.Contains(errOut, "Usage: lockctl "+tc.args[0]) {
+			t.Errorf("lockctl %q: a usage error without the command's usage: %q", tc.args, errOut)
+		}
+	}
+}
+
+// An unreachable store names its address and the cause, and exits 1; a
+// password in its URL is never shown.
+func TestUnreachableStore(t *testing.T) {
+	addr := closedPort(t)
+	for _, url := range []string{"redis://u:hunter2@" + addr, "memcache://" + addr} {
+		code, _, errOut := runCLI(t, nil, "status", "--store", url, "r")
+		if code != exitFailure || !strings.Contains(errOut, addr) || !strings.Contains(errOut, "connection refused") || strings.Contains(errOut, "hunter2") {
+			t.Errorf("status --store %s: exit %d, stderr %q; want 1, naming %s and the refused connection, without the password", url, code, errOut, addr)
+		}
+	}
+	// The same through $LOCKCTL_STORES.
+	code, _, errOut := runCLI(t, map[string]string{storesEnv: "redis://:hunter2@" + addr}, "status", "r")
+	if code != exitFailure || !strings.Contains(errOut, addr) || strings.Contains(errOut, "hunter2") {
+		t.Errorf("status with $%s: exit %d, stderr %q", storesEnv, code, errOut)
+	}
+	// A Redlock whose unreachable stores leave too few for the quorum.
+	addr2 := closedPort(t)
+	code, _, errOut = runCLI(t, nil, "run", "--store", "memory://", "--store", "redis://"+addr, "--store", "redis://"+addr2, "r", "true")
+	if code != exitFailure || !strings.Contains(errOut, "only 1 of 3 stores reachable") || !strings.Contains(errOut, addr2) {
+		t.Errorf("run over a Redlock with 2 of 3 stores down: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestEnvironmentStores(t *testing.T) {
+	// Spaces and newlines separate the URLs; commas belong to host lists.
+	env := map[string]string{storesEnv: " memory://a\nmemory://b  memory://c "}
+	code, out, errOut := runCLI(t, env, "status", "--json", "r")
+	if code != exitOK || strings.Count(out, `"store"`) != 3 {
+		t.Fatalf("status with three stores in $%s: exit %d, stdout %q, stderr %q", storesEnv, code, out, errOut)
+	}
+	// --store replaces the environment.
+	code, out, _ = runCLI(t, env, "status", "--json", "--store", "memory://z", "r")
+	if code != exitOK || strings.Count(out, `"store"`) != 1 || !strings.Contains(out, "memory://z") {
+		t.Fatalf("status --store with $%s set: exit %d, stdout %q", storesEnv, code, out)
+	}
+	code, _, errOut = runCLI(t, map[string]string{storesEnv: "memory:// redis://h:x"}, "status", "r")
+	if code != exitUsage || !strings.Contains(errOut, "$"+storesEnv+": store redis://h:x: port") {
+		t.Fatalf("a bad URL in $%s: exit %d, stderr %q; want it named", storesEnv, code, errOut)
+	}
+}

@@ -1,0 +1,41 @@
+// Command lockctl takes lockkit's distributed locks from the shell: flock(1)
+// across machines, on Redis (a server, a Cluster, a Sentinel-managed
+// master), memcached, or a Redlock over several of them.
+//
+//	lockctl run [flags] RESOURCE [--] COMMAND [ARGS...]  run a command under a lock
+//	lockctl status [flags] RESOURCE                      is it held, for how long, which fence
+//	lockctl release --force [--yes] [flags] RESOURCE     delete a lock whoever holds it
+//	lockctl check [flags]                                do the stores keep mutual exclusion, and how fast
+//	lockctl bench [flags]                                lock+unlock throughput and latency
+//
+// Stores are URLs given with --store (repeat it for a Redlock) or in
+// $LOCKCTL_STORES: redis://, rediss://, redis+cluster://,
+// redis+sentinel://, memcache:// and memory://. Run lockctl help for the
+// exit statuses, lockctl help stores for every URL form, and lockctl help
+// COMMAND for a command's flags and examples; docs/lockctl.md shows each
+// command with its output.
+//
+// With nothing installed, lockctl check tests the in-process memory store:
+//
+//	go run github.com/lockkit/lock/cmd/lockctl check
+//
+// # Capabilities
+//
+// What each store gives the commands:
+//   - redis (every form): run --fence-env, status with TTL and last fence,
+//     waiting woken by releases (Redis 7).
+//   - memcache: no fence, no TTL in status, TTLs in whole seconds; waiting
+//     polls.
+//   - memory: every capability, within one lockctl process.
+//   - several stores (Redlock): no fence; status per store.
+//
+// # Design
+//
+// main.go only wires the process's streams to app.main. Each command has
+// its own file (run.go, status.go, release.go, check.go, bench.go); the
+// store URLs are parsed in urls.go and store_*.go, opened in stores.go;
+// exit statuses are in exitcodes.go. check drives internal/faultkit, the
+// harness of the library's own fault suite. The end-to-end tests build
+// the binary with the test-only broken-memory:// store (build tag
+// lockctl_broken) and run it against real servers.
+package main

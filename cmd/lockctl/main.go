@@ -1,0 +1,11 @@
+package main
+
+import (
+	"context"
+	"os"
+)
+
+func main() {
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(a.main(context.Background(), os.Args[1:]))
+}

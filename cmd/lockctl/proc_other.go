@@ -1,0 +1,39 @@
+//go:build !unix
+
+package main
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+var forwardedSignals = []os.Signal{os.Interrupt}
+
+func terminalSignal(os.Signal) bool { return false }
+
+func childAttr(bool) *syscall.SysProcAttr { return nil }
+
+func signalChild(pid int, _ bool, sig os.Signal) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	if sig == sigKILL {
+		return p.Kill()
+	}
+	return errors.New("lockctl: signals other than kill are not supported on this system")
+}
+
+func ignoreStop() {}
+
+func signalNumber(os.Signal) int { return 0 }
+
+func signalName(sig os.Signal) string { return sig.String() }
+
+func waitSignal(*os.ProcessState) (os.Signal, bool) { return nil, false }
+
+var (
+	sigTERM os.Signal = os.Kill
+	sigKILL os.Signal = os.Kill
+)

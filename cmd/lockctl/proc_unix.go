@@ -1,0 +1,85 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// forwardedSignals are the signals run passes on to its command.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// terminalSignal reports whether the terminal itself sends sig to every
+// process of the foreground group (Ctrl-C, Ctrl-\, hangup): when the
+// command shares lockctl's group it gets them directly.
+func terminalSignal(sig os.Signal) bool {
+	return sig == syscall.SIGINT || sig == syscall.SIGQUIT || sig == syscall.SIGHUP
+}
+
+// childAttr returns the process attributes of run's command: in a new
+// process group of its own when newGroup (so that signals and the kill
+// after a loss reach everything it started), and, where the system can,
+// killed if lockctl dies (nothing would extend its lock any more).
+func childAttr(newGroup bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: newGroup}
+	setDeathSignal(a)
+	return a
+}
+
+// signalChild sends sig to the process pid, or to its process group.
+func signalChild(pid int, group bool, sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return nil
+	}
+	if group {
+		pid = -pid
+	}
+	return syscall.Kill(pid, s)
+}
+
+// ignoreStop makes lockctl ignore the terminal's stop signal (Ctrl-Z): a
+// stopped lockctl could not extend the lock of a command still running.
+func ignoreStop() { signal.Ignore(syscall.SIGTSTP) }
+
+// signalNumber returns the number of sig, for the 128+n exit status.
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return 0
+}
+
+// signalName returns the usual name of sig, such as SIGTERM.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	case syscall.SIGUSR1:
+		return "SIGUSR1"
+	case syscall.SIGUSR2:
+		return "SIGUSR2"
+	}
+	return sig.String()
+}
+
+// waitSignal returns the signal that killed a process, if one did.
+func waitSignal(ps *os.ProcessState) (os.Signal, bool) {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal(), true
+	}
+	return nil, false
+}
+
+var (
+	sigTERM os.Signal = syscall.SIGTERM
+	sigKILL os.Signal = syscall.SIGKILL
+)

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+)
+
+var releaseCommand = &command{
+	name:         "release",
+	summary:      "delete a lock whoever holds it (administrative)",
+	usage:        "release --force [--yes] [flags] RESOURCE",
+	interspersed: true,
+	doc: `Deletes the lock on RESOURCE on every store, whoever holds it, for a lock
+whose owner is known to be gone and whose TTL is too long to wait out.
+Locks are normally released by their owner's token; --force says you mean
+to bypass that.
+
+The owner is not told. A lockctl run holding the lock notices at its next
+extension (within a third of its TTL), stops its command and exits with 76;
+a program using the library gets ErrNotHeld at its next Extend or Unlock
+(lock.Run cancels its context with ErrLost). Until then, the old owner and
+a new one may both be running.
+
+On a terminal, release asks for confirmation; --yes skips the question, and
+is required when stdin is not a terminal. Exits 0 when the lock is gone
+(or was not held), 1 if a store failed.`,
+	examples: `  lockctl release --force --store redis://localhost:6379 deploy/prod
+  LOCKCTL_STORES="memcache://mc1:11211 memcache://mc2:11211 memcache://mc3:11211" \
+    lockctl release --force --yes nightly-report`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		sf := addStoreFlags(fs)
+		force := fs.Bool("force", false, "required: release whoever holds the lock")
+		yes := fs.Bool("yes", false, "do not ask for confirmation")
+		timeout := fs.Duration("timeout", 10*time.Second, "give up on the stores after this long")
+		return func(ctx context.Context, a *app, args []string) error {
+			switch {
+			case !*force:
+				return usagef("release needs --force: it deletes the lock whoever holds it, and its owner is not told")
+			case len(args) != 1:
+				return usagef("want one RESOURCE, got %d arguments", len(args))
+			case !*yes && !isTerminal(a.stdin):
+				return usagef("stdin is not a terminal, so lockctl cannot ask for confirmation: add --yes")
+			}
+			if err := positiveDuration("timeout", *timeout); err != nil {
+				return err
+			}
+			return a.release(ctx, sf, args[0], *yes, *timeout)
+		}
+	},
+}
+
+func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes bool, timeout time.Duration) error {
+	specs, err := a.storeSpecs(sf, "")
+	if err != nil {
+		return err
+	}
+	set, err := openStores(specs, sf, nil)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	if !yes {
+		// The question waits for a person: the timeout starts after it.
+		fmt.Fprintf(a.stderr, "Release %q on %s whoever holds it? Its owner is not told and may go on working. [y/N] ", resource, set.names())
+		answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return exitWith(exitFailure, errors.New("not released"))
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	lines := make([]string, len(set.stores))
+	released, failed := 0, 0
+	for i, s := range set.stores {
+		held, err := s.forceRelease(ctx, resource)
+		switch {
+		case err != nil:
+			failed++
+			lines[i] = "error: " + err.Error()
+		case held:
+			released++
+			lines[i] = "released"
+		default:
+			lines[i] = "was not held"
+		}
+	}
+	state := "was not held"
+	switch {
+	case failed > 0:
+		state = fmt.Sprintf("%d of %d stores failed", failed, len(set.stores))
+	case released > 0:
+		state = "released"
+	}
+	fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
+	for i, spec := range specs {
+		fmt.Fprintf(a.stdout, "  %s  %s\n", spec.display, lines[i])
+	}
+	if failed > 0 {
+		return exitWith(exitFailure, nil)
+	}
+	return nil
+}

@@ -1,0 +1,410 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+var runCommand = &command{
+	name:    "run",
+	summary: "run a command while holding a lock: flock(1) across machines",
+	usage:   "run [flags] RESOURCE [--] COMMAND [ARGS...]",
+	doc: `Acquires the lock on RESOURCE, runs COMMAND, keeps the lock extended while
+it runs, releases it when the command exits, and exits with the command's
+status. Flags go before RESOURCE; everything after it is the command.
+
+If the lock is held by another owner, run fails at once with status 75
+(--conflict-exit-code) and says so on stderr, or waits for it (--wait).
+With --fence-env the command gets the lock's fence, a number that grows with
+every acquisition, to pass to systems that can refuse stale writers.
+
+Signals (INT, TERM, HUP, QUIT, USR1, USR2) sent to lockctl are passed on to
+the command. If the lock is lost while the command runs (a store lost it,
+an operator ran release --force, extensions failed until the lock ran out),
+the command gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits
+with status 76: by then another owner may hold the lock.
+
+Run from an interactive prompt, the command stays in lockctl's process
+group, so it can read the terminal and gets Ctrl-C from it directly.
+Otherwise (cron, CI, systemd) it gets a process group of its own, and
+signals and the kill after a loss reach every process it started. On Linux
+the command is killed if lockctl itself dies.`,
+	examples: `  # Run a nightly job on one machine only; the others exit with 75.
+  lockctl run --store redis://redis.internal:6379 nightly-report -- ./report.sh
+
+  # Wait up to 5 minutes for a deploy slot; pass the fence to the script.
+  lockctl run --wait 5m --fence-env DEPLOY_FENCE deploy/prod -- ./deploy.sh
+
+  # Redlock over three independent Redis servers, stores from the environment.
+  export LOCKCTL_STORES="redis://:secret@r1:6379 redis://:secret@r2:6379 redis://:secret@r3:6379"
+  lockctl run --ttl 1m migrate-db -- ./migrate up
+
+  # In crontab: skip quietly, and successfully, when another machine runs it.
+  */5 * * * * lockctl run --quiet --conflict-exit-code 0 --store memcache://mc:11211 sync -- ./sync.sh`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		o := &runOptions{stores: addStoreFlags(fs)}
+		fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "lock TTL; extended every TTL/3 while the command runs, so the lock of a crashed lockctl frees within a TTL")
+		fs.Var(&o.wait, "wait", "how long to wait for a held lock: 0 fails at once; a `DURATION` such as 5m; or forever")
+		fs.StringVar(&o.fenceEnv, "fence-env", "", "pass the lock's fence to the command in environment variable `NAME` (stores that fence: redis, memory)")
+		fs.DurationVar(&o.killAfter, "kill-after", 10*time.Second, "when the lock is lost, how long after SIGTERM the command gets SIGKILL")
+		fs.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another owner")
+		fs.BoolVar(&o.verbose, "verbose", false, "report on stderr when the lock is acquired and released")
+		fs.BoolVar(&o.quiet, "quiet", false, "say nothing on stderr when the lock is held by another owner")
+		return func(ctx context.Context, a *app, args []string) error { return a.run(ctx, o, args) }
+	},
+}
+
+type runOptions struct {
+	stores       *storeFlags
+	ttl          time.Duration
+	wait         waitValue
+	fenceEnv     string
+	killAfter    time.Duration
+	conflictCode int
+	verbose      bool
+	quiet        bool
+}
+
+func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
+	if len(args) == 0 {
+		return usagef("missing RESOURCE and COMMAND")
+	}
+	resource, argv := args[0], args[1:]
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	} else if len(argv) > 0 && strings.HasPrefix(argv[0], "-") {
+		return usagef("%q after RESOURCE: flags go before RESOURCE (everything after it is the command)", argv[0])
+	}
+	switch {
+	case len(argv) == 0:
+		return usagef("missing COMMAND after RESOURCE %q", resource)
+	case o.ttl <= 0:
+		return usagef("--ttl %v: want a positive duration", o.ttl)
+	case o.killAfter < 0:
+		return usagef("--kill-after %v: want a duration >= 0", o.killAfter)
+	case o.conflictCode < 0 || o.conflictCode > 255:
+		return usagef("--conflict-exit-code %d: want 0 to 255", o.conflictCode)
+	case o.fenceEnv != "" && strings.ContainsAny(o.fenceEnv, "=\x00"):
+		return usagef("--fence-env %q: not an environment variable name", o.fenceEnv)
+	}
+	specs, err := a.storeSpecs(o.stores, "")
+	if err != nil {
+		return err
+	}
+	set, err := openStores(specs, o.stores, a.stderr)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	if o.fenceEnv != "" && !set.fences() {
+		why := "a Redlock's locks carry no fence"
+		if len(specs) == 1 {
+			why = specs[0].kind + " stores cannot hand out fences"
+		}
+		return usagef("--fence-env: %s; drop --fence-env, or use one redis:// store", why)
+	}
+	if set.inProcess() {
+		fmt.Fprintln(a.stderr, "lockctl run: warning: memory:// locks exist only inside this lockctl process: other processes are not kept out")
+	}
+	hook := &waitHook{}
+	locker, err := set.locker(hook)
+	if err != nil {
+		return &usageError{err: err}
+	}
+
+	sup := &supervisor{a: a, interactive: inForeground(a.stdin)}
+	acqCtx, cancelAcq := context.WithCancelCause(ctx)
+	defer cancelAcq(nil)
+	sup.cancelAcq = cancelAcq
+	stopSignals := sup.catchSignals()
+	defer stopSignals()
+	if o.verbose && (o.wait.forever || o.wait.d > 0) {
+		hook.onWait = func() {
+			fmt.Fprintf(a.stderr, "lockctl run: %q is held by another owner: waiting (--wait %v)\n", resource, &o.wait)
+		}
+	}
+
+	acquirer := &acquirer{Locker: locker, ctx: acqCtx, wait: o.wait}
+	var res runResult
+	err = lock.Run(ctx, acquirer, resource, o.ttl, func(runCtx context.Context, l lock.Lock) error {
+		res = sup.runCommand(runCtx, l, argv, o)
+		return nil
+	})
+	if !res.acquired {
+		return a.acquireError(acqCtx, err, resource, o, hook)
+	}
+	if o.verbose && err == nil {
+		fmt.Fprintf(a.stderr, "lockctl run: released %q\n", resource)
+	}
+	switch {
+	case res.lost:
+		return exitWith(exitLost, nil)
+	case errors.Is(err, lock.ErrLost), errors.Is(err, lock.ErrNotHeld):
+		// Found as the command exited, by the last extension or by the
+		// release: the command may have run without the lock.
+		return exitWith(exitLost, fmt.Errorf("the lock on %q was lost before the command exited with status %d (%s): it may have run without the lock", resource, res.code, lossReason(err)))
+	case err != nil:
+		fmt.Fprintf(a.stderr, "lockctl run: warning: releasing %q: %v (it frees when its TTL runs out)\n", resource, err)
+	}
+	if res.err != nil || res.code != 0 {
+		return exitWith(res.code, res.err)
+	}
+	return nil
+}
+
+// acquireError turns the error of an acquisition into lockctl's answer.
+func (a *app) acquireError(acqCtx context.Context, err error, resource string, o *runOptions, hook *waitHook) error {
+	var sig signalCause
+	switch {
+	case err == nil:
+		return fmt.Errorf("%q: the lock was not acquired, for no reason given", resource) // cannot happen
+	case errors.As(context.Cause(acqCtx), &sig):
+		return exitWith(exitSignal+signalNumber(sig.sig), fmt.Errorf("interrupted by %s while waiting for %q", signalName(sig.sig), resource))
+	case errors.Is(err, lock.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded) && hook.contended():
+		msg := fmt.Sprintf("%q is held by another owner", resource)
+		if o.wait.d > 0 {
+			msg += fmt.Sprintf(" (waited %v)", o.wait.d)
+		}
+		if o.quiet {
+			return exitWith(o.conflictCode, nil)
+		}
+		return exitWith(o.conflictCode, errors.New(msg))
+	case errors.Is(err, lock.ErrInvalid):
+		return &usageError{err: err}
+	}
+	return err
+}
+
+// runResult is what became of the command.
+type runResult struct {
+	acquired bool
+	lost     bool  // the lock was lost while the command ran
+	code     int   // lockctl's exit status
+	err      error // what to print, if anything
+}
+
+// acquirer is the locker lock.Run acquires with: it fails at once or waits
+// as --wait says, and stops waiting when lockctl is interrupted. Extend
+// and Unlock go to the locker unchanged.
+type acquirer struct {
+	lock.Locker
+	ctx  context.Context // canceled by a signal before the command starts
+	wait waitValue
+}
+
+func (w *acquirer) Lock(_ context.Context, resource string, ttl time.Duration, _ ...lock.Option) (lock.Lock, error) {
+	if !w.wait.forever && w.wait.d == 0 {
+		return w.TryLock(w.ctx, resource, ttl)
+	}
+	ctx := w.ctx
+	if !w.wait.forever {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.wait.d)
+		defer cancel()
+	}
+	return w.Locker.Lock(ctx, resource, ttl)
+}
+
+// waitHook remembers whether the last failed attempt met contention, so
+// that a --wait that runs out is reported as contention rather than as a
+// timeout, and announces the first wait.
+type waitHook struct {
+	mu       sync.Mutex
+	held     bool
+	announce sync.Once
+	onWait   func()
+}
+
+func (h *waitHook) Observe(_ context.Context, e lock.Event) {
+	if e.Kind != lock.EventRetry {
+		return
+	}
+	held := errors.Is(e.Err, lock.ErrNotAcquired)
+	h.mu.Lock()
+	h.held = held
+	h.mu.Unlock()
+	if held && h.onWait != nil {
+		h.announce.Do(h.onWait)
+	}
+}
+
+func (h *waitHook) contended() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held
+}
+
+// signalCause is the cause of an acquisition interrupted by a signal.
+type signalCause struct{ sig os.Signal }
+
+func (s signalCause) Error() string { return "interrupted by " + signalName(s.sig) }
+
+// supervisor runs the command and passes signals on to it.
+type supervisor struct {
+	a           *app
+	interactive bool // the command shares lockctl's process group
+	cancelAcq   context.CancelCauseFunc
+
+	mu          sync.Mutex
+	proc        *os.Process // the command, once started and until reaped
+	interrupted os.Signal   // a signal that came before the command started
+}
+
+// catchSignals starts passing the signals lockctl gets to the command (or,
+// before it starts, to abort), and returns the function that stops it.
+func (s *supervisor) catchSignals() (stop func()) {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	if !s.interactive {
+		ignoreStop()
+	}
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case sig := <-sigs:
+				s.deliver(sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+		<-exited
+	}
+}
+
+func (s *supervisor) deliver(sig os.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.proc != nil:
+		if s.interactive && terminalSignal(sig) {
+			return // the terminal sent it to the command as well
+		}
+		_ = signalChild(s.proc.Pid, !s.interactive, sig)
+	case s.interrupted == nil:
+		s.interrupted = sig
+		s.cancelAcq(signalCause{sig})
+	}
+}
+
+// signal sends sig to the command (and its group), if it still runs.
+func (s *supervisor) signal(sig os.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		_ = signalChild(s.proc.Pid, !s.interactive, sig)
+	}
+}
+
+// runCommand runs argv under the held lock l until it exits, stopping it
+// if runCtx ends (the lock was lost).
+func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []string, o *runOptions) runResult {
+	a := s.a
+	res := runResult{acquired: true}
+	if o.verbose {
+		fence := ""
+		if l.Fence != 0 {
+			fence = fmt.Sprintf(", fence %d", l.Fence)
+		}
+		fmt.Fprintf(a.stderr, "lockctl run: acquired %q (ttl %v%s)\n", l.Resource, o.ttl, fence)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
+	if o.fenceEnv != "" {
+		cmd.Env = append(os.Environ(), o.fenceEnv+"="+strconv.FormatUint(l.Fence, 10))
+	}
+	cmd.SysProcAttr = childAttr(!s.interactive)
+
+	// The kernel's kill-on-parent-death is tied to the thread that starts
+	// the child: keep this goroutine on it until the command exits.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s.mu.Lock()
+	if s.interrupted != nil {
+		s.mu.Unlock()
+		res.code = exitSignal + signalNumber(s.interrupted)
+		res.err = fmt.Errorf("interrupted by %s before the command started", signalName(s.interrupted))
+		return res
+	}
+	err := cmd.Start()
+	if err == nil {
+		s.proc = cmd.Process
+	}
+	s.mu.Unlock()
+	if err != nil {
+		res.code, res.err = exitNoExec, fmt.Errorf("cannot run %s: %w", argv[0], err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			res.code = exitNotFound
+		}
+		return res
+	}
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-waited:
+	case <-runCtx.Done():
+		res.lost = true
+		fmt.Fprintf(a.stderr, "lockctl run: lost the lock on %q while the command ran (%s): sending SIGTERM to the command\n", l.Resource, lossReason(context.Cause(runCtx)))
+		s.signal(sigTERM)
+		kill := time.NewTimer(o.killAfter)
+		select {
+		case werr = <-waited:
+		case <-kill.C:
+			fmt.Fprintf(a.stderr, "lockctl run: the command still runs %v after SIGTERM: sending SIGKILL\n", o.killAfter)
+			s.signal(sigKILL)
+			werr = <-waited
+		}
+		kill.Stop()
+	}
+	s.mu.Lock()
+	s.proc = nil // reaped: its pid may be reused
+	s.mu.Unlock()
+
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+	case errors.As(werr, &ee):
+		if sig, ok := waitSignal(ee.ProcessState); ok {
+			res.code = exitSignal + signalNumber(sig) // as shells report it
+		} else {
+			res.code = ee.ExitCode()
+		}
+	default:
+		res.code, res.err = exitFailure, fmt.Errorf("waiting for the command: %w", werr)
+	}
+	return res
+}
+
+// lossReason explains the cause with which lock.Run ended the command's
+// context.
+func lossReason(cause error) string {
+	switch {
+	case errors.Is(cause, lock.ErrNotHeld):
+		return "the stores no longer hold it: it expired, was taken over, or was released with --force"
+	case errors.Is(cause, lock.ErrLost):
+		return "extensions failed until it ran out: " + strings.TrimPrefix(cause.Error(), "lock: ")
+	case cause != nil:
+		return cause.Error()
+	}
+	return "unknown reason"
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+var statusCommand = &command{
+	name:         "status",
+	summary:      "show whether a lock is held, its remaining TTL and last fence",
+	usage:        "status [flags] RESOURCE",
+	interspersed: true,
+	doc: `Shows whether RESOURCE is held and, store by store, what the store can tell:
+whether it holds it, its remaining TTL (redis, memory; memcached cannot tell)
+and the last fence handed out for it (redis: the holder's fence while it is
+held; the next holder gets a greater one). The owner's token is never shown.
+
+A Redlock counts as held if any of its stores holds the resource, as the
+library's IsLocked does. Exits 0 whether the lock is held or free, and 1 if
+the stores could not tell (the stores that answered are still shown).
+
+With --json the output is one object:
+  {"resource": "...", "held": true|false|null, "error": "..." (if null),
+   "stores": [{"store": URL, "held": true|false|null, "ttl_ms": N|null,
+               "last_fence": N|null, "error": "..." (only on failure)}]}
+ttl_ms is null when the resource is free or the store cannot tell;
+last_fence is null when the store keeps no fence for it.`,
+	examples: `  lockctl status --store redis://localhost:6379 deploy/prod
+  lockctl status --json deploy/prod | jq .held`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
+		sf := addStoreFlags(fs)
+		asJSON := fs.Bool("json", false, "print JSON")
+		timeout := fs.Duration("timeout", 10*time.Second, "give up on the stores after this long")
+		return func(ctx context.Context, a *app, args []string) error {
+			if len(args) != 1 {
+				return usagef("want one RESOURCE, got %d arguments", len(args))
+			}
+			if err := positiveDuration("timeout", *timeout); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(ctx, *timeout)
+			defer cancel()
+			return a.status(ctx, sf, args[0], *asJSON)
+		}
+	},
+}
+
+type statusReport struct {
+	Resource string        `json:"resource"`
+	Held     *bool         `json:"held"`
+	Error    string        `json:"error,omitempty"`
+	Stores   []storeStatus `json:"stores"`
+}
+
+type storeStatus struct {
+	Store     string  `json:"store"`
+	Held      *bool   `json:"held"`
+	TTLMillis *int64  `json:"ttl_ms"`
+	LastFence *uint64 `json:"last_fence"`
+	Error     string  `json:"error,omitempty"`
+}
+
+func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSON bool) error {
+	specs, err := a.storeSpecs(sf, "")
+	if err != nil {
+		return err
+	}
+	set, err := openStores(specs, sf, nil)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	locker, err := set.locker(nil)
+	if err != nil {
+		return &usageError{err: err}
+	}
+	rep := statusReport{Resource: resource, Stores: make([]storeStatus, len(set.stores))}
+	held, err := locker.IsLocked(ctx, resource)
+	if err == nil {
+		rep.Held = &held
+	} else {
+		rep.Error = err.Error()
+	}
+	for i, s := range set.stores {
+		rep.Stores[i] = storeStatusOf(ctx, specs[i], s, resource)
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		state := "free"
+		switch {
+		case rep.Held == nil:
+			state = "unknown (" + rep.Error + ")"
+		case held:
+			state = "held"
+		}
+		fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
+		for _, st := range rep.Stores {
+			fmt.Fprintf(a.stdout, "  %s  %s\n", st.Store, st.text())
+		}
+	}
+	if rep.Held == nil {
+		return exitWith(exitFailure, nil)
+	}
+	return nil
+}
+
+// storeStatusOf asks one store about resource.
+func storeStatusOf(ctx context.Context, spec *storeSpec, s *openStore, resource string) storeStatus {
+	st := storeStatus{Store: spec.display}
+	var held bool
+	var err error
+	if r, ok := s.Store.(lock.TTLReader); ok {
+		var ttl time.Duration
+		ttl, held, err = r.TTL(ctx, resource)
+		if err == nil && held {
+			ms := ttl.Milliseconds()
+			st.TTLMillis = &ms
+		}
+	} else {
+		held, err = s.Exists(ctx, resource)
+	}
+	if err != nil {
+		st.Error = err.Error()
+		return st
+	}
+	st.Held = &held
+	if s.lastFence != nil {
+		f, ok, err := s.lastFence(ctx, resource)
+		switch {
+		case err != nil:
+			st.Error = "reading the last fence: " + err.Error()
+		case ok:
+			st.LastFence = &f
+		}
+	}
+	return st
+}
+
+// text renders a store's status on one line.
+func (st storeStatus) text() string {
+	var parts []string
+	switch {
+	case st.Held == nil:
+		parts = append(parts, "unknown")
+	case *st.Held:
+		parts = append(parts, "held")
+		if st.TTLMillis != nil {
+			parts = append(parts, "ttl "+(time.Duration(*st.TTLMillis)*time.Millisecond).String())
+		} else {
+			parts = append(parts, "ttl unknown (the store cannot tell)")
+		}
+	default:
+		parts = append(parts, "free")
+	}
+	if st.LastFence != nil {
+		parts = append(parts, fmt.Sprintf("last fence %d", *st.LastFence))
+	}
+	if st.Error != "" {
+		parts = append(parts, "error: "+st.Error)
+	}
+	return strings.Join(parts, "  ")
+}

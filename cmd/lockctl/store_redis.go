@@ -1,0 +1,223 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/lockkit/lock/stores/redis"
+)
+
+// Redis URLs:
+//
+//	redis://[user:pass@]host[:port][/db][?params]                 one server
+//	redis+cluster://[user:pass@]host[:port][,host[:port]...][?params]  a Redis Cluster (seed nodes)
+//	redis+sentinel://[user:pass@]host[:port][,...]/master[/db][?params] a master found through Sentinels
+//
+// rediss, rediss+cluster and rediss+sentinel are the same over TLS.
+
+type redisMode int
+
+const (
+	redisSingle redisMode = iota
+	redisCluster
+	redisSentinel
+)
+
+var redisParams = []string{"prefix", "name", "dial_timeout", "client_name", "wait_replicas", "wait_timeout", "fence_retention"}
+var tlsParams = []string{"ca", "cert", "key", "server_name", "insecure"}
+var sentinelParams = []string{"sentinel_user", "sentinel_password"}
+
+func init() {
+	for _, tls := range []bool{false, true} {
+		s := "redis"
+		if tls {
+			s = "rediss"
+		}
+		schemes[s] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisSingle, tls) }
+		schemes[s+"+cluster"] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisCluster, tls) }
+		schemes[s+"+sentinel"] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisSentinel, tls) }
+	}
+}
+
+func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
+	known := append([]string{}, redisParams...)
+	if useTLS {
+		known = append(known, tlsParams...)
+	}
+	if mode == redisSentinel {
+		known = append(known, sentinelParams...)
+	}
+	if err := u.checkParams(known...); err != nil {
+		if !useTLS {
+			for _, p := range tlsParams {
+				if _, ok := u.param(p); ok {
+					return nil, u.bad("query parameter "+p, "TLS settings need a TLS scheme: rediss%s://", strings.TrimPrefix(u.scheme, "redis"))
+				}
+			}
+		}
+		return nil, err
+	}
+	opt := rueidis.ClientOption{
+		Username:     u.user,
+		Password:     u.password,
+		ClientName:   "lockctl",
+		DisableCache: true, // the store reads nothing through the client-side cache
+	}
+	var err error
+	switch mode {
+	case redisSingle:
+		opt.ForceSingleClient = true
+		opt.InitAddress, err = u.addrs(6379, 1, 1, "one redis:// URL is one server; for a Redis Cluster use redis+cluster://host1,host2; for a Redlock over independent servers repeat --store")
+		if err == nil {
+			opt.SelectDB, err = redisDB(u, u.path)
+		}
+	case redisCluster:
+		opt.InitAddress, err = u.addrs(6379, 1, 0, "")
+		if err == nil && u.path != "" && u.path != "0" {
+			err = u.bad("database", "%q: a Redis Cluster has only database 0", u.path)
+		}
+	case redisSentinel:
+		opt.InitAddress, err = u.addrs(26379, 1, 0, "")
+		if err != nil {
+			break
+		}
+		master, db, _ := strings.Cut(u.path, "/")
+		if master == "" {
+			err = u.bad("master name", "missing: want %s://SENTINEL:26379/MASTERNAME[/DB]", u.scheme)
+			break
+		}
+		opt.Sentinel.MasterSet = master
+		opt.Sentinel.Username, _ = u.param("sentinel_user")
+		opt.Sentinel.Password, _ = u.param("sentinel_password")
+		opt.Sentinel.ClientName = "lockctl"
+		opt.SelectDB, err = redisDB(u, db)
+	}
+	if err != nil {
+		return nil, err
+	}
+	dial, err := u.durationParam("dial_timeout", 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	opt.Dialer.Timeout, opt.Sentinel.Dialer.Timeout = dial, dial
+	if name, ok := u.param("client_name"); ok {
+		opt.ClientName = name
+	}
+	if useTLS {
+		if opt.TLSConfig, err = tlsConfig(u); err != nil {
+			return nil, err
+		}
+		opt.Sentinel.TLSConfig = opt.TLSConfig
+	}
+
+	var sopts []redis.Option
+	if prefix, ok := u.param("prefix"); ok {
+		sopts = append(sopts, redis.WithPrefix(prefix))
+	}
+	name := u.display
+	if n, ok := u.param("name"); ok && n != "" {
+		name = n
+	}
+	sopts = append(sopts, redis.WithName(name))
+	if n, err := u.intParam("wait_replicas", 0); err != nil {
+		return nil, err
+	} else if n > 0 {
+		wt, err := u.durationParam("wait_timeout", 100*time.Millisecond)
+		if err != nil {
+			return nil, err
+		}
+		sopts = append(sopts, redis.WithWaitReplicas(n, wt))
+	} else if _, ok := u.param("wait_timeout"); ok {
+		return nil, u.bad("query parameter wait_timeout", "only applies with wait_replicas")
+	}
+	if _, ok := u.param("fence_retention"); ok {
+		d, err := u.durationParam("fence_retention", 0)
+		if err != nil {
+			return nil, err
+		}
+		sopts = append(sopts, redis.WithFenceRetention(d))
+	}
+	if prefix, ok := u.param("prefix"); ok && strings.ContainsAny(prefix, "{}") {
+		// redis.New says so too, but only once connected.
+		return nil, u.bad("query parameter prefix", "%q: a Redis key prefix may not hold { or } (the store adds its own hash tag)", prefix)
+	}
+
+	spec := &storeSpec{display: u.display, name: name, kind: "redis", fences: true}
+	spec.open = func() (*openStore, error) {
+		client, err := rueidis.NewClient(opt)
+		if err != nil {
+			return nil, fmt.Errorf("cannot connect to %s: %w", strings.Join(opt.InitAddress, ","), err)
+		}
+		s, err := redis.New(client, sopts...)
+		if err != nil {
+			client.Close()
+			return nil, &usageError{err: fmt.Errorf("store %s: %w", u.display, err)}
+		}
+		return &openStore{
+			Store:        s,
+			close:        client.Close,
+			forceRelease: s.ForceRelease,
+			lastFence:    s.LastFence,
+		}, nil
+	}
+	return spec, nil
+}
+
+// redisDB parses a database number.
+func redisDB(u *storeURL, s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, u.bad("database", "%q: want a database number such as 0 (%s://host:6379/0)", s, u.scheme)
+	}
+	return n, nil
+}
+
+// tlsConfig builds the TLS settings of a rediss URL: ca (PEM file of the
+// authorities to trust instead of the system's), cert and key (PEM files
+// of a client certificate), server_name (the name to verify; by default
+// the host of each connection: the server, every cluster node, the
+// Sentinels and the master they name), insecure (skip verification).
+func tlsConfig(u *storeURL) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if name, ok := u.param("server_name"); ok {
+		c.ServerName = name
+	}
+	if path, ok := u.param("ca"); ok {
+		pem, err := os.ReadFile(path)
+		if err != nil {
+			return nil, u.bad("query parameter ca", "%v", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, u.bad("query parameter ca", "%s holds no PEM certificate", path)
+		}
+	}
+	certPath, hasCert := u.param("cert")
+	keyPath, hasKey := u.param("key")
+	switch {
+	case hasCert != hasKey:
+		return nil, u.bad("query parameters cert and key", "give both or neither")
+	case hasCert:
+		pair, err := tls.LoadX509KeyPair(certPath, keyPath)
+		if err != nil {
+			return nil, u.bad("query parameters cert and key", "%v", err)
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	insecure, err := u.boolParam("insecure")
+	if err != nil {
+		return nil, err
+	}
+	c.InsecureSkipVerify = insecure
+	return c, nil
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// storeSpec is a store named by a --store URL, ready to be opened.
+type storeSpec struct {
+	display   string // the URL with its password hidden
+	name      string // the store's name in messages: display, or the URL's name parameter
+	kind      string // "redis", "memcache", "memory"
+	fences    bool   // the store hands out fences (lock.Fencer)
+	inProcess bool   // the store lives in lockctl's memory: every open returns the same one
+	// open connects to the store. Each call makes a new client, so that
+	// check can give each worker its own connections.
+	open func() (*openStore, error)
+}
+
+// openStore is a connected store with the administrative operations
+// lockctl needs beyond lock.Store.
+type openStore struct {
+	lock.Store
+	close        func()
+	forceRelease func(ctx context.Context, resource string) (bool, error)
+	// lastFence reads the last fence handed out for a resource; nil when
+	// the store cannot tell.
+	lastFence func(ctx context.Context, resource string) (uint64, bool, error)
+}
+
+// schemes maps each URL scheme to its parser. Each store file registers
+// its own.
+var schemes = map[string]func(*storeURL) (*storeSpec, error){}
+
+// parseStore parses one --store URL.
+func parseStore(raw string) (*storeSpec, error) {
+	u, err := parseStoreURL(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, err
+	}
+	parse := schemes[u.scheme]
+	if parse == nil {
+		known := make([]string, 0, len(schemes))
+		for s := range schemes {
+			known = append(known, s)
+		}
+		slices.Sort(known)
+		return nil, u.bad("scheme", "%q is not a store lockctl knows: want one of %s", u.scheme, strings.Join(known, ", "))
+	}
+	return parse(u)
+}
+
+// storeSpecs returns the stores named by the --store flags, or else by
+// $LOCKCTL_STORES (URLs separated by spaces or newlines: commas separate
+// the hosts of one URL), or else fallback; without fallback, no store is a
+// usage error.
+func (a *app) storeSpecs(sf *storeFlags, fallback string) ([]*storeSpec, error) {
+	urls, from := sf.urls, "--store"
+	if len(urls) == 0 {
+		urls, from = strings.Fields(a.getenv(storesEnv)), "$"+storesEnv
+	}
+	if len(urls) == 0 {
+		if fallback == "" {
+			return nil, usagef("no store: give --store URL, or set $%s", storesEnv)
+		}
+		urls, from = []string{fallback}, "default store"
+	}
+	specs := make([]*storeSpec, 0, len(urls))
+	for i, raw := range urls {
+		if slices.Contains(urls[:i], raw) {
+			return nil, usagef("%s: the store %s is given twice", from, redact(raw))
+		}
+		spec, err := parseStore(raw)
+		if err != nil {
+			if from != "--store" {
+				err = fmt.Errorf("%s: %w", from, err)
+			}
+			return nil, &usageError{err: err}
+		}
+		specs = append(specs, spec)
+	}
+	return specs, nil
+}
+
+// storeSet is the open stores of one locker.
+type storeSet struct {
+	specs  []*storeSpec
+	stores []*openStore
+	down   []error // why each store could not be opened, or nil
+	opts   lock.Options
+}
+
+// openStores connects to the stores of specs and checks the flags that
+// shape their locker. With one store, failing to connect is an error. A
+// Redlock goes on without the stores it cannot reach, as long as the
+// others can still make a quorum; warn, if not nil, is told about them.
+func openStores(specs []*storeSpec, sf *storeFlags, warn io.Writer) (*storeSet, error) {
+	set := &storeSet{specs: specs, opts: lock.Options{StoreTimeout: sf.storeTimeout}}
+	if err := positiveDuration("store-timeout", sf.storeTimeout); err != nil {
+		return nil, err
+	}
+	if len(specs) > 1 {
+		q, err := parseQuorum(sf.quorum, len(specs))
+		if err != nil {
+			return nil, err
+		}
+		set.opts.Quorum = q
+	} else if sf.quorum != "majority" {
+		return nil, usagef("--quorum applies to several stores (a Redlock); one store was given")
+	}
+	ok := 0
+	for _, spec := range specs {
+		o, err := spec.open()
+		var ue *usageError
+		switch {
+		case errors.As(err, &ue):
+			set.Close()
+			return nil, err
+		case err != nil && len(specs) == 1:
+			return nil, fmt.Errorf("store %s: %w", spec.display, err)
+		case err != nil:
+			o = &openStore{Store: &downStore{name: spec.name, err: err}, close: func() {}}
+			o.forceRelease = func(context.Context, string) (bool, error) { return false, o.Store.(*downStore).fail() }
+		default:
+			ok++
+		}
+		set.stores = append(set.stores, o)
+		set.down = append(set.down, err)
+	}
+	if len(specs) > 1 && ok < len(specs) {
+		var why []string
+		for i, err := range set.down {
+			if err != nil {
+				why = append(why, fmt.Sprintf("store %s: %v", specs[i].display, err))
+			}
+		}
+		if !set.opts.Quorum.Met(ok, len(specs)) {
+			set.Close()
+			return nil, fmt.Errorf("only %d of %d stores reachable, too few for the quorum (%v): %s", ok, len(specs), set.opts.Quorum, strings.Join(why, "; "))
+		}
+		if warn != nil {
+			for _, w := range why {
+				fmt.Fprintf(warn, "lockctl: warning: %s; going on with the %d others\n", w, ok)
+			}
+		}
+	}
+	return set, nil
+}
+
+// reopen opens the same stores again, on new connections.
+func (s *storeSet) reopen(sf *storeFlags) (*storeSet, error) {
+	return openStores(s.specs, sf, nil)
+}
+
+// locker returns a locker over the stores: single-store, or Redlock.
+func (s *storeSet) locker(hook lock.Hook) (lock.Locker, error) {
+	opts := s.opts
+	opts.Hook = hook
+	if len(s.stores) == 1 {
+		return lock.NewSingle(s.stores[0].Store, &opts)
+	}
+	stores := make([]lock.Store, len(s.stores))
+	for i, o := range s.stores {
+		stores[i] = o.Store
+	}
+	return lock.NewMulti(stores, &opts)
+}
+
+// fences reports whether locks from these stores carry a fence: one store
+// that can fence. Redlock locks carry none.
+func (s *storeSet) fences() bool { return len(s.specs) == 1 && s.specs[0].fences }
+
+// inProcess reports whether every store lives in lockctl's memory.
+func (s *storeSet) inProcess() bool {
+	for _, spec := range s.specs {
+		if !spec.inProcess {
+			return false
+		}
+	}
+	return true
+}
+
+// names lists the stores for messages.
+func (s *storeSet) names() string {
+	names := make([]string, len(s.specs))
+	for i, spec := range s.specs {
+		names[i] = spec.display
+	}
+	return strings.Join(names, " ")
+}
+
+// Close closes every client.
+func (s *storeSet) Close() {
+	for _, o := range s.stores {
+		o.close()
+	}
+}
+
+// downStore stands for a store of a Redlock that lockctl could not reach
+// when it started: every call fails, so the other stores decide.
+type downStore struct {
+	name string
+	err  error
+}
+
+func (d *downStore) String() string { return d.name }
+
+func (d *downStore) fail() error { return fmt.Errorf("unreachable since lockctl started: %w", d.err) }
+
+func (d *downStore) Acquire(context.Context, string, string, time.Duration) error { return d.fail() }
+
+// Release reports the lock not held: no call ever reached the store, so
+// it cannot hold a lock of this process.
+func (d *downStore) Release(context.Context, string, string) error { return lock.ErrNotHeld }
+
+func (d *downStore) Exists(context.Context, string) (bool, error) { return false, d.fail() }

@@ -1,0 +1,7 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package main
+
+import "syscall"
+
+const ioctlReadTermios = syscall.TIOCGETA

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStoreURLs(t *testing.T) {
+	for _, tc := range []struct {
+		url, kind, display string
+	}{
+		{"redis://localhost", "redis", "redis://localhost"},
+		{"redis://127.0.0.1:6380/2", "redis", "redis://127.0.0.1:6380/2"},
+		{"redis://user:p@ss:w/rd@[::1]:6379/0?prefix=app:", "redis", "redis://user:xxxxx@[::1]:6379/0?prefix=app:"},
+		{"rediss://:secret@redis.example.com:6380?insecure=true&server_name=x", "redis", "rediss://:xxxxx@redis.example.com:6380?insecure=true&server_name=x"},
+		{"redis+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3", "redis", "redis+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3"},
+		{"redis+sentinel://a:26379,b/mymaster/3?sentinel_password=s3cret", "redis", "redis+sentinel://a:26379,b/mymaster/3?sentinel_password=xxxxx"},
+		{"REDIS://h", "redis", "REDIS://h"},
+		{"memcache://mc:11211?prefix=locks:&timeout=1s", "memcache", "memcache://mc:11211?prefix=locks:&timeout=1s"},
+		{"memcache://mc", "memcache", "memcache://mc"},
+		{"memory://", "memory", "memory://"},
+		{"memory://demo", "memory", "memory://demo"},
+	} {
+		spec, err := parseStore(tc.url)
+		if err != nil {
+			t.Errorf("parseStore(%q) = %v", tc.url, err)
+			continue
+		}
+		if spec.kind != tc.kind || spec.display != tc.display {
+			t.Errorf("parseStore(%q) = kind %q, display %q; want %q, %q", tc.url, spec.kind, spec.display, tc.kind, tc.display)
+		}
+	}
+}
+
+// Each malformed URL is refused with an error naming the part that is
+// wrong, and never showing a password.
+func TestParseStoreURLErrors(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want []string // substrings of the error
+	}{
+		{"localhost:6379", []string{"scheme", "SCHEME://"}},
+		{"://h", []string{"scheme"}},
+		{"postgres://h", []string{"scheme", `"postgres"`, "redis", "memcache"}},
+		{"redis://", []string{"host", "missing"}},
+		{"redis://:6379", []string{"host", "no host name"}},
+		{"redis://h:port", []string{"port", `"port"`, "1 to 65535"}},
+		{"redis://h:0", []string{"port", "1 to 65535"}},
+		{"redis://h:70000", []string{"port"}},
+		{"redis://::1:6379", []string{"host", "brackets"}},
+		{"redis://[::1:6379", []string{"host", "]"}},
+		{"redis://h o/", []string{"host", `' '`}},
+		{"redis://h/x", []string{"database", `"x"`}},
+		{"redis://h/-1", []string{"database"}},
+		{"redis://a,b", []string{"host", "2 hosts", "redis+cluster", "repeat --store"}},
+		{"redis://a,,b", []string{"host", "empty entry"}},
+		{"redis://h?prefx=a", []string{"query parameter prefx", "unknown", "prefix"}},
+		{"redis://h?prefix=a&prefix=b", []string{"query parameter prefix", "given 2 times"}},
+		{"redis://h?prefix={a}", []string{"query parameter prefix", "{ or }"}},
+		{"redis://h?dial_timeout=soon", []string{"query parameter dial_timeout", `"soon"`}},
+		{"redis://h?wait_replicas=x", []string{"query parameter wait_replicas"}},
+		{"redis://h?wait_timeout=1s", []string{"query parameter wait_timeout", "wait_replicas"}},
+		{"redis://h?ca=/x.pem", []string{"query parameter ca", "rediss://"}},
+		{"rediss://h?ca=/nonexistent/ca.pem", []string{"query parameter ca", "no such file"}},
+		{"rediss://h?cert=/x.pem", []string{"cert and key", "both"}},
+		{"rediss://h?insecure=maybe", []string{"query parameter insecure", "true or false"}},
+		{"redis://h?a%zz=1", []string{"query"}},
+		{"redis://u:pa%zzss@h", []string{"password", "%25"}},
+		{"redis+cluster://a,b/1", []string{"database", "only database 0"}},
+		{"redis+sentinel://a:26379", []string{"master name", "missing"}},
+		{"redis+sentinel://a/m/x", []string{"database"}},
+		{"memcache://a,b", []string{"host", "one memcache:// URL is one server", "repeat --store"}},
+		{"memcache://h/x", []string{"path"}},
+		{"memcache://u:secret@h", []string{"user"}},
+		{"memcache://h?timeout=-1s", []string{"query parameter timeout"}},
+		{"memcache://h?prefix=has%20space", []string{"query parameter prefix", "space"}},
+		{"memory://a/b", []string{"name"}},
+		{"memory://?x=1", []string{"query parameter x", "no parameters"}},
+	} {
+		_, err := parseStore(tc.url)
+		var ue *urlError
+		if !errors.As(err, &ue) {
+			t.Errorf("parseStore(%q) = %v; want a *urlError", tc.url, err)
+			continue
+		}
+		msg := err.Error()
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("parseStore(%q) = %q; want it to mention %q", tc.url, msg, w)
+			}
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://u:hunter2@h:1/0":                 "redis://u:xxxxx@h:1/0",
+		"redis://:hunter2@h":                      "redis://:xxxxx@h",
+		"redis://u:hun@ter/2@h":                   "redis://u:xxxxx@h",
+		"redis://u@h":                             "redis://u@h",
+		"redis://h?sentinel_password=hunter2&x=1": "redis://h?sentinel_password=xxxxx&x=1",
+		"redis://u:hunter2@h?prefix=a@b":          "redis://u:xxxxx@h?prefix=a@b",
+		"u:hunter2@h":                             "(unparsable URL, not shown as it may hold a password)",
+		"memory://":                               "memory://",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseQuorum(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string // the quorum's name, or "" for an error
+	}{
+		{"majority", 3, "majority"},
+		{"all", 3, "unanimous"},
+		{"2", 3, "at least 2"},
+		{"3", 5, "at least 3"},
+		{"1", 3, ""},
+		{"2", 4, ""},
+		{"4", 3, ""},
+		{"most", 3, ""},
+	} {
+		q, err := parseQuorum(tc.s, tc.n)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("parseQuorum(%q, %d) = %v; want an error", tc.s, tc.n, q)
+		case tc.want != "" && (err != nil || q.(interface{ String() string }).String() != tc.want):
+			t.Errorf("parseQuorum(%q, %d) = %v, %v; want %s", tc.s, tc.n, q, err, tc.want)
+		}
+	}
+}
+
+func TestParseFlagsInterspersed(t *testing.T) {
+	fs := newFlagSet("x")
+	j := fs.Bool("json", false, "")
+	pos, err := parseFlags(fs, []string{"a", "--json", "b", "--", "--c"}, true)
+	if err != nil || !*j || strings.Join(pos, " ") != "a b --c" {
+		t.Fatalf("parseFlags = %q, %v (json %v); want [a b --c] with --json", pos, err, *j)
+	}
+	fs = newFlagSet("run")
+	v := fs.Bool("v", false, "")
+	pos, err = parseFlags(fs, []string{"-v", "res", "cmd", "-v"}, false)
+	if err != nil || !*v || strings.Join(pos, " ") != "res cmd -v" {
+		t.Fatalf("parseFlags = %q, %v; want [res cmd -v]", pos, err)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	var h histogram
+	for i := 1; i <= 1000; i++ {
+		h.record(timeMs(i))
+	}
+	for _, tc := range []struct {
+		q    float64
+		want int
+	}{{0.5, 500}, {0.9, 900}, {0.99, 990}, {1, 1000}} {
+		got := h.quantile(tc.q)
+		if lo, hi := timeMs(tc.want)*98/100, timeMs(tc.want)*102/100; got < lo || got > hi {
+			t.Errorf("quantile(%v) = %v; want %v within 2%%", tc.q, got, timeMs(tc.want))
+		}
+	}
+	if h.max != timeMs(1000) || h.n != 1000 {
+		t.Errorf("max, n = %v, %d; want 1s, 1000", h.max, h.n)
+	}
+	for _, v := range []uint64{0, 1, 127, 128, 255, 256, 1 << 40, 1<<63 - 1} {
+		i := histIndex(v)
+		if i >= histBuckets {
+			t.Fatalf("histIndex(%d) = %d; beyond %d buckets", v, i, histBuckets)
+		}
+		if mid := uint64(histValue(i)); v >= 128 && (mid < v-v/64 || mid > v+v/64) {
+			t.Errorf("histValue(histIndex(%d)) = %d; want within 1.6%%", v, mid)
+		}
+	}
+}
+
+func timeMs(n int) time.Duration { return time.Duration(n) * time.Millisecond }
