@@ -92,12 +92,16 @@ func TestTryLockRace(t *testing.T) {
 		t.Run(bc.name, func(t *testing.T) {
 			s := begin(t, "trylock-race", bc.name)
 			b := bc.make(s)
+			if b.quorum > 1 {
+				// 500 store calls at once: leave them time on a loaded machine.
+				b.opts.StoreTimeout = time.Second
+			}
 			rec := faultkit.NewRecorder()
 			lockers := make([]lock.Locker, clients)
 			for i := range lockers {
 				lockers[i] = b.locker(t, i)
 			}
-			noWinner := 0
+			noWinner, failed := 0, 0
 			for round := range rounds {
 				resource := fmt.Sprintf("race-%d", round)
 				barrier := make(chan struct{})
@@ -132,8 +136,15 @@ func TestTryLockRace(t *testing.T) {
 						t.Errorf("round %d: Unlock = %v", round, err)
 					}
 				}
-				if len(odd) > 0 {
-					t.Errorf("round %d: %d TryLocks failed other than by contention, e.g. %v", round, len(odd), odd[0])
+				// On a quorum, a store answering late is a failure of the
+				// attempt (ErrUnavailable), not a safety matter; on a
+				// single store there is no store timeout.
+				failed += len(odd)
+				for _, err := range odd {
+					if b.quorum == 1 || !errors.Is(err, lock.ErrUnavailable) {
+						t.Errorf("round %d: a TryLock failed other than by contention: %v", round, err)
+						break
+					}
 				}
 				switch {
 				case len(winners) > 1:
@@ -147,6 +158,7 @@ func TestTryLockRace(t *testing.T) {
 			rep := faultkit.Analyze("trylock-race", bc.name, rec)
 			rep.Add("rounds", fmt.Sprint(rounds))
 			rep.Add("rounds_without_winner", fmt.Sprint(noWinner))
+			rep.Add("failed_calls", fmt.Sprint(failed))
 			s.finish(rep, bc.ttl+time.Second, b.count)
 		})
 	}
