@@ -112,14 +112,26 @@ func (s *SingleLocker) unavailable(err error) *Error {
 	return &Error{Err: ErrUnavailable, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
 }
 
-// cleanup releases a lock whose acquisition had an unknown outcome.
+// cleanup releases a lock whose acquisition had an unknown outcome. A
+// release that fails is tried again, up to cleanupTries times within the
+// store timeout: the fault that broke the acquisition often broke more
+// than one connection of the client, and a release failing at once on
+// another of them would leave the lock held until its TTL runs out.
 func (s *SingleLocker) cleanup(ctx context.Context, op, resource, token string) {
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
-	t0 := s.obs.start()
-	err := s.store.Release(cctx, resource, token)
-	s.obs.storeCall(ctx, op, resource, s.store, "release", t0, err)
+	for range cleanupTries {
+		t0 := s.obs.start()
+		err := s.store.Release(cctx, resource, token)
+		s.obs.storeCall(ctx, op, resource, s.store, "release", t0, err)
+		if err == nil || errors.Is(err, ErrNotHeld) || cctx.Err() != nil {
+			return
+		}
+	}
 }
+
+// cleanupTries bounds the releases of a cleanup.
+const cleanupTries = 4
 
 // IsLocked implements [Locker].
 func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, error) {
