@@ -167,8 +167,28 @@ func (c *core) checkTTL(op, resource string, ttl time.Duration) error {
 	return nil
 }
 
+// checkContext refuses a nil context, which would otherwise panic deep
+// in a store call.
+func checkContext(ctx context.Context, op, resource string) error {
+	if ctx == nil {
+		return invalidf(op, resource, "nil context")
+	}
+	return nil
+}
+
+// checkQuery validates the arguments of IsLocked.
+func (c *core) checkQuery(ctx context.Context, op, resource string) error {
+	if err := checkContext(ctx, op, resource); err != nil {
+		return err
+	}
+	return c.checkResource(op, resource)
+}
+
 // checkLock validates the arguments of Lock and TryLock.
-func (c *core) checkLock(op, resource string, ttl time.Duration) error {
+func (c *core) checkLock(ctx context.Context, op, resource string, ttl time.Duration) error {
+	if err := checkContext(ctx, op, resource); err != nil {
+		return err
+	}
 	if c.closed.Load() {
 		return &Error{Op: op, Resource: resource, Err: ErrClosed}
 	}
@@ -179,8 +199,10 @@ func (c *core) checkLock(op, resource string, ttl time.Duration) error {
 }
 
 // checkHeld validates a Lock passed to Unlock or Extend.
-func (c *core) checkHeld(op string, l Lock) error {
+func (c *core) checkHeld(ctx context.Context, op string, l Lock) error {
 	switch {
+	case ctx == nil:
+		return invalidf(op, l.Resource, "nil context")
 	case l.IsZero():
 		return invalidf(op, "", "zero Lock")
 	case l.Resource == "":
@@ -222,6 +244,9 @@ func (c *core) cleanupContext(ctx context.Context) (context.Context, context.Can
 
 // unlockAll releases every held lock through unlock.
 func (c *core) unlockAll(ctx context.Context, unlock func(context.Context, Lock) error) error {
+	if err := checkContext(ctx, "unlockall", ""); err != nil {
+		return err
+	}
 	var errs []error
 	for _, l := range c.held.snapshot() {
 		if err := unlock(ctx, l); err != nil && !errors.Is(err, ErrNotHeld) {

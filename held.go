@@ -24,10 +24,11 @@ type heldShard struct {
 }
 
 // heldEntry is a held lock and, for a multi-store lock granted before
-// every store answered, a channel closed once the last store answered.
+// every store answered or despite failed stores, the background work on
+// its votes (see multi_backfill.go).
 type heldEntry struct {
 	lock    Lock
-	pending <-chan struct{}
+	pending *pendingVotes
 }
 
 func (h *heldSet) init() { h.seed = maphash.MakeSeed() }
@@ -38,9 +39,8 @@ func (h *heldSet) shard(k heldKey) *heldShard {
 
 func (h *heldSet) put(l Lock) { h.putPending(l, nil) }
 
-// putPending records l, with a channel that closes when the stores still
-// answering its acquisition have answered.
-func (h *heldSet) putPending(l Lock, pending <-chan struct{}) {
+// putPending records l with the background work on its votes, if any.
+func (h *heldSet) putPending(l Lock, pending *pendingVotes) {
 	k := heldKey{l.Resource, l.Token}
 	s := h.shard(k)
 	s.mu.Lock()
@@ -54,8 +54,8 @@ func (h *heldSet) putPending(l Lock, pending <-chan struct{}) {
 	s.mu.Unlock()
 }
 
-// pending returns the channel recorded with l, or nil.
-func (h *heldSet) pending(l Lock) <-chan struct{} {
+// pending returns the background work recorded with l, or nil.
+func (h *heldSet) pending(l Lock) *pendingVotes {
 	k := heldKey{l.Resource, l.Token}
 	s := h.shard(k)
 	s.mu.Lock()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +20,14 @@ import (
 // is met and validity remains. After a failed attempt the locker releases
 // the lock on every store that granted it or whose answer was lost,
 // before retrying.
+//
+// Once a lock is granted, the stores that failed during the attempt are
+// asked again in the background, under the same token and for the TTL the
+// others have left (twice at most, a store timeout apart, while the lock
+// is valid), and each Extend re-takes the lock on stores that lost it: so
+// the lock regains the redundancy it could have, and one more store loss
+// does not drop it below quorum. Unlock and Extend first stop that work
+// and wait for the calls under way.
 //
 // With a majority quorum, mutual exclusion survives the loss of a minority
 // of the stores, provided stores that restart do not come back empty while
@@ -67,7 +74,7 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 // Lock implements [Locker].
 func (m *MultiLocker) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error) {
 	const op = "lock"
-	if err := m.checkLock(op, resource, ttl); err != nil {
+	if err := m.checkLock(ctx, op, resource, ttl); err != nil {
 		return Lock{}, err
 	}
 	retry, err := m.policy(op, resource, collect(opts))
@@ -80,7 +87,7 @@ func (m *MultiLocker) Lock(ctx context.Context, resource string, ttl time.Durati
 // TryLock implements [Locker].
 func (m *MultiLocker) TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error) {
 	const op = "trylock"
-	if err := m.checkLock(op, resource, ttl); err != nil {
+	if err := m.checkLock(ctx, op, resource, ttl); err != nil {
 		return Lock{}, err
 	}
 	return m.acquire(ctx, op, resource, ttl, NoRetry)
@@ -101,20 +108,15 @@ type vote struct {
 	err error
 }
 
-// ballot collects the votes of one attempt. Its done channel closes when
-// every store has answered.
+// ballot collects the votes of one attempt: one per store, in a channel
+// with room for all of them, so no store's goroutine ever blocks. Votes
+// still due when the attempt decided are read by the attempt's cleanup or
+// by the background work on the granted lock (see backfill).
 type ballot struct {
 	votes chan vote
-	left  atomic.Int32
-	done  chan struct{}
 }
 
-func (b *ballot) cast(v vote) {
-	b.votes <- v
-	if b.left.Add(-1) == 0 {
-		close(b.done)
-	}
-}
+func (b *ballot) cast(v vote) { b.votes <- v }
 
 // attempt makes one Redlock attempt with a fresh token.
 func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, *Error) {
@@ -127,8 +129,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	}
 	n := len(m.stores)
 	start := time.Now()
-	b := &ballot{votes: make(chan vote, n), done: make(chan struct{})}
-	b.left.Store(int32(n))
+	b := &ballot{votes: make(chan vote, n)}
 	votes := b.votes
 	for i := range m.stores {
 		go m.acquireOne(ctx, op, i, resource, token, ttl, b)
@@ -175,13 +176,10 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	if met {
 		l := Lock{Resource: resource, Token: token, ValidUntil: m.validUntil(start, ttl)}
 		if l.Valid() {
-			// Stores still answering may yet take it under token: Unlock
-			// and Extend wait for them (see settle).
-			var pending <-chan struct{}
-			if received < n {
-				pending = b.done
-			}
-			m.held.putPending(l, pending)
+			// Stores still answering may yet take it under token, and
+			// those that failed are asked again in the background:
+			// Unlock and Extend wait for that work (see settle).
+			m.held.putPending(l, m.backfill(ctx, op, l, start, ttl, b, received, failures))
 			return l, nil
 		}
 		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, time.Since(start).Round(time.Microsecond))
@@ -367,7 +365,7 @@ func (m *MultiLocker) repair(ctx context.Context, op string, l Lock, ttl time.Du
 // IsLocked implements [Locker]: true if any store holds resource.
 func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, error) {
 	const op = "islocked"
-	if err := m.checkResource(op, resource); err != nil {
+	if err := m.checkQuery(ctx, op, resource); err != nil {
 		return false, err
 	}
 	held := make([]bool, len(m.stores))
@@ -395,7 +393,7 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 // out) and ErrNotHeld if fewer than a quorum of stores still held it.
 func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
-	if err := m.checkHeld(op, l); err != nil {
+	if err := m.checkHeld(ctx, op, l); err != nil {
 		return err
 	}
 	ctx = m.obs.begin(ctx, op, l.Resource)
@@ -408,15 +406,17 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 }
 
 // settle waits until every store has answered the acquisition of l, if it
-// was granted before they all did: a release or extension sent earlier
-// could overtake a slow store's acquisition (stores such as memcached
-// serve concurrent calls on separate connections), find nothing, and leave
-// that store holding the lock until its TTL runs out. Each answer is
-// bounded by the store timeout.
+// was granted before they all did, and stops the background retries of
+// the stores that failed, waiting for those under way: a release or
+// extension sent earlier could overtake a slow store's acquisition (stores
+// such as memcached serve concurrent calls on separate connections), find
+// nothing, and leave that store holding the lock until its TTL runs out.
+// Each answer is bounded by the store timeout.
 func (m *MultiLocker) settle(ctx context.Context, op string, l Lock) error {
 	if pending := m.held.pending(l); pending != nil {
+		pending.halt()
 		select {
-		case <-pending:
+		case <-pending.done:
 		case <-ctx.Done():
 			return &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
 		}
@@ -454,7 +454,7 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 	if m.closed.Load() {
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
 	}
-	if err := m.checkHeld(op, l); err != nil {
+	if err := m.checkHeld(ctx, op, l); err != nil {
 		return Lock{}, err
 	}
 	if err := m.checkTTL(op, l.Resource, ttl); err != nil {
@@ -543,6 +543,9 @@ func (m *MultiLocker) UnlockAll(ctx context.Context) error { return m.unlockAll(
 
 // Shutdown implements [Locker].
 func (m *MultiLocker) Shutdown(ctx context.Context) error {
+	if err := checkContext(ctx, "shutdown", ""); err != nil {
+		return err
+	}
 	m.closed.Store(true)
 	return m.UnlockAll(ctx)
 }

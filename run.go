@@ -32,6 +32,8 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 	const op = "run"
 	o := collect(opts)
 	switch {
+	case ctx == nil:
+		return invalidf(op, resource, "nil context")
 	case locker == nil:
 		return invalidf(op, resource, "nil Locker")
 	case fn == nil:

@@ -39,7 +39,7 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 // Lock implements [Locker].
 func (s *SingleLocker) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error) {
 	const op = "lock"
-	if err := s.checkLock(op, resource, ttl); err != nil {
+	if err := s.checkLock(ctx, op, resource, ttl); err != nil {
 		return Lock{}, err
 	}
 	retry, err := s.policy(op, resource, collect(opts))
@@ -52,7 +52,7 @@ func (s *SingleLocker) Lock(ctx context.Context, resource string, ttl time.Durat
 // TryLock implements [Locker].
 func (s *SingleLocker) TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error) {
 	const op = "trylock"
-	if err := s.checkLock(op, resource, ttl); err != nil {
+	if err := s.checkLock(ctx, op, resource, ttl); err != nil {
 		return Lock{}, err
 	}
 	return s.acquire(ctx, op, resource, ttl, NoRetry)
@@ -112,19 +112,31 @@ func (s *SingleLocker) unavailable(err error) *Error {
 	return &Error{Err: ErrUnavailable, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
 }
 
-// cleanup releases a lock whose acquisition had an unknown outcome.
+// cleanup releases a lock whose acquisition had an unknown outcome. A
+// release that fails is tried again, up to cleanupTries times within the
+// store timeout: the fault that broke the acquisition often broke more
+// than one connection of the client, and a release failing at once on
+// another of them would leave the lock held until its TTL runs out.
 func (s *SingleLocker) cleanup(ctx context.Context, op, resource, token string) {
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
-	t0 := s.obs.start()
-	err := s.store.Release(cctx, resource, token)
-	s.obs.storeCall(ctx, op, resource, s.store, "release", t0, err)
+	for range cleanupTries {
+		t0 := s.obs.start()
+		err := s.store.Release(cctx, resource, token)
+		s.obs.storeCall(ctx, op, resource, s.store, "release", t0, err)
+		if err == nil || errors.Is(err, ErrNotHeld) || cctx.Err() != nil {
+			return
+		}
+	}
 }
+
+// cleanupTries bounds the releases of a cleanup.
+const cleanupTries = 4
 
 // IsLocked implements [Locker].
 func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, error) {
 	const op = "islocked"
-	if err := s.checkResource(op, resource); err != nil {
+	if err := s.checkQuery(ctx, op, resource); err != nil {
 		return false, err
 	}
 	t0 := s.obs.start()
@@ -139,7 +151,7 @@ func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, err
 // Unlock implements [Locker].
 func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
-	if err := s.checkHeld(op, l); err != nil {
+	if err := s.checkHeld(ctx, op, l); err != nil {
 		return err
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
@@ -167,7 +179,7 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	if s.closed.Load() {
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
 	}
-	if err := s.checkHeld(op, l); err != nil {
+	if err := s.checkHeld(ctx, op, l); err != nil {
 		return Lock{}, err
 	}
 	if err := s.checkTTL(op, l.Resource, ttl); err != nil {
@@ -214,6 +226,9 @@ func (s *SingleLocker) UnlockAll(ctx context.Context) error { return s.unlockAll
 
 // Shutdown implements [Locker].
 func (s *SingleLocker) Shutdown(ctx context.Context) error {
+	if err := checkContext(ctx, "shutdown", ""); err != nil {
+		return err
+	}
 	s.closed.Store(true)
 	return s.UnlockAll(ctx)
 }

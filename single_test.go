@@ -222,3 +222,31 @@ func TestUnlockAllReportsStoreFailures(t *testing.T) {
 	wantNil(t, "UnlockAll() again", l.UnlockAll(ctx)) // the failed lock stayed on the list
 	noResidue(t, m)
 }
+
+// The cleanup after an ambiguous acquisition tries its release again when
+// it fails (on another connection broken by the same fault, say), within
+// the store timeout, rather than leave the lock held until its TTL.
+func TestSingleCleanupRetriesFailedRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset, AfterApply: true})
+		m.Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset, Times: 2})
+		l := mustSingle(t, m, nil)
+		_, err := l.TryLock(t.Context(), "res", time.Minute)
+		wantIs(t, "TryLock(res) with a lost reply", err, lock.ErrUnavailable)
+		noResidue(t, m)
+
+		// A release that keeps failing is given up after a few tries.
+		c := newCounting("c")
+		c.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset, AfterApply: true})
+		c.Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset, Times: memory.Always})
+		l = mustSingle(t, c, nil)
+		_, err = l.TryLock(t.Context(), "res", time.Minute)
+		wantIs(t, "TryLock(res) with a lost reply and failing releases", err, lock.ErrUnavailable)
+		if n := c.calls.Load(); n != 1+4 {
+			t.Errorf("the store got %d calls; want the acquisition and 4 releases", n)
+		}
+		c.ClearFaults()
+		c.Expire("res")
+	})
+}

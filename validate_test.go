@@ -185,3 +185,42 @@ func TestClosedLockerRefusesNewLocks(t *testing.T) {
 	wantIs(t, "Extend(a) after Shutdown", err, lock.ErrClosed)
 	wantIs(t, "Unlock(a) after Shutdown released it", l.Unlock(ctx, held), lock.ErrNotHeld)
 }
+
+// A nil context is bad input like any other: refused with ErrInvalid
+// before any store call, instead of a panic deep in a store.
+func TestNilContextRefused(t *testing.T) {
+	valid := lock.Lock{Resource: "r", Token: "t", ValidUntil: time.Now().Add(time.Second)}
+	var nilCtx context.Context
+	calls := map[string]func(l lock.Locker) error{
+		"Lock":      func(l lock.Locker) error { _, err := l.Lock(nilCtx, "r", time.Second); return err },
+		"TryLock":   func(l lock.Locker) error { _, err := l.TryLock(nilCtx, "r", time.Second); return err },
+		"IsLocked":  func(l lock.Locker) error { _, err := l.IsLocked(nilCtx, "r"); return err },
+		"Unlock":    func(l lock.Locker) error { return l.Unlock(nilCtx, valid) },
+		"Extend":    func(l lock.Locker) error { _, err := l.Extend(nilCtx, valid, time.Second); return err },
+		"UnlockAll": func(l lock.Locker) error { return l.UnlockAll(nilCtx) },
+		"Shutdown":  func(l lock.Locker) error { return l.Shutdown(nilCtx) },
+		"Run": func(l lock.Locker) error {
+			return lock.Run(nilCtx, l, "r", time.Second, func(context.Context, lock.Lock) error { return nil })
+		},
+	}
+	for name, call := range calls {
+		for _, multi := range []bool{false, true} {
+			c := newCounting("c")
+			var l lock.Locker = mustSingle(t, c, nil)
+			if multi {
+				l = mustMulti(t, []lock.Store{c, newCounting("d"), newCounting("e")}, nil)
+			}
+			err := call(l)
+			if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "nil context") {
+				t.Errorf("%s(nil ctx), multi=%v = %v; want ErrInvalid naming the nil context", name, multi, err)
+			}
+			if n := c.calls.Load(); n != 0 {
+				t.Errorf("%s(nil ctx), multi=%v: the store received %d calls; want none", name, multi, n)
+			}
+			// A locker refusing Shutdown(nil) is not shut down.
+			if _, err := l.TryLock(context.Background(), "after", time.Second); err != nil {
+				t.Errorf("%s(nil ctx), multi=%v: TryLock afterwards = %v; want nil", name, multi, err)
+			}
+		}
+	}
+}

@@ -14,18 +14,67 @@ const pollEvery = 10 * time.Millisecond
 
 // GoroutineSet is the set of goroutines alive at one moment, for a leak
 // check without any dependency: take one with [Goroutines] before a run,
-// and call Leaked after it.
+// and call Leaked (or Grown) after it.
 type GoroutineSet struct {
-	ids map[uint64]bool
+	ids   map[uint64]bool
+	kinds map[string]int // goroutines by signature, for Grown
 }
 
 // Goroutines returns the goroutines alive now.
 func Goroutines() GoroutineSet {
-	s := GoroutineSet{ids: make(map[uint64]bool)}
+	s := GoroutineSet{ids: make(map[uint64]bool), kinds: make(map[string]int)}
 	for _, g := range stacks() {
 		s.ids[g.id] = true
+		s.kinds[signature(g.stack)]++
 	}
 	return s
+}
+
+// Grown is Leaked for runs that replace goroutines of long-lived fixtures:
+// a shared server restarted during the run makes its admin client replace
+// its connection goroutines, which Leaked would report as new ones. Grown
+// compares counts instead of identities: it returns the stacks of the
+// goroutines in excess of the set's count for their signature (the
+// function they run and the function that started them). It can miss a
+// leak that exactly replaces a goroutine of the same signature that ended,
+// so prefer Leaked where fixtures are not restarted.
+func (s GoroutineSet) Grown(wait time.Duration, ignore ...string) []string {
+	deadline := time.Now().Add(wait)
+	for {
+		seen := make(map[string]int)
+		var grown []string
+		for _, g := range stacks() {
+			if ignored(g.stack, ignore) {
+				continue
+			}
+			sig := signature(g.stack)
+			if seen[sig]++; seen[sig] > s.kinds[sig] {
+				grown = append(grown, g.stack)
+			}
+		}
+		if len(grown) == 0 || !time.Now().Before(deadline) {
+			return grown
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// signature identifies what a goroutine is: the function at the top of its
+// stack that is not in the runtime, and the function that started it.
+func signature(stack string) string {
+	lines := strings.Split(stack, "\n")
+	top, creator := "", ""
+	for i := 1; i < len(lines); i++ { // lines[0] is the goroutine's header
+		l := lines[i]
+		switch {
+		case strings.HasPrefix(l, "created by "):
+			creator, _, _ = strings.Cut(strings.TrimPrefix(l, "created by "), " in goroutine")
+		case strings.HasPrefix(l, "\t"):
+		case top == "" && !strings.HasPrefix(l, "runtime.") && !strings.HasPrefix(l, "internal/") && !strings.HasPrefix(l, "sync."):
+			top, _, _ = strings.Cut(l, "(")
+		}
+	}
+	return top + " <- " + creator
 }
 
 // Leaked waits up to wait for the goroutines started since s was taken to

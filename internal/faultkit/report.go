@@ -62,7 +62,22 @@ type Report struct {
 	// measured.
 	Residue          int
 	LeakedGoroutines int
+
+	// Extra holds figures particular to a scenario (a command rate, a
+	// cancellation latency), appended to the line in order after the
+	// standard fields. Keys must be distinct from the standard ones.
+	Extra []Field
 }
+
+// Field is a figure particular to one scenario: a key made of lower-case
+// letters, digits and underscores, and its value.
+type Field struct{ Key, Value string }
+
+// Add appends a scenario-specific figure to the report.
+func (r *Report) Add(key, value string) { r.Extra = append(r.Extra, Field{key, value}) }
+
+// AddMillis appends a scenario-specific duration, in milliseconds.
+func (r *Report) AddMillis(key string, d time.Duration) { r.Add(key, ms(d)) }
 
 // Analyze computes the figures that the recorder alone gives.
 func Analyze(scenario, backend string, rec *Recorder) Report {
@@ -173,6 +188,9 @@ func (r Report) Line() string {
 	}
 	field("residue", count(r.Residue))
 	field("leaked_goroutines", count(r.LeakedGoroutines))
+	for _, f := range r.Extra {
+		field(word(f.Key), word(f.Value))
+	}
 	return b.String()
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,5 +144,54 @@ func TestResidue(t *testing.T) {
 	boom := errors.New("server down")
 	if _, err := faultkit.Residue(ctx, 0, func(context.Context) (int, error) { return 0, boom }); !errors.Is(err, boom) {
 		t.Errorf("Residue error = %v, want the counter's", err)
+	}
+}
+
+func TestReportExtra(t *testing.T) {
+	rep := faultkit.Report{Scenario: "storm", FaultSuccess: math.NaN()}
+	rep.Add("cmds_per_waiter_s", "3.5")
+	rep.AddMillis("cancel_p99_ms", 1500*time.Microsecond)
+	got := fields(t, rep.Line())
+	if got["cmds_per_waiter_s"] != "3.5" || got["cancel_p99_ms"] != "1.500" {
+		t.Errorf("extra fields missing from %q", rep.Line())
+	}
+	if !strings.HasSuffix(rep.Line(), "cmds_per_waiter_s=3.5 cancel_p99_ms=1.500") {
+		t.Errorf("extra fields not at the end, in order: %q", rep.Line())
+	}
+}
+
+// Grown counts goroutines by signature: a goroutine replaced by another
+// of the same kind is not a leak; one more of a kind is.
+func TestGrown(t *testing.T) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	park := func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-stop
+		}()
+	}
+	park()
+	base := faultkit.Goroutines()
+	// Replace the parked goroutine by another of the same kind.
+	close(stop)
+	wg.Wait()
+	stop = make(chan struct{})
+	park()
+	if got := base.Grown(0); len(got) != 0 {
+		t.Errorf("Grown after a replacement = %q, want none", got)
+	}
+	if got := base.Leaked(0); len(got) != 1 {
+		t.Errorf("Leaked after a replacement = %d goroutines, want the new one", len(got))
+	}
+	park()
+	if got := base.Grown(50 * time.Millisecond); len(got) != 1 || !strings.Contains(got[0], "TestGrown") {
+		t.Errorf("Grown with one more parked goroutine = %q, want it", got)
+	}
+	close(stop)
+	wg.Wait()
+	if got := base.Grown(5 * time.Second); len(got) != 0 {
+		t.Errorf("Grown after every goroutine ended = %q", got)
 	}
 }

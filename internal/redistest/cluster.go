@@ -248,31 +248,51 @@ func signature(nodes map[int]node) string {
 // MasterOf returns the node serving slot, as the running nodes see it.
 func (c *Cluster) MasterOf(t testing.TB, slot int) *Server {
 	t.Helper()
-	nodes := c.mustView(t)
+	s, err := c.masterOf(slot)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return s
+}
+
+func (c *Cluster) masterOf(slot int) (*Server, error) {
+	nodes, err := c.anyView()
+	if err != nil {
+		return nil, err
+	}
 	for _, n := range nodes {
 		if n.master && n.owns(slot) {
-			return c.byPort(t, n.port)
+			return c.byPort(n.port)
 		}
 	}
-	t.Fatalf("redistest: no master serves slot %d", slot)
-	return nil
+	return nil, fmt.Errorf("no master serves slot %d", slot)
 }
 
 // ReplicaOf returns a replica of master.
 func (c *Cluster) ReplicaOf(t testing.TB, master *Server) *Server {
 	t.Helper()
-	nodes := c.mustView(t)
+	s, err := c.replicaOf(master)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return s
+}
+
+func (c *Cluster) replicaOf(master *Server) (*Server, error) {
+	nodes, err := c.anyView()
+	if err != nil {
+		return nil, err
+	}
 	m, ok := nodes[master.Port]
 	if !ok {
-		t.Fatalf("redistest: %s is not in the cluster", master.Name)
+		return nil, fmt.Errorf("%s is not in the cluster", master.Name)
 	}
 	for _, n := range nodes {
 		if !n.master && n.masterID == m.id {
-			return c.byPort(t, n.port)
+			return c.byPort(n.port)
 		}
 	}
-	t.Fatalf("redistest: %s has no replica", master.Name)
-	return nil
+	return nil, fmt.Errorf("%s has no replica", master.Name)
 }
 
 // Failover makes the replica of the master serving slot take over, with
@@ -281,8 +301,24 @@ func (c *Cluster) ReplicaOf(t testing.TB, master *Server) *Server {
 // new master.
 func (c *Cluster) Failover(t testing.TB, slot int) *Server {
 	t.Helper()
-	old := c.MasterOf(t, slot)
-	replica := c.ReplicaOf(t, old)
+	s, err := c.FailoverSlot(slot)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return s
+}
+
+// FailoverSlot is Failover returning an error instead of failing a test,
+// for use as a fault injected from a goroutine other than the test's.
+func (c *Cluster) FailoverSlot(slot int) (*Server, error) {
+	old, err := c.masterOf(slot)
+	if err != nil {
+		return nil, err
+	}
+	replica, err := c.replicaOf(old)
+	if err != nil {
+		return nil, err
+	}
 	// Every node must see the replica serving slot. A manual failover
 	// gives up after a few seconds if the master does not answer in time
 	// (under load, say): ask again while the replica is still a replica.
@@ -298,7 +334,7 @@ func (c *Cluster) Failover(t testing.TB, slot int) *Server {
 		}
 		return nil
 	}
-	err := poll(clusterTimeout, func() error {
+	err = poll(clusterTimeout, func() error {
 		role, err := replica.Do("ROLE").ToArray()
 		if err != nil || len(role) == 0 {
 			return fmt.Errorf("ROLE on %s: %v", replica.Name, err)
@@ -320,20 +356,18 @@ func (c *Cluster) Failover(t testing.TB, slot int) *Server {
 		return c.waitHealthy()
 	})
 	if err != nil {
-		t.Fatalf("redistest: failover of slot %d to %s: %v", slot, replica.Name, err)
+		return nil, fmt.Errorf("failover of slot %d to %s: %w", slot, replica.Name, err)
 	}
-	return replica
+	return replica, nil
 }
 
-func (c *Cluster) byPort(t testing.TB, port int) *Server {
-	t.Helper()
+func (c *Cluster) byPort(port int) (*Server, error) {
 	for _, s := range c.Nodes {
 		if s.Port == port {
-			return s
+			return s, nil
 		}
 	}
-	t.Fatalf("redistest: no node on port %d", port)
-	return nil
+	return nil, fmt.Errorf("no node on port %d", port)
 }
 
 // node is one line of CLUSTER NODES.
@@ -355,10 +389,9 @@ func (n node) owns(slot int) bool {
 	return false
 }
 
-// mustView returns the topology as the first running node that answers
+// anyView returns the topology as the first running node that answers
 // sees it.
-func (c *Cluster) mustView(t testing.TB) map[int]node {
-	t.Helper()
+func (c *Cluster) anyView() (map[int]node, error) {
 	var errs []string
 	for _, s := range c.Nodes {
 		if !s.Running() {
@@ -366,12 +399,11 @@ func (c *Cluster) mustView(t testing.TB) map[int]node {
 		}
 		nodes, err := c.view(s)
 		if err == nil {
-			return nodes
+			return nodes, nil
 		}
 		errs = append(errs, err.Error())
 	}
-	t.Fatalf("redistest: no node answers CLUSTER NODES: %s", strings.Join(errs, "; "))
-	return nil
+	return nil, fmt.Errorf("no node answers CLUSTER NODES: %s", strings.Join(errs, "; "))
 }
 
 // view returns the topology as s sees it, by port.

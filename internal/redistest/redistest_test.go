@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock/internal/redistest"
 )
@@ -140,5 +143,115 @@ func TestSentinel(t *testing.T) {
 	}
 	if _, ok := c.Nodes()[s.Master.Addr()]; !ok {
 		t.Errorf("the sentinel client talks to %v; want the master %s", c.Nodes(), s.Master.Addr())
+	}
+}
+
+func TestFaultVerbs(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.NewClient(t)
+	ctx := t.Context()
+	set := func(key string, ttl time.Duration) {
+		t.Helper()
+		if err := c.Do(ctx, c.B().Set().Key(key).Value("v").PxMilliseconds(ttl.Milliseconds()).Build()).Error(); err != nil {
+			t.Fatalf("SET %s: %v", key, err)
+		}
+	}
+
+	t.Run("PExpire", func(t *testing.T) {
+		set("pexpire", time.Hour)
+		if ok, err := s.PExpire("pexpire", time.Millisecond); err != nil || !ok {
+			t.Fatalf("PExpire(pexpire) = %v, %v; want true", ok, err)
+		}
+		if ok, err := s.PExpire("missing", time.Millisecond); err != nil || ok {
+			t.Fatalf("PExpire(missing) = %v, %v; want false", ok, err)
+		}
+		eventually(t, func() bool { n, _ := s.Do("EXISTS", "pexpire").AsInt64(); return n == 0 })
+	})
+
+	t.Run("ClientPause writes", func(t *testing.T) {
+		if err := s.ClientPause(time.Minute, true); err != nil {
+			t.Fatal(err)
+		}
+		wrote := make(chan error, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			wrote <- c.Do(wctx, c.B().Set().Key("paused").Value("v").Build()).Error()
+		}()
+		// Reads answer during a write pause; the write waits.
+		if _, err := c.Do(ctx, c.B().Get().Key("paused").Build()).ToString(); !rueidis.IsRedisNil(err) {
+			t.Errorf("GET during a write pause = %v; want nil reply", err)
+		}
+		select {
+		case err := <-wrote:
+			t.Fatalf("SET answered during CLIENT PAUSE WRITE: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if err := s.ClientUnpause(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-wrote; err != nil {
+			t.Fatalf("SET after CLIENT UNPAUSE = %v", err)
+		}
+	})
+
+	t.Run("DebugSleep", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() { done <- s.DebugSleep(time.Second) }()
+		// Wait until the server is asleep: a PING then gets no answer.
+		eventually(t, func() bool {
+			pctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			return c.Do(pctx, c.B().Ping().Build()).Error() != nil
+		})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !s.Answers(5 * time.Second) {
+			t.Fatal("server does not answer after DEBUG SLEEP")
+		}
+	})
+
+	t.Run("ScriptFlush", func(t *testing.T) {
+		sha, err := s.Do("SCRIPT", "LOAD", "return 1").ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ScriptFlush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Do("EVALSHA", sha, "0").Error(); err == nil || !strings.Contains(err.Error(), "NOSCRIPT") {
+			t.Fatalf("EVALSHA after ScriptFlush = %v; want NOSCRIPT", err)
+		}
+	})
+
+	t.Run("restarts", func(t *testing.T) {
+		set("kept", time.Hour)
+		set("expires", 200*time.Millisecond)
+		if err := s.RestartPersisted(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Do("EXISTS", "kept").AsInt64(); err != nil || n != 1 {
+			t.Fatalf("EXISTS kept after RestartPersisted = %d, %v; want 1", n, err)
+		}
+		eventually(t, func() bool { n, _ := s.Do("EXISTS", "expires").AsInt64(); return n == 0 })
+		if err := s.RestartAfter(50 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		// The snapshot of the persisted restart is not loaded again.
+		if n, err := s.DBSize(); err != nil || n != 0 {
+			t.Fatalf("DBSIZE after RestartAfter = %d, %v; want 0 (empty restart)", n, err)
+		}
+	})
+}
+
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -55,7 +55,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 			continue
 		}
 		sentinel = &Server{Process: p}
-		if sentinel.admin, err = newClient(rueidis.ClientOption{InitAddress: []string{p.Addr()}, ForceSingleClient: true, PipelineMultiplex: -1}); err != nil {
+		if sentinel.admin, err = newClient(rueidis.ClientOption{InitAddress: []string{p.Addr()}, ForceSingleClient: true, PipelineMultiplex: -1, AlwaysPipelining: true}); err != nil {
 			p.Kill()
 			t.Fatalf("redistest: admin client of the sentinel: %v", err)
 		}

@@ -4,7 +4,9 @@
 // server is a [testserver.Process], so tests can kill it (SIGKILL), pause
 // and resume it (SIGSTOP/SIGCONT) and restart it on the same port; each
 // has an admin client for checks and for faults driven through commands
-// (SCRIPT FLUSH, CLUSTER FAILOVER, DEBUG SLEEP).
+// (CLIENT PAUSE, DEBUG SLEEP, SCRIPT FLUSH, PEXPIRE, CLUSTER FAILOVER),
+// and restarts come empty (Restart, RestartAfter) or with the data
+// (RestartPersisted).
 //
 // Servers run in the foreground without persistence (--save "",
 // --appendonly no), each in a directory of its own, and die with the test
@@ -91,6 +93,10 @@ func launch(path, dir string, extra ...string) (*Server, error) {
 			InitAddress:       []string{p.Addr()},
 			ForceSingleClient: true,
 			PipelineMultiplex: -1, // one connection: Restart repairs it with one PING
+			// Always in pipelining mode, so its connection always has the
+			// same goroutines: a leak check sees none appear when a
+			// reconnection after a restart changes the mode.
+			AlwaysPipelining: true,
 		})
 		if err != nil {
 			p.Kill()
@@ -108,9 +114,20 @@ func (s *Server) Close() {
 }
 
 // Restart kills the server if it runs and starts it again on the same
-// port, empty (there is no persistence), and waits until the admin client
-// has reconnected.
+// port, empty (there is no persistence, and any snapshot a SAVE left is
+// removed first), and waits until the admin client has reconnected. See
+// RestartPersisted for a restart that keeps the data.
 func (s *Server) Restart() error {
+	s.Process.Kill()
+	if err := s.removeSnapshot(); err != nil {
+		return err
+	}
+	return s.start()
+}
+
+// start starts the stopped server again on its port and waits until the
+// admin client has reconnected.
+func (s *Server) start() error {
 	if err := s.Process.Restart(); err != nil {
 		return err
 	}
@@ -135,8 +152,12 @@ func (s *Server) NewClient(t testing.TB, opts ...func(*rueidis.ClientOption)) ru
 }
 
 // Do runs an admin command, bounded by a few seconds.
-func (s *Server) Do(cmd ...string) rueidis.RedisResult {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (s *Server) Do(cmd ...string) rueidis.RedisResult { return s.doFor(0, cmd...) }
+
+// doFor runs an admin command expected to take about d, bounded by d and
+// a few seconds.
+func (s *Server) doFor(d time.Duration, cmd ...string) rueidis.RedisResult {
+	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
 	defer cancel()
 	return s.admin.Do(ctx, s.admin.B().Arbitrary(cmd...).Build())
 }

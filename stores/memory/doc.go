@@ -39,4 +39,11 @@
 //
 //	store.Inject(memory.Fault{Ops: memory.OpRelease, Err: errors.New("connection reset")})
 //	store.Expire("orders/42") // the holder's next Extend reports lock.ErrNotHeld
+//
+// A lock.MultiLocker asks the stores that failed while it granted a lock
+// again in the background, until the lock is unlocked or its validity
+// runs out. A synctest test that makes a store fail should therefore
+// Unlock its locks (or sleep past their TTL) before it returns: the fake
+// clock stops when the test's main goroutine returns, and a retry still
+// waiting then is reported as a deadlock.
 package memory

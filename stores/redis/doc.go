@@ -39,6 +39,22 @@
 // both sent to the master like the writes (never to a replica, which may
 // lag). No operation starts a goroutine or a timer except WaitRelease.
 //
+// A lock key holding something other than a string (a value some other
+// program wrote under the lock's name) is reported as a WRONGTYPE error,
+// never as contention: the scripts check the key's type when they find it
+// taken, and a refused SET NX is followed by a TYPE — a second round trip
+// on the refusal path only.
+//
+// Cancellation: rueidis serves a command on an idle connection
+// synchronously when the command's context has a deadline, and then
+// honours only the deadline (bounded by ClientOption.ConnWriteTimeout, ten
+// seconds by default), not an earlier cancellation; the handshake of a new
+// connection too. For calls that return as soon as their context is
+// canceled, create the client with AlwaysPipelining: rueidis then queues
+// every command, returns when the context ends, discards the late reply
+// and keeps the connection. (The lockers' own calls carry deadlines: the
+// store timeout of lock.MultiLocker, the caller's context.)
+//
 // The store makes one attempt per call: the client retries none of its
 // commands (it would retry reads on its own). An outcome it cannot be sure
 // of — a timeout or a broken connection after a command was sent, a
@@ -96,6 +112,17 @@
 // stampeding. On Redis before 7, Release still works (the script calls
 // SPUBLISH with pcall) and WaitRelease reports errors.ErrUnsupported, so
 // the lockers sleep their retry delay instead.
+//
+// # Restarts
+//
+// A server without persistence forgets its locks when it restarts, and
+// one that comes back at once can grant them again while they are still
+// valid elsewhere — the one fault Redlock's majority does not absorb.
+// [WithRestartGuard] makes a server that lost its data grant nothing
+// until a maximum TTL has passed (the Redlock "delayed restart", enforced
+// by the acquisition script with a marker key and the server's clock);
+// the alternative is to keep servers down for a maximum TTL after a crash,
+// or persistence with appendfsync always.
 //
 // # Administration
 //

@@ -15,6 +15,9 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return 0, err
 	}
+	if s.guard > 0 {
+		return s.acquireGuarded(ctx, true, resource, token, ttl)
+	}
 	lockKey, fenceKey := s.keys(resource)
 	if s.replicas > 0 {
 		return s.acquireReplicated(ctx, true, lockKey, fenceKey, token, ttl)

@@ -17,6 +17,7 @@ type config struct {
 	replicas       int
 	replicaTimeout time.Duration
 	fenceRetention time.Duration
+	guard          time.Duration // WithRestartGuard's maxTTL; 0: no guard
 }
 
 // DefaultPrefix is the key prefix of a Store made without WithPrefix.

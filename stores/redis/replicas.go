@@ -55,7 +55,7 @@ func (s *Store) acquireReplicated(ctx context.Context, fenced bool, lockKey, fen
 			return 0, lock.ErrNotAcquired
 		}
 	} else if err = acquired.Error(); rueidis.IsRedisNil(err) {
-		return 0, lock.ErrNotAcquired
+		return 0, s.refused(ctx, lockKey)
 	}
 	if err != nil {
 		return 0, s.failed(ctx, err)

@@ -39,10 +39,17 @@ func newScript(nkeys, nargs int, src string) script {
 // resource per microsecond. That holds unless the server's clock goes
 // back. The usual path is two commands: SET NX PX and INCR.
 //
+// A lock key that holds something other than a string was not written by
+// a lock store: the script answers WRONGTYPE, an error, rather than
+// passing it off as contention.
+//
 // KEYS: lock, fence. ARGV: token, ttl (ms), counter TTL (ms).
 // Returns 0 if the resource is held, the fence otherwise.
 var acquireScript = newScript(2, 3, `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then
+		return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock')
+	end
 	return 0
 end
 local fence = redis.call('INCR', KEYS[2])

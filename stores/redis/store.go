@@ -21,6 +21,7 @@ type Store struct {
 	config
 
 	retentionArg    string                 // fenceRetention in ms, for the acquire script
+	guardArg        string                 // the guard's maxTTL in ms, for the guarded script
 	lastTTL         atomic.Pointer[ttlArg] // see ttlArg
 	subOwner        any                    // whose subscriptions this store shares: see hub
 	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
@@ -51,7 +52,10 @@ func New(client rueidis.Client, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{client: client, config: c, retentionArg: itoa(millis(c.fenceRetention))}
+	if err := c.checkGuard(client); err != nil {
+		return nil, err
+	}
+	s := &Store{client: client, config: c, retentionArg: itoa(millis(c.fenceRetention)), guardArg: itoa(millis(c.guard))}
 	if s.name == "" {
 		s.name = defaultName(client)
 	}
@@ -87,6 +91,10 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return err
 	}
+	if s.guard > 0 {
+		_, err := s.acquireGuarded(ctx, false, resource, token, ttl)
+		return err
+	}
 	key := s.lockKey(resource)
 	if s.replicas > 0 {
 		_, err := s.acquireReplicated(ctx, false, key, "", token, ttl)
@@ -97,9 +105,25 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	case err == nil:
 		return nil
 	case rueidis.IsRedisNil(err):
-		return lock.ErrNotAcquired
+		return s.refused(ctx, key)
 	}
 	return s.failed(ctx, err)
+}
+
+// refused returns the error of a SET NX that found key taken:
+// lock.ErrNotAcquired if key holds a lock (a string), and an error if it
+// holds another type of value — a key that no lock store wrote, which is
+// not contention and would otherwise never be freed by a release. It
+// costs one more round trip, on the refusal path only.
+func (s *Store) refused(ctx context.Context, key string) error {
+	typ, err := s.client.Do(ctx, s.client.B().Type().Key(key).Build()).ToString()
+	switch {
+	case err != nil:
+		return s.failed(ctx, err)
+	case typ == "string" || typ == "none": // "none": it expired since the SET
+		return lock.ErrNotAcquired
+	}
+	return fmt.Errorf("redis: WRONGTYPE: lock key %q holds a %s, not a lock", key, typ)
 }
 
 // Release implements [lock.Store]: a compare-and-delete script, one round

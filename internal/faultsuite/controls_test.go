@@ -1,0 +1,119 @@
+package faultsuite_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/redis"
+)
+
+// The positive controls on real servers. Each runs a deliberately broken
+// variant, test-only, which the checkers must catch, next to its correct
+// twin, which they must pass. The other controls live with their themes:
+// restart without delay (kills_test.go), failover without WAIT
+// (cluster_test.go), memcached without -M (memcache_test.go).
+
+// carelessRelease is a Redis store whose Release deletes the key without
+// checking the token (a plain DEL): a holder whose lock expired deletes
+// its successor's.
+type carelessRelease struct {
+	*redis.Store
+	client rueidis.Client
+	prefix string
+}
+
+func (c carelessRelease) Release(ctx context.Context, resource, _ string) error {
+	return c.client.Do(ctx, c.client.B().Del().Key(redisKey(c.prefix, resource)).Build()).Error()
+}
+
+// Holders outstay their TTL and release late: with a careless release,
+// the late release frees the successor's lock and a third client takes it
+// while the successor still holds it.
+func TestControlReleaseWithoutTokenCheck(t *testing.T) {
+	for _, broken := range []bool{true, false} {
+		name := "twin-release-with-token-check"
+		if broken {
+			name = "control-release-without-token-check"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := begin(t, name, "redis")
+			if broken {
+				s.control = true
+			}
+			servers := s.redisServers(1)
+			b, prefix := s.redisBackend("redis", servers)
+			if broken {
+				stores := b.stores
+				b.stores = func(client int) []lock.Store {
+					c := s.redisClient(servers[0].Addr())
+					return []lock.Store{carelessRelease{stores(client)[0].(*redis.Store), c, prefix}}
+				}
+			}
+			const ttl = 100 * time.Millisecond
+			cfg := b.config(3, ttl, 150*time.Millisecond, 1500*time.Millisecond)
+			rep, res := s.run(cfg)
+			if res.Skipped == 0 {
+				t.Errorf("the holders did not outstay their TTL: %s", rep.Line())
+			}
+			s.finish(rep, ttl+time.Second, b.count)
+		})
+	}
+}
+
+// naiveValidity is a locker that reports a validity of the full TTL from
+// the moment the acquisition returned, ignoring the time the request took
+// and the clock-drift allowance.
+type naiveValidity struct{ lock.Locker }
+
+func (l naiveValidity) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.Option) (lock.Lock, error) {
+	held, err := l.Locker.Lock(ctx, resource, ttl, opts...)
+	if err == nil {
+		held.ValidUntil = time.Now().Add(ttl)
+	}
+	return held, err
+}
+
+// One client's replies take half the TTL to arrive. Counted from the
+// reply, its lock seems valid for a whole TTL, but the server set it half
+// a TTL earlier: another client takes it once it expires on the server,
+// while the slow client still believes it holds it.
+func TestControlValidityWithoutElapsedTime(t *testing.T) {
+	for _, broken := range []bool{true, false} {
+		name := "twin-validity-with-elapsed-time"
+		if broken {
+			name = "control-validity-without-elapsed-time"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := begin(t, name, "redis")
+			if broken {
+				s.control = true
+			}
+			const ttl = 500 * time.Millisecond
+			b := s.slowClient("redis", s.redisServers(1), ttl/2, time.Second)
+			cfg := b.config(2, ttl, 400*time.Millisecond, 4*time.Second)
+			lockers := b.prebuilt(t, 2)
+			cfg.NewLocker = func(i int) (lock.Locker, func(), error) {
+				l, c, err := lockers(i)
+				switch {
+				case i == 0 && broken:
+					l = naiveValidity{l}
+				case i == 1:
+					l = napAfterUnlock{l, ttl} // so that the slow client gets turns
+				}
+				return l, c, err
+			}
+			s.slowDown()
+			rep, _ := s.run(cfg)
+			if broken && rep.ValidityViolations == 0 {
+				t.Errorf("the validity-vs-server checker is blind to a validity that ignores elapsed time: %s", rep.Line())
+			}
+			rep.Add("reply_latency_ms", fmt.Sprint((ttl / 2).Milliseconds()))
+			s.finish(rep, ttl+time.Second, b.count)
+		})
+	}
+}
