@@ -23,13 +23,16 @@
 //
 // Locks live in 64 shards, each a mutex and a map, so goroutines locking
 // distinct resources rarely contend. No goroutine or timer is started per
-// lock: an expired lock is removed when next touched, and a shard sweeps
-// out its expired locks whenever it has doubled in size since its last
-// sweep, so memory stays bounded by the number of live locks.
+// lock. A released or expired lock leaves its entry in the map, free, so
+// that locking the resource again reuses it (no map insertion or
+// deletion on the hot path); a shard sweeps out its free entries whenever
+// it has doubled in size since its last sweep, so memory stays bounded by
+// the number of live locks. A lock+unlock pair costs about 100ns and no
+// allocation on one core (BenchmarkStore).
 //
 // # Testing with it
 //
-// The Store reads the time with time.Now and waits with timers, so inside a
+// The Store reads the time with time.Since and waits with timers, so inside a
 // testing/synctest bubble it runs on the bubble's fake clock: tests of
 // expiry, retries and extension need no sleeps.
 //
