@@ -131,10 +131,14 @@ func (c *core) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*c.driftFactor) + driftConstant + c.granularity
 }
 
+// validity is how long a lock of ttl is valid from the start of its
+// acquisition or extension.
+func (c *core) validity(ttl time.Duration) time.Duration { return ttl - c.drift(ttl) }
+
 // validUntil is the validity end of a lock of ttl whose acquisition or
 // extension started at start.
 func (c *core) validUntil(start time.Time, ttl time.Duration) time.Time {
-	return start.Add(ttl - c.drift(ttl))
+	return start.Add(c.validity(ttl))
 }
 
 // checkResource validates a resource name.

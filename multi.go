@@ -232,7 +232,7 @@ func (m *MultiLocker) call(ctx context.Context, op, resource, storeOp string, i 
 		err = timeoutError{after: m.storeTimeout.String()}
 	}
 	cancel()
-	m.obs.storeCall(ctx, op, resource, m.stores[i], storeOp, t0, err)
+	m.obs.storeCall(ctx, op, resource, &m.stores[i], storeOp, t0, err)
 	return err
 }
 
@@ -305,7 +305,7 @@ func (m *MultiLocker) waitFunc(op, resource string) waitFunc {
 			go func() {
 				t0 := m.obs.start()
 				err := s.waiter.WaitRelease(wctx, resource)
-				m.obs.storeCall(ctx, op, resource, s, "wait", t0, err)
+				m.obs.storeCall(ctx, op, resource, &s, "wait", t0, err)
 				woke <- err == nil
 			}()
 		}
