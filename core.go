@@ -20,6 +20,7 @@ type core struct {
 	storeTimeout time.Duration
 	retry        Retry
 	granularity  time.Duration // largest TTL granularity among the stores
+	noFence      bool
 	validators   []ResourceValidator
 	held         heldSet
 	closed       atomic.Bool
@@ -29,10 +30,10 @@ type core struct {
 // storeRef is a store with its capabilities resolved once.
 type storeRef struct {
 	Store
-	index  int
-	name   string
-	ext    Extender
-	fencer Fencer
+	index   int
+	name    string
+	ext     Extender
+	fencer  Fencer
 	waiter Waiter
 }
 
@@ -45,6 +46,7 @@ func (c *core) init(op string, o *Options) error {
 	c.driftFactor = o.DriftFactor
 	c.storeTimeout = o.StoreTimeout
 	c.retry = DefaultRetry
+	c.noFence = o.NoFence
 	c.obs = newObserver(o.Hook)
 	c.held.init()
 	if c.tokens == nil {
@@ -89,7 +91,9 @@ func (c *core) resolve(op string, stores []Store) ([]storeRef, error) {
 		}
 		r := storeRef{Store: s, index: i, name: storeName(i, len(stores), s)}
 		r.ext, _ = s.(Extender)
-		r.fencer, _ = s.(Fencer)
+		if !c.noFence {
+			r.fencer, _ = s.(Fencer)
+		}
 		r.waiter, _ = s.(Waiter)
 		if g, ok := s.(Granular); ok && g.TTLGranularity() > c.granularity {
 			c.granularity = g.TTLGranularity()
