@@ -34,7 +34,8 @@ type storeRef struct {
 	name    string
 	ext     Extender
 	fencer  Fencer
-	waiter Waiter
+	waiter  Waiter
+	starter Starter
 }
 
 // init sets c up from o (nil: the defaults).
@@ -95,6 +96,7 @@ func (c *core) resolve(op string, stores []Store) ([]storeRef, error) {
 			r.fencer, _ = s.(Fencer)
 		}
 		r.waiter, _ = s.(Waiter)
+		r.starter, _ = s.(Starter)
 		if g, ok := s.(Granular); ok && g.TTLGranularity() > c.granularity {
 			c.granularity = g.TTLGranularity()
 		}

@@ -81,6 +81,8 @@
 //   - [Granular] (coarse expiry): without it, expiry is taken as exact.
 //   - [ResourceValidator] (names the store cannot hold): without it, every
 //     non-empty name is accepted.
+//   - [Starter] (start a call without waiting for it): without it, a
+//     MultiLocker runs each store call in a goroutine of its own.
 //
 // # Guarantees
 //
