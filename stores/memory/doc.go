@@ -16,6 +16,9 @@
 //   - [lock.Waiter]: WaitRelease blocks without polling and is woken by
 //     Release, Expire or expiry; a release wakes one waiter, in arrival
 //     order, so waiters take turns instead of stampeding.
+//   - [lock.Starter]: Start makes the call at once on the caller's
+//     goroutine (in a goroutine of its own while faults are injected), so
+//     a lock.MultiLocker over memory stores starts no goroutine per call.
 //
 // TTLs are exact: the store has no granularity.
 //

@@ -27,6 +27,7 @@ var (
 	_ lock.TTLReader = (*Store)(nil)
 	_ lock.Fencer    = (*Store)(nil)
 	_ lock.Waiter    = (*Store)(nil)
+	_ lock.Starter   = (*Store)(nil)
 )
 
 const shardCount = 64
