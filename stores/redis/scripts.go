@@ -94,9 +94,12 @@ func (sc *script) cmd(b rueidis.Builder, full bool, keys *[2]string, args *[3]st
 // ignored, as the script says how many it takes).
 func (s *Store) eval(ctx context.Context, sc *script, k1, k2, a1, a2, a3 string) rueidis.RedisResult {
 	keys, args := [2]string{k1, k2}, [3]string{a1, a2, a3}
-	r := s.client.Do(ctx, sc.cmd(s.client.B(), false, &keys, &args))
+	full := false
+	build := func() rueidis.Completed { return sc.cmd(s.client.B(), full, &keys, &args) }
+	r := s.do(ctx, build)
 	if isNoScript(r.Error()) {
-		r = s.client.Do(ctx, sc.cmd(s.client.B(), true, &keys, &args))
+		full = true
+		r = s.do(ctx, build)
 	}
 	return r
 }

@@ -92,7 +92,9 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 		_, err := s.acquireReplicated(ctx, false, key, "", token, ttl)
 		return err
 	}
-	err := s.client.Do(ctx, s.client.B().Set().Key(key).Value(token).Nx().PxMilliseconds(millis(ttl)).Build()).Error()
+	err := s.do(ctx, func() rueidis.Completed {
+		return s.client.B().Set().Key(key).Value(token).Nx().PxMilliseconds(millis(ttl)).Build()
+	}).Error()
 	switch {
 	case err == nil:
 		return nil

@@ -49,7 +49,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	// A first look while the subscription is being made: a free resource
 	// or a failing server is known at once. If held, look again once
 	// subscribed, so that a release in between is not missed.
-	ms, err := s.pttl(ctx, key)
+	ms, err := s.pttlWaiting(ctx, key)
 	switch {
 	case err != nil:
 		return s.failed(ctx, err)
@@ -78,7 +78,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	}()
 	for {
 		w := t.enqueue() // before looking, so a release after the look wakes it
-		ms, err := s.pttl(ctx, key)
+		ms, err := s.pttlWaiting(ctx, key)
 		if err != nil {
 			t.dequeue(w, true)
 			return s.failed(ctx, err)
