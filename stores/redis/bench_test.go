@@ -94,21 +94,30 @@ func BenchmarkAcquireFencedRelease(b *testing.B) {
 	})
 }
 
-// BenchmarkSingleLocker is TryLock+Unlock through lock.SingleLocker, which
-// acquires fenced, with random tokens.
+// BenchmarkSingleLocker is TryLock+Unlock through lock.SingleLocker with
+// random tokens: fenced (the default, the acquire script) and with
+// Options.NoFence (SET NX PX).
 func BenchmarkSingleLocker(b *testing.B) {
 	s, _ := benchStore(b)
-	l, err := lock.NewSingle(s, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	parallel(b, func(ctx context.Context, resource, _ string) error {
-		held, err := l.TryLock(ctx, resource, 10*time.Second)
-		if err != nil {
-			return err
+	for _, noFence := range []bool{false, true} {
+		name := "fenced"
+		if noFence {
+			name = "no-fence"
 		}
-		return l.Unlock(ctx, held)
-	})
+		b.Run(name, func(b *testing.B) {
+			l, err := lock.NewSingle(s, &lock.Options{NoFence: noFence})
+			if err != nil {
+				b.Fatal(err)
+			}
+			parallel(b, func(ctx context.Context, resource, _ string) error {
+				held, err := l.TryLock(ctx, resource, 10*time.Second)
+				if err != nil {
+					return err
+				}
+				return l.Unlock(ctx, held)
+			})
+		})
+	}
 }
 
 // BenchmarkContended is Lock+Unlock by 16 goroutines on one resource,
@@ -207,7 +216,27 @@ func BenchmarkMulti(b *testing.B) {
 		}
 		return l.Unlock(ctx, held)
 	}
-	b.Run("raw-parallel", func(b *testing.B) { parallel(b, rawFanout(clients, true)) })
-	b.Run("raw-sequential", func(b *testing.B) { parallel(b, rawFanout(clients, false)) })
-	b.Run("locker", func(b *testing.B) { parallel(b, locker) })
+	pairs := []struct {
+		name string
+		pair func(ctx context.Context, resource, token string) error
+	}{
+		{"raw-parallel", rawFanout(clients, true)},
+		{"raw-sequential", rawFanout(clients, false)},
+		{"locker", locker},
+	}
+	for _, p := range pairs {
+		b.Run(p.name, func(b *testing.B) { parallel(b, p.pair) })
+	}
+	// One goroutine: ns/op is the latency of a lock+unlock pair.
+	for _, p := range pairs {
+		b.Run("1-goroutine/"+p.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.pair(ctx, "alone", "alone-token"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

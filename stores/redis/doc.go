@@ -25,6 +25,10 @@
 //     script publishes, or by the lock's expiry; waiters do not poll.
 //   - [lock.ResourceValidator]: any name of 1 to [MaxResourceLen] bytes,
 //     braces, NUL and invalid UTF-8 included.
+//   - [lock.Starter]: Start, so that a lock.MultiLocker over several
+//     Redis masters needs no goroutine per store per call: calls started
+//     by all goroutines are sent together, one batch at a time per store,
+//     by a goroutine that runs only while calls are waiting.
 //
 // TTLs have millisecond precision and are rounded up to whole
 // milliseconds, so the store reports no granularity.
@@ -37,7 +41,8 @@
 // server answers NOSCRIPT (after SCRIPT FLUSH, a restart or a failover),
 // so NOSCRIPT never reaches the caller. Exists is EXISTS, TTL is PTTL,
 // both sent to the master like the writes (never to a replica, which may
-// lag). No operation starts a goroutine or a timer except WaitRelease.
+// lag). No operation starts a goroutine or a timer except WaitRelease, and
+// Start while its queue is not empty.
 //
 // The store makes one attempt per call: the client retries none of its
 // commands (it would retry reads on its own). An outcome it cannot be sure

@@ -24,6 +24,7 @@ type Store struct {
 	lastTTL         atomic.Pointer[ttlArg] // see ttlArg
 	subOwner        any                    // whose subscriptions this store shares: see hub
 	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
+	pipe            pipeline               // calls started with Start
 }
 
 var (
@@ -33,6 +34,7 @@ var (
 	_ lock.Fencer            = (*Store)(nil)
 	_ lock.Waiter            = (*Store)(nil)
 	_ lock.ResourceValidator = (*Store)(nil)
+	_ lock.Starter           = (*Store)(nil)
 )
 
 // New returns a Store that takes locks through client. The caller owns
