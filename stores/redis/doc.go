@@ -54,12 +54,13 @@
 // # Keys and Redis Cluster
 //
 // A resource r is stored under prefix + "{" + e + "}", where e is r with
-// "%" and "}" percent-escaped, and its fence counter under the same key
-// followed by ":fence". The braces are a hash tag, so both keys of a lock
-// share one cluster slot and the scripts run on one node; the escaping
-// keeps distinct resources, such as "x" and "{x}", on distinct keys. The
-// release notification uses the lock key as a shard channel. MOVED and ASK
-// redirects are followed by the client.
+// "%" and "}" percent-escaped, its fence counter under the same key
+// followed by ":fence", and the queue of its waiters followed by
+// ":waiters". The braces are a hash tag, so every key of a lock shares
+// one cluster slot and the scripts run on one node; the escaping keeps
+// distinct resources, such as "x" and "{x}", on distinct keys. A waiter's
+// shard channel is the waiters' key followed by ":" and the waiter's id,
+// in the same slot. MOVED and ASK redirects are followed by the client.
 //
 // # Fencing
 //
@@ -92,15 +93,20 @@
 //
 // # Waiting for release
 //
-// WaitRelease subscribes (SSUBSCRIBE) to the resource's shard channel on
-// the node holding it, then reads the lock's PTTL; Release publishes on
-// that channel (SPUBLISH). No release after the call began is missed, and
-// expiry wakes waiters through a timer armed from the PTTL. Waiters of one
-// process share a subscription, dropped once the last returns; a release
-// wakes the longest-waiting of them, so they take turns instead of
-// stampeding. On Redis before 7, Release still works (the script calls
-// SPUBLISH with pcall) and WaitRelease reports errors.ErrUnsupported, so
-// the lockers sleep their retry delay instead.
+// WaitRelease subscribes (SSUBSCRIBE) to a shard channel of its own on the
+// node holding the resource, then gets in line in the resource's waiters'
+// queue (a list) and reads the lock's PTTL, in one script. Release pops
+// the first subscription in line and publishes on its channel (SPUBLISH):
+// one release wakes one waiter across every process, in the order they got
+// in line, and no other process hears of it. No release after the call
+// began is missed, and expiry wakes waiters through a timer armed from the
+// PTTL. Waiters of one process share a subscription, which stays a moment
+// after the last returns (the lockers come back after each attempt) and
+// wakes them longest-waiting first. Releases by versions of this package
+// that published on the lock key itself are not heard: their waiters fall
+// back to the lockers' retry delay. On Redis before 7, Release still works
+// (the script calls SPUBLISH with pcall) and WaitRelease reports
+// errors.ErrUnsupported, so the lockers sleep their retry delay instead.
 //
 // # Replication
 //

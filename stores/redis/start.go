@@ -38,7 +38,12 @@ func (s *Store) Start(ctx context.Context, c lock.Call, done func(error)) {
 		go func() { done(c.Run(ctx, s)) }()
 		return
 	}
-	sc := startedCall{ctx: ctx, call: c, key: s.lockKey(c.Resource), done: done}
+	sc := startedCall{ctx: ctx, call: c, done: done}
+	if c.Op == lock.CallRelease {
+		sc.key, sc.waiters = s.lockAndWaiters(c.Resource)
+	} else {
+		sc.key = s.lockKey(c.Resource)
+	}
 	sc.cmd = s.command(&sc, false)
 	s.pipe.mu.Lock()
 	s.pipe.queue = append(s.pipe.queue, sc)
@@ -61,11 +66,12 @@ type pipeline struct {
 // startedCall is a call queued by Start. It keeps the caller's context,
 // for its deadline and to tell its outcome, until the call is answered.
 type startedCall struct {
-	ctx  context.Context
-	call lock.Call
-	key  string
-	cmd  rueidis.Completed
-	done func(error)
+	ctx     context.Context
+	call    lock.Call
+	key     string
+	waiters string // the waiters' queue, for a release
+	cmd     rueidis.Completed
+	done    func(error)
 }
 
 // command builds the command of sc: EVALSHA for the scripts, or EVAL
@@ -77,7 +83,7 @@ func (s *Store) command(sc *startedCall, full bool) rueidis.Completed {
 	case lock.CallAcquire:
 		return b.Set().Key(sc.key).Value(c.Token).Nx().PxMilliseconds(millis(c.TTL)).Build()
 	case lock.CallRelease:
-		keys, args := [2]string{sc.key}, [3]string{c.Token}
+		keys, args := [2]string{sc.key, sc.waiters}, [3]string{c.Token}
 		return releaseScript.cmd(b, full, &keys, &args)
 	default: // lock.CallExtend
 		keys, args := [2]string{sc.key}, [3]string{c.Token, s.ttlArg(c.TTL)}

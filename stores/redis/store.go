@@ -112,7 +112,7 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err := s.check(ctx, resource, token, 1); err != nil {
 		return err
 	}
-	released, err := s.release(ctx, s.lockKey(resource), token)
+	released, err := s.release(ctx, resource, token)
 	switch {
 	case err != nil:
 		return s.failed(ctx, err)
@@ -122,9 +122,15 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	return nil
 }
 
-// release runs the release script on key.
-func (s *Store) release(ctx context.Context, key, token string) (bool, error) {
-	n, err := s.eval(ctx, &releaseScript, key, "", token, "", "").AsInt64()
+// release runs the release script for resource.
+func (s *Store) release(ctx context.Context, resource, token string) (bool, error) {
+	lockKey, waitersKey := s.lockAndWaiters(resource)
+	return s.releaseKeys(ctx, lockKey, waitersKey, token)
+}
+
+// releaseKeys runs the release script on a lock key and its waiters' key.
+func (s *Store) releaseKeys(ctx context.Context, lockKey, waitersKey, token string) (bool, error) {
+	n, err := s.eval(ctx, &releaseScript, lockKey, waitersKey, token, "", "").AsInt64()
 	return n == 1, err
 }
 
