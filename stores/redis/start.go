@@ -134,16 +134,22 @@ func (s *Store) send(batch []startedCall) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
-	if !deadline.IsZero() {
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-	}
-	defer cancel()
+	var ctx context.Context
 	var results []rueidis.RedisResult
 	if len(cmds) == 1 {
+		// The call's own context: no context or timer for the batch.
+		// (Its cancellation may then cut the call short, as it would
+		// the blocking method's.)
+		ctx = live[0].ctx
 		one := [1]rueidis.RedisResult{s.client.Do(ctx, cmds[0])}
 		results = one[:]
 	} else {
+		var cancel context.CancelFunc = func() {}
+		ctx = context.Background()
+		if !deadline.IsZero() {
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+		}
+		defer cancel()
 		results = s.client.DoMulti(ctx, cmds...)
 	}
 
