@@ -81,7 +81,7 @@ func (s *Store) command(sc *startedCall, full bool) rueidis.Completed {
 	c := sc.call
 	switch c.Op {
 	case lock.CallAcquire:
-		return b.Set().Key(sc.key).Value(c.Token).Nx().PxMilliseconds(millis(c.TTL)).Build()
+		return s.setNX(b, sc.key, c.Token, c.TTL)
 	case lock.CallRelease:
 		keys, args := [2]string{sc.key, sc.waiters}, [3]string{c.Token}
 		return releaseScript.cmd(b, full, &keys, &args)

@@ -95,7 +95,7 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 		return err
 	}
 	err := s.do(ctx, func() rueidis.Completed {
-		return s.client.B().Set().Key(key).Value(token).Nx().PxMilliseconds(millis(ttl)).Build()
+		return s.setNX(s.client.B(), key, token, ttl)
 	}).Error()
 	switch {
 	case err == nil:
@@ -104,6 +104,12 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 		return lock.ErrNotAcquired
 	}
 	return s.failed(ctx, err)
+}
+
+// setNX builds SET key token NX PX ttl, with the TTL argument cached (see
+// ttlArg).
+func (s *Store) setNX(b rueidis.Builder, key, token string, ttl time.Duration) rueidis.Completed {
+	return b.Arbitrary("SET").Keys(key).Args(token, "NX", "PX", s.ttlArg(ttl)).Build()
 }
 
 // Release implements [lock.Store]: a compare-and-delete script, one round
