@@ -536,16 +536,22 @@ func openRedsyncMulti(e env) (client, error) {
 func memcachedLibraries() []library {
 	return []library{
 		{name: "gomemcache raw (floor)", floor: true, open: openRawMemcache},
-		{name: "lockkit store", open: openMemcacheStore},
-		{name: "lockkit SingleLocker", open: openMemcacheLocker},
+		{name: "lockkit store", open: func(e env) (client, error) { return openMemcacheStore(e, false) }},
+		{name: "lockkit store, cancelable ctx", open: func(e env) (client, error) { return openMemcacheStore(e, true) }},
+		{name: "lockkit SingleLocker", open: func(e env) (client, error) { return openMemcacheLocker(e, 128) }},
+		{name: "lockkit SingleLocker, 2 idle conns (gomemcache default)", open: func(e env) (client, error) { return openMemcacheLocker(e, 0) }},
 	}
 }
 
 // newMemcache returns a client that keeps enough idle connections for 64
-// goroutines: with gomemcache's default of 2, most calls dial.
-func newMemcache(addr string) *memcache.Client {
+// goroutines (with gomemcache's default of 2, most calls dial).
+func newMemcache(addr string) *memcache.Client { return newMemcacheIdle(addr, 128) }
+
+// newMemcacheIdle returns a client keeping idle idle connections; 0 keeps
+// gomemcache's default (2).
+func newMemcacheIdle(addr string, idle int) *memcache.Client {
 	c := memcache.New(addr)
-	c.MaxIdleConns = 128
+	c.MaxIdleConns = idle
 	c.Timeout = time.Second
 	return c
 }
@@ -594,9 +600,13 @@ type storeMutex struct {
 	key   string
 	token string
 	ttl   time.Duration
+	ctx   context.Context // if set, used instead of the caller's
 }
 
 func (m *storeMutex) tryLock(ctx context.Context) (bool, error) {
+	if m.ctx != nil {
+		ctx = m.ctx
+	}
 	err := m.s.Acquire(ctx, m.key, m.token, m.ttl)
 	if errors.Is(err, lock.ErrNotAcquired) {
 		return false, nil
@@ -606,22 +616,34 @@ func (m *storeMutex) tryLock(ctx context.Context) (bool, error) {
 
 func (m *storeMutex) lock(ctx context.Context) error { return poll(ctx, m.tryLock) }
 
-func (m *storeMutex) unlock(ctx context.Context) error { return m.s.Release(ctx, m.key, m.token) }
+func (m *storeMutex) unlock(ctx context.Context) error {
+	if m.ctx != nil {
+		ctx = m.ctx
+	}
+	return m.s.Release(ctx, m.key, m.token)
+}
 
-func openMemcacheStore(e env) (client, error) {
+// openMemcacheStore calls the store directly, with the caller's
+// context.Background, or with a context that can be canceled (and never
+// is), which makes the store run each call in a goroutine of its own.
+func openMemcacheStore(e env, cancelable bool) (client, error) {
 	c := newMemcache(e.memcached)
 	s, err := memcachestore.New(c, memcachestore.WithPrefix(e.prefix))
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if !cancelable {
+		ctx = nil
+	}
 	return clientFuncs{
-		m: func(key string) mutex { return &storeMutex{s: s, key: key, token: rawToken(), ttl: e.ttl} },
-		c: func() { _ = c.Close() },
+		m: func(key string) mutex { return &storeMutex{s: s, key: key, token: rawToken(), ttl: e.ttl, ctx: ctx} },
+		c: func() { cancel(); _ = c.Close() },
 	}, nil
 }
 
-func openMemcacheLocker(e env) (client, error) {
-	c := newMemcache(e.memcached)
+func openMemcacheLocker(e env, idle int) (client, error) {
+	c := newMemcacheIdle(e.memcached, idle)
 	s, err := memcachestore.New(c, memcachestore.WithPrefix(e.prefix))
 	if err != nil {
 		return nil, err
