@@ -30,11 +30,11 @@ type heldShard struct {
 }
 
 // heldEntry is a held lock and, for a multi-store lock granted before
-// every store answered, a channel closed once the last store answered.
+// every store answered, the ballot of its acquisition, still counting.
 // An entry whose lock was released is free: inUse is false.
 type heldEntry struct {
 	lock    Lock
-	pending <-chan struct{}
+	pending *ballot
 	inUse   bool
 }
 
@@ -46,10 +46,10 @@ func (h *heldSet) shard(resource string) *heldShard {
 
 func (h *heldSet) put(l Lock) { h.putPending(l, nil) }
 
-// putPending records l, with a channel that closes when the stores still
-// answering its acquisition have answered. An extension (the same
-// resource and token, pending nil) keeps the acquisition's channel.
-func (h *heldSet) putPending(l Lock, pending <-chan struct{}) {
+// putPending records l, with the ballot of its acquisition if stores
+// were still answering it. An extension (the same resource and token,
+// pending nil) keeps the acquisition's ballot.
+func (h *heldSet) putPending(l Lock, pending *ballot) {
 	s := h.shard(l.Resource)
 	s.mu.Lock()
 	e := s.locks[l.Resource]
@@ -80,8 +80,8 @@ func (s *heldShard) sweep() {
 	s.sweepAt = 2*len(s.locks) + 64
 }
 
-// pending returns the channel recorded with l, or nil.
-func (h *heldSet) pending(l Lock) <-chan struct{} {
+// pending returns the ballot recorded with l, or nil.
+func (h *heldSet) pending(l Lock) *ballot {
 	s := h.shard(l.Resource)
 	s.mu.Lock()
 	defer s.mu.Unlock()

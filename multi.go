@@ -112,7 +112,7 @@ type ballot struct {
 	decided, met             bool
 	atDecision               [3]int // granted, refused, failed when it decided
 	receivedAtDecision       int
-	late                     func(i int, err error) // once the attempt failed: for the answers still to come
+	late                     func(i int, err error) // for the answers still to come, once set (releaseAttempt, release); called with mu held
 	decision                 chan struct{}          // closed once decided
 	done                     chan struct{}          // closed once every store answered
 }
@@ -193,9 +193,9 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 
 	b.mu.Lock()
 	met, counts := b.met, b.atDecision
-	var pending <-chan struct{}
+	var pending *ballot
 	if b.receivedAtDecision < n {
-		pending = b.done
+		pending = b
 	}
 	b.mu.Unlock()
 	if m.obs.on() {
@@ -470,11 +470,12 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 // could overtake a slow store's acquisition (stores such as memcached
 // serve concurrent calls on separate connections), find nothing, and leave
 // that store holding the lock until its TTL runs out. Each answer is
-// bounded by the store timeout.
+// bounded by the store timeout. Extend settles first; Unlock (see
+// release) waits store by store instead.
 func (m *MultiLocker) settle(ctx context.Context, op string, l Lock) error {
 	if pending := m.held.pending(l); pending != nil {
 		select {
-		case <-pending:
+		case <-pending.done:
 		case <-ctx.Done():
 			return &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
 		}
@@ -483,10 +484,7 @@ func (m *MultiLocker) settle(ctx context.Context, op string, l Lock) error {
 }
 
 func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
-	if err := m.settle(ctx, op, l); err != nil {
-		return err
-	}
-	errs := m.fanout(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, nil)
+	errs := m.release(ctx, op, l)
 	released, failures := m.tally(errs)
 	if n := len(failures) - countOutcomes(failures); n > 0 {
 		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, n, len(m.stores)), failures)
@@ -496,6 +494,56 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 		return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
 	}
 	return nil
+}
+
+// release releases l on every store and returns their errors in store
+// order. A store still answering the acquisition of l is asked only once
+// it has answered (see settle), each within a store timeout of being
+// asked; the others at once.
+func (m *MultiLocker) release(ctx context.Context, op string, l Lock) []error {
+	c := Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}
+	b := m.held.pending(l)
+	if b == nil {
+		return m.fanout(ctx, op, c, nil)
+	}
+	n := len(m.stores)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	done := func(i int, err error) {
+		errs[i] = err
+		wg.Done()
+	}
+	later := func(i int, _ error) {
+		rctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+		m.start(ctx, rctx, op, i, c, func(i int, err error) {
+			cancel()
+			done(i, err)
+		})
+	}
+	b.mu.Lock()
+	if b.late != nil { // another Unlock of l is under way: wait for every answer
+		b.mu.Unlock()
+		if err := m.settle(ctx, op, l); err != nil {
+			for i := range errs {
+				errs[i] = err
+			}
+			return errs
+		}
+		return m.fanout(ctx, op, c, nil)
+	}
+	answered := slices.Clone(b.answered)
+	b.late = later
+	b.mu.Unlock()
+	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+	defer cancel()
+	for i, ok := range answered {
+		if ok {
+			m.start(ctx, sctx, op, i, c, done)
+		}
+	}
+	wg.Wait()
+	return errs
 }
 
 // Extend implements [Locker]. The lock is extended if a quorum of stores
