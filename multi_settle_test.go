@@ -42,3 +42,32 @@ func TestMultiUnlockWaitsForSlowAcquire(t *testing.T) {
 		}
 	})
 }
+
+// Unlock releases at once on the stores that answered the acquisition,
+// and on a slow store only once it has answered.
+func TestMultiUnlockReleasesStoreByStore(t *testing.T) {
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ms, ls := memStores(3)
+			ms[2].Inject(memory.Fault{Ops: memory.OpAcquire, Delay: 20 * time.Millisecond})
+			l := mustMulti(t, ls, &lock.Options{StoreTimeout: time.Second})
+			held, err := l.TryLock(t.Context(), "res", time.Minute)
+			wantNil(t, "TryLock(res)", err)
+			start := time.Now()
+			unlocked := make(chan error, 1)
+			go func() { unlocked <- l.Unlock(t.Context(), held) }()
+			synctest.Wait()
+			noResidue(t, ms[0], ms[1])
+			select {
+			case err := <-unlocked:
+				t.Fatalf("Unlock returned (%v) before the slow store answered its acquisition", err)
+			default:
+			}
+			wantNil(t, "Unlock(res)", <-unlocked)
+			if d := time.Since(start); d != 20*time.Millisecond {
+				t.Errorf("Unlock returned after %v; want 20ms, once the slow store answered and released", d)
+			}
+			noResidue(t, ms...)
+		})
+	})
+}
