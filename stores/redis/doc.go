@@ -64,8 +64,11 @@
 //
 // # Fencing
 //
-// AcquireFenced takes the lock and increments a per-resource counter in
-// one script; the counter is seeded from the server's clock in
+// A lock.SingleLocker acquires fenced whenever the store can, so its locks
+// carry a Fence; lock.Options.NoFence makes it use Acquire (SET NX PX)
+// instead, which costs the server less than a script (docs/performance.md
+// has the numbers). AcquireFenced takes the lock and increments a
+// per-resource counter in one script; the counter is seeded from the server's clock in
 // microseconds whenever it is missing (first use, expiry, loss). So fences
 // look like timestamps (microseconds since 1970, about 1.8e15 now, far
 // below 2^53, so they survive JSON), increase strictly across releases and
