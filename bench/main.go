@@ -8,11 +8,11 @@
 //	cd bench && go run .
 //
 // It needs redis-server (7 or later) and memcached on the PATH, and takes
-// about five minutes on two cores. Every cell runs twice, the second time
-// with the libraries in reverse order; -json FILE also writes every number
-// as JSON; -quick runs every cell once, briefly (a smoke test, not a
-// measurement); -only SECTION runs one section (redis, contention,
-// redlock, memcached, memory).
+// about three minutes on two cores. Every cell runs twice (-passes), the
+// second time with the libraries in reverse order; -json FILE also writes
+// every number as JSON; -quick runs every cell once, briefly (a smoke
+// test, not a measurement); -only SECTION runs one section (redis,
+// contention, redlock, memcached, memory); -libs selects libraries.
 package main
 
 import (
@@ -35,6 +35,7 @@ var (
 	only    = flag.String("only", "", "run only this section: redis, contention, redlock, memcached or memory")
 	libs    = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
 	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
+	passes  = flag.Int("passes", 2, "how many times each cell runs (alternating the order of the libraries)")
 )
 
 // selected filters libraries by -libs.
@@ -75,7 +76,7 @@ type plan struct {
 
 func main() {
 	flag.Parse()
-	p := plan{passes: 2, throughput: 1500 * time.Millisecond, contended: 3 * time.Second, ttl: 10 * time.Second}
+	p := plan{passes: max(1, *passes), throughput: 1500 * time.Millisecond, contended: 3 * time.Second, ttl: 10 * time.Second}
 	if *quick {
 		p = plan{passes: 1, throughput: 150 * time.Millisecond, contended: 300 * time.Millisecond, ttl: 10 * time.Second}
 	}
@@ -184,7 +185,7 @@ func run(p plan, out io.Writer) (*results, error) {
 			}
 			for _, lib := range libs {
 				e := newEnv(s, p.ttl)
-				r := throughput(lib, e, sec.goroutines, p.throughput, sec.left(e))
+				r := throughput(lib, e, sec.goroutines, p.throughput, sec.goroutines == 1, sec.left(e))
 				progress("%s, pass %d: %-30s %9.0f pairs/s  %5.1f allocs/pair  errors %d %s", sec.title, pass+1, lib.name, r.PairsPerSec, r.AllocsPerPair, r.Errors, r.FirstError)
 				res.Throughput[sec.key] = append(res.Throughput[sec.key], cellResult{Section: sec.title, Library: lib.name, Floor: lib.floor, Pass: pass + 1, throughputResult: r})
 			}

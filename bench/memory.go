@@ -92,9 +92,9 @@ func memoryRun(lib library, p plan, pass int) (c memoryCell) {
 
 	// Scaling: one goroutine per core, each on its own key.
 	runtime.GOMAXPROCS(1)
-	one := throughput(lib, env{prefix: e.prefix + "one:", ttl: p.ttl}, 1, p.throughput, nil)
+	one := throughput(lib, env{prefix: e.prefix + "one:", ttl: p.ttl}, 1, p.throughput, false, nil)
 	runtime.GOMAXPROCS(procs)
-	all := throughput(lib, env{prefix: e.prefix + "all:", ttl: p.ttl}, procs, p.throughput, nil)
+	all := throughput(lib, env{prefix: e.prefix + "all:", ttl: p.ttl}, procs, p.throughput, false, nil)
 	c.OneCore, c.AllCores = one.PairsPerSec, all.PairsPerSec
 	if one.PairsPerSec > 0 {
 		c.Scaling = all.PairsPerSec / one.PairsPerSec

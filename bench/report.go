@@ -11,6 +11,7 @@ import (
 func contentionLibraries() []library {
 	return []library{
 		{name: "lockkit", open: func(e env) (client, error) { return openLockkit(e, false) }},
+		{name: "lockkit NoFence", open: func(e env) (client, error) { return openLockkit(e, true) }},
 		{name: "rueidislock", open: openRueidislock},
 		{name: "redsync (rueidis)", open: openRedsyncRueidis},
 		{name: "redsync (go-redis)", open: openRedsyncGoRedis},

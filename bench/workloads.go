@@ -25,9 +25,9 @@ type throughputResult struct {
 }
 
 // throughput runs goroutines, each taking and releasing a key of its own
-// (TryLock+Unlock) for d, on one client of lib. With one goroutine it
-// also records the latency of every pair.
-func throughput(lib library, e env, goroutines int, d time.Duration, count leftoverFunc) (r throughputResult) {
+// (TryLock+Unlock) for d, on one client of lib. With one goroutine and
+// timed set, it also records the latency of every pair.
+func throughput(lib library, e env, goroutines int, d time.Duration, timed bool, count leftoverFunc) (r throughputResult) {
 	c, err := lib.open(e)
 	if err != nil {
 		r.Errors, r.FirstError = 1, err.Error()
@@ -52,7 +52,7 @@ func throughput(lib library, e env, goroutines int, d time.Duration, count lefto
 		latencies []time.Duration
 		wg        sync.WaitGroup
 	)
-	if goroutines == 1 {
+	if goroutines == 1 && timed {
 		latencies = make([]time.Duration, 0, 1<<16)
 	}
 	runtime.GC()
@@ -65,7 +65,10 @@ func throughput(lib library, e env, goroutines int, d time.Duration, count lefto
 			defer wg.Done()
 			n := int64(0)
 			for !stop.Load() {
-				t0 := time.Now()
+				var t0 time.Time
+				if latencies != nil {
+					t0 = time.Now()
+				}
 				if err := pair(ctx, m); err != nil {
 					errs.Add(1)
 					firstErr.Do(func() { r.FirstError = err.Error() })
