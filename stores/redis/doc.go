@@ -105,7 +105,12 @@
 // began is missed, and expiry wakes waiters through a timer armed from the
 // PTTL. Waiters of one process share a subscription, which stays a moment
 // after the last returns (the lockers come back after each attempt) and
-// wakes them longest-waiting first. Releases by versions of this package
+// wakes them longest-waiting first. A caller that releases a resource to a
+// waiter and asks for it again at once, as a loop of Lock and Unlock does,
+// would beat the woken waiter to it about half the time; so the store
+// that released it delays that acquisition by about a round trip (as long
+// as the release took, within a millisecond of it), and the lock goes
+// round in turn. Releases by versions of this package
 // that published on the lock key itself are not heard: their waiters fall
 // back to the lockers' retry delay. On Redis before 7, Release still works
 // (the script calls SPUBLISH with pcall) and WaitRelease reports

@@ -62,7 +62,8 @@ return fence
 // still releases; its waiters then wake on expiry or on the lockers'
 // retry delay.
 //
-// KEYS: lock, waiters. ARGV: token. Returns 1 if released, 0 if not held.
+// KEYS: lock, waiters. ARGV: token. Returns 0 if not held, 1 if released,
+// 2 if released and a waiter was woken.
 var releaseScript = newScript(2, 1, `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
@@ -71,6 +72,7 @@ redis.call('DEL', KEYS[1])
 local w = redis.call('LPOP', KEYS[2])
 if w then
 	redis.pcall('SPUBLISH', KEYS[2] .. ':' .. w, '')
+	return 2
 end
 return 1
 `)

@@ -198,11 +198,11 @@ func (s *Store) outcome(sc *startedCall, r rueidis.RedisResult) error {
 			return s.failed(sc.ctx, err)
 		}
 	}
-	n, err := r.AsInt64()
+	n, err := r.AsInt64() // release: 0, 1 or 2; extend: 0 or 1
 	switch {
 	case err != nil:
 		return s.failed(sc.ctx, err)
-	case n != 1:
+	case n == 0:
 		return lock.ErrNotHeld
 	}
 	return nil

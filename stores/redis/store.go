@@ -25,6 +25,7 @@ type Store struct {
 	subOwner        any                    // whose subscriptions this store shares: see hub
 	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
 	pipe            pipeline               // calls started with Start
+	handoffs        handoffs               // resources this store just released to a waiter
 }
 
 var (
@@ -90,6 +91,9 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 		return err
 	}
 	key := s.lockKey(resource)
+	if err := s.handoffs.yield(ctx, key); err != nil {
+		return err
+	}
 	if s.replicas > 0 {
 		_, err := s.acquireReplicated(ctx, false, key, "", token, ttl)
 		return err
@@ -118,26 +122,24 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err := s.check(ctx, resource, token, 1); err != nil {
 		return err
 	}
-	released, err := s.release(ctx, resource, token)
+	lockKey, waitersKey := s.lockAndWaiters(resource)
+	start := time.Now()
+	n, err := s.releaseKeys(ctx, lockKey, waitersKey, token)
 	switch {
 	case err != nil:
 		return s.failed(ctx, err)
-	case !released:
+	case n == 0:
 		return lock.ErrNotHeld
+	case n == 2:
+		s.handoffs.record(lockKey, start)
 	}
 	return nil
 }
 
-// release runs the release script for resource.
-func (s *Store) release(ctx context.Context, resource, token string) (bool, error) {
-	lockKey, waitersKey := s.lockAndWaiters(resource)
-	return s.releaseKeys(ctx, lockKey, waitersKey, token)
-}
-
-// releaseKeys runs the release script on a lock key and its waiters' key.
-func (s *Store) releaseKeys(ctx context.Context, lockKey, waitersKey, token string) (bool, error) {
-	n, err := s.eval(ctx, &releaseScript, lockKey, waitersKey, token, "", "").AsInt64()
-	return n == 1, err
+// releaseKeys runs the release script on a lock key and its waiters' key:
+// 0 if not held, 1 if released, 2 if released to a waiter.
+func (s *Store) releaseKeys(ctx context.Context, lockKey, waitersKey, token string) (int64, error) {
+	return s.eval(ctx, &releaseScript, lockKey, waitersKey, token, "", "").AsInt64()
 }
 
 // Exists implements [lock.Store] with EXISTS.
