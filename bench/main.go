@@ -8,8 +8,9 @@
 //	cd bench && go run .
 //
 // It needs redis-server (7 or later) and memcached on the PATH, and takes
-// about three minutes on two cores. Every cell runs twice (-passes), the
-// second time with the libraries in reverse order; -json FILE also writes
+// about three minutes on two cores. Uncontended cells run four times
+// (-passes), contention and in-memory cells half as often, each time with
+// the libraries in the reverse order of the time before; -json FILE also writes
 // every number as JSON; -quick runs every cell once, briefly (a smoke
 // test, not a measurement); -only SECTION runs one section (redis,
 // contention, redlock, memcached, memory); -libs selects libraries.
@@ -35,7 +36,7 @@ var (
 	only    = flag.String("only", "", "run only this section: redis, contention, redlock, memcached or memory")
 	libs    = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
 	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
-	passes  = flag.Int("passes", 2, "how many times each cell runs (alternating the order of the libraries)")
+	passes  = flag.Int("passes", 4, "how many times each uncontended cell runs, alternating the order of the libraries (contention and in-memory cells: half as many)")
 )
 
 // selected filters libraries by -libs.
@@ -68,7 +69,8 @@ func required() bool {
 
 // plan is how long and how often cells run.
 type plan struct {
-	passes     int
+	passes     int           // uncontended cells
+	fewer      int           // contention and in-memory cells
 	throughput time.Duration // an uncontended cell
 	contended  time.Duration // a contention cell
 	ttl        time.Duration
@@ -76,9 +78,9 @@ type plan struct {
 
 func main() {
 	flag.Parse()
-	p := plan{passes: max(1, *passes), throughput: 1500 * time.Millisecond, contended: 3 * time.Second, ttl: 10 * time.Second}
+	p := plan{passes: max(1, *passes), fewer: max(1, *passes/2), throughput: 750 * time.Millisecond, contended: 3 * time.Second, ttl: 10 * time.Second}
 	if *quick {
-		p = plan{passes: 1, throughput: 150 * time.Millisecond, contended: 300 * time.Millisecond, ttl: 10 * time.Second}
+		p = plan{passes: 1, fewer: 1, throughput: 150 * time.Millisecond, contended: 300 * time.Millisecond, ttl: 10 * time.Second}
 	}
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
@@ -145,7 +147,7 @@ func run(p plan, out io.Writer) (*results, error) {
 	defer s.stop()
 	res := &results{Throughput: map[string][]cellResult{}, sections: map[string][]string{}}
 	res.Machine = describe(s)
-	res.Plan = fmt.Sprintf("%d pass(es); uncontended cells %v, contention cells %v; TTL %v", p.passes, p.throughput, p.contended, p.ttl)
+	res.Plan = fmt.Sprintf("uncontended cells: %d runs of %v; contention cells: %d runs of %v; in memory: %d runs; TTL %v", p.passes, p.throughput, p.fewer, p.contended, p.fewer, p.ttl)
 	redisLeft := func(addrs []string) leftoverFunc {
 		return func(prefix string) (int, int) {
 			l, f, err := leftovers(addrs, prefix)
@@ -197,7 +199,7 @@ func run(p plan, out io.Writer) (*results, error) {
 	if want("contention") {
 		libs := selected(contentionLibraries())
 		for _, pause := range []time.Duration{time.Millisecond, 0} {
-			for pass := range p.passes {
+			for pass := range p.fewer {
 				order := slices.Clone(libs)
 				if pass%2 == 1 {
 					slices.Reverse(order)

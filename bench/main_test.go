@@ -27,7 +27,7 @@ func TestQuick(t *testing.T) {
 	*quick = true
 	var out bytes.Buffer
 	start := time.Now()
-	res, err := run(plan{passes: 1, throughput: 100 * time.Millisecond, contended: 200 * time.Millisecond, ttl: 10 * time.Second}, &out)
+	res, err := run(plan{passes: 1, fewer: 1, throughput: 100 * time.Millisecond, contended: 200 * time.Millisecond, ttl: 10 * time.Second}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}

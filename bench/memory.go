@@ -31,7 +31,7 @@ type memoryCell struct {
 func memorySection(p plan, progress func(string, ...any)) []memoryCell {
 	var cells []memoryCell
 	libs := selected(memoryLibraries())
-	for pass := range p.passes {
+	for pass := range p.fewer {
 		order := slices.Clone(libs)
 		if pass%2 == 1 {
 			slices.Reverse(order)

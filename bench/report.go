@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,19 +40,8 @@ func byLib(cells []cellResult, lib string) []cellResult {
 	return out
 }
 
-func meanOf[T any](xs []T, f func(T) float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += f(x)
-	}
-	return s / float64(len(xs))
-}
-
-// ratioPerPass returns the mean over passes of a's value over b's in the
-// same pass.
+// ratioPerPass returns the median over passes of a's value over b's in
+// the same pass.
 func ratioPerPass(cells []cellResult, a, b string, value func(cellResult) float64) float64 {
 	var rs []float64
 	for _, ca := range byLib(cells, a) {
@@ -61,7 +51,8 @@ func ratioPerPass(cells []cellResult, a, b string, value func(cellResult) float6
 			}
 		}
 	}
-	return meanOf(rs, func(x float64) float64 { return x })
+	slices.Sort(rs)
+	return median(rs)
 }
 
 func contentionOf(cells []contentionCell, lib string, pause time.Duration) []contentionCell {
@@ -86,7 +77,7 @@ func checkTargets(r *results) []target {
 			rs := ratioPerPass(cells, lib, "redsync (rueidis)", pps)
 			add("single Redis, 64 goroutines ("+lib+")", "≥ 0.95× raw rueidis; ≥ 1.25× redsync (rueidis)",
 				fmt.Sprintf("%.2f× raw; %.2f× redsync", f, rs), f >= 0.95 && rs >= 1.25)
-			allocs := meanOf(byLib(cells, lib), func(c cellResult) float64 { return c.AllocsPerPair })
+			allocs := medianOf(byLib(cells, lib), func(c cellResult) float64 { return c.AllocsPerPair })
 			add("allocations per pair, single Redis ("+lib+")", "≤ 8", fmt.Sprintf("%.1f", allocs), allocs <= 8)
 		}
 	}
@@ -94,19 +85,19 @@ func checkTargets(r *results) []target {
 		ms := time.Millisecond
 		ours := contentionOf(r.Contention, "lockkit", ms)
 		theirs := contentionOf(r.Contention, "rueidislock", ms)
-		acq := meanOf(ours, func(c contentionCell) float64 { return c.PerSec })
-		racq := meanOf(theirs, func(c contentionCell) float64 { return c.PerSec })
-		h50 := meanOf(ours, func(c contentionCell) float64 { return c.HandoffP50 })
-		w99 := meanOf(ours, func(c contentionCell) float64 { return c.WaitP99 })
+		acq := medianOf(ours, func(c contentionCell) float64 { return c.PerSec })
+		racq := medianOf(theirs, func(c contentionCell) float64 { return c.PerSec })
+		h50 := medianOf(ours, func(c contentionCell) float64 { return c.HandoffP50 })
+		w99 := medianOf(ours, func(c contentionCell) float64 { return c.WaitP99 })
 		add("contention, 16 clients, 1ms pause", "acq/s ≥ rueidislock; handoff ≤ 250µs median; p99 wait ≤ 15ms",
 			fmt.Sprintf("%.0f vs %.0f acq/s; handoff p50 %.0fµs; wait p99 %.1fms", acq, racq, h50, w99/1000),
 			acq >= racq && h50 <= 250 && w99 <= 15000)
 		ours = contentionOf(r.Contention, "lockkit", 0)
-		acq = meanOf(ours, func(c contentionCell) float64 { return c.PerSec })
-		fair := meanOf(ours, func(c contentionCell) float64 { return c.AcqPerHandoff })
+		acq = medianOf(ours, func(c contentionCell) float64 { return c.PerSec })
+		fair := medianOf(ours, func(c contentionCell) float64 { return c.AcqPerHandoff })
 		best, bestName := 0.0, ""
 		for _, lib := range []string{"redsync (rueidis)", "redsync (go-redis)", "bsm/redislock", "rueidis raw poller"} {
-			if v := meanOf(contentionOf(r.Contention, lib, 0), func(c contentionCell) float64 { return c.PerSec }); v > best {
+			if v := medianOf(contentionOf(r.Contention, lib, 0), func(c contentionCell) float64 { return c.PerSec }); v > best {
 				best, bestName = v, lib
 			}
 		}
@@ -123,8 +114,8 @@ func checkTargets(r *results) []target {
 		add("Redlock, 5 masters, 64 goroutines", "≥ 1.3× a parallel raw fan-out", fmt.Sprintf("%.2f×", v), v >= 1.3)
 	}
 	if cells := r.Throughput["redlock-1"]; len(cells) > 0 {
-		ours := meanOf(byLib(cells, "lockkit MultiLocker"), func(c cellResult) float64 { return c.P50 })
-		raw := meanOf(byLib(cells, "raw parallel fan-out (floor)"), func(c cellResult) float64 { return c.P50 })
+		ours := medianOf(byLib(cells, "lockkit MultiLocker"), func(c cellResult) float64 { return c.P50 })
+		raw := medianOf(byLib(cells, "raw parallel fan-out (floor)"), func(c cellResult) float64 { return c.P50 })
 		add("Redlock, 5 masters, 1 goroutine", "p50 ≤ the parallel raw fan-out", fmt.Sprintf("%.0fµs vs %.0fµs", ours, raw), ours <= raw)
 	}
 	if cells := r.Throughput["memcached"]; len(cells) > 0 {
@@ -140,9 +131,9 @@ func checkTargets(r *results) []target {
 					cells = append(cells, c)
 				}
 			}
-			ns := meanOf(cells, func(c memoryCell) float64 { return c.NsPerPair })
-			allocs := meanOf(cells, func(c memoryCell) float64 { return float64(c.AllocsPair) })
-			sc := meanOf(cells, func(c memoryCell) float64 { return c.Scaling })
+			ns := medianOf(cells, func(c memoryCell) float64 { return c.NsPerPair })
+			allocs := medianOf(cells, func(c memoryCell) float64 { return float64(c.AllocsPair) })
+			sc := medianOf(cells, func(c memoryCell) float64 { return c.Scaling })
 			add("memory ("+lib+")", "≤ 250ns and ≤ 2 allocs per pair on one core; scales with cores",
 				fmt.Sprintf("%.0fns, %.0f allocs; ×%.2f on %d cores", ns, allocs, sc, cells[0].Cores), ns <= 250 && allocs <= 2 && sc >= 1.5)
 		}
@@ -156,7 +147,7 @@ func report(w io.Writer, r *results, took time.Duration) {
 	fmt.Fprintf(w, "## lockkit benchmark\n\n")
 	fmt.Fprintf(w, "%s, %d cores; %s; Redis %s; memcached %s; load average at start %s; %s. %s. Took %v.\n\n",
 		m.CPU, m.Cores, m.Go, m.Redis, m.Memcached, m.LoadAvg, m.Date, r.Plan, took.Round(time.Second))
-	fmt.Fprintf(w, "Values are per run: \"run 1 / run 2\" (the second run takes the libraries in reverse order). Ratios are to the floor of the same run.\n\n")
+	fmt.Fprintf(w, "Each cell ran several times, every time with the libraries in the reverse order of the time before. With two runs a value reads \"run 1 / run 2\"; with more, \"median (lowest–highest)\". Ratios are to the floor of the same run.\n\n")
 
 	titles := map[string]string{
 		"redis":     "Single Redis: 64 goroutines, each on its own key, TryLock+Unlock pairs",
@@ -182,8 +173,12 @@ func report(w io.Writer, r *results, took time.Duration) {
 				name = "**" + lib + "**"
 			}
 			left := joinInts(cs, func(c cellResult) int { return c.Leftover })
-			if f := joinInts(cs, func(c cellResult) int { return c.Fences }); strings.Trim(f, "0 /") != "" {
-				left += " (+ " + f + " fence counters)"
+			fences := 0
+			for _, c := range cs {
+				fences += c.Fences
+			}
+			if fences > 0 {
+				left += " (+ " + joinInts(cs, func(c cellResult) int { return c.Fences }) + " fence counters)"
 			}
 			if key == "redlock-1" {
 				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", name,
@@ -214,13 +209,7 @@ func report(w io.Writer, r *results, took time.Duration) {
 			fmt.Fprintf(w, "| library | acquisitions/s | handoff p50 µs | handoff p99 µs | wait p50 µs | wait p99 µs | longest wait ms | acquisitions per handoff | violations | lost updates | errors | leftover keys |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 			for _, lib := range r.sections["contention"] {
 				cs := contentionOf(r.Contention, lib, pause)
-				f := func(format string, v func(contentionCell) float64) string {
-					var parts []string
-					for _, c := range cs {
-						parts = append(parts, fmt.Sprintf(format, v(c)))
-					}
-					return strings.Join(parts, " / ")
-				}
+				f := func(format string, v func(contentionCell) float64) string { return summary(format, values(cs, v)) }
 				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", lib,
 					f("%.0f", func(c contentionCell) float64 { return c.PerSec }),
 					f("%.0f", func(c contentionCell) float64 { return c.HandoffP50 }),
@@ -253,13 +242,7 @@ func report(w io.Writer, r *results, took time.Duration) {
 					cs = append(cs, c)
 				}
 			}
-			f := func(format string, v func(memoryCell) float64) string {
-				var parts []string
-				for _, c := range cs {
-					parts = append(parts, fmt.Sprintf(format, v(c)))
-				}
-				return strings.Join(parts, " / ")
-			}
+			f := func(format string, v func(memoryCell) float64) string { return summary(format, values(cs, v)) }
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", lib,
 				f("%.0f", func(c memoryCell) float64 { return c.NsPerPair }),
 				f("%.2f", func(c memoryCell) float64 { return c.RatioFloor }),
@@ -272,7 +255,7 @@ func report(w io.Writer, r *results, took time.Duration) {
 	}
 
 	if len(r.Targets) > 0 {
-		fmt.Fprintf(w, "### Targets (issue 6), this run\n\n| workload | target | measured (mean of runs) | met |\n|---|---|---|---|\n")
+		fmt.Fprintf(w, "### Targets (issue 6), this run\n\n| workload | target | measured (median of runs) | met |\n|---|---|---|---|\n")
 		for _, t := range r.Targets {
 			met := "no"
 			if t.Met {
@@ -284,15 +267,64 @@ func report(w io.Writer, r *results, took time.Duration) {
 	}
 }
 
-func join(cs []cellResult, format string, v func(cellResult) float64) string {
-	var parts []string
-	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf(format, v(c)))
+// summary renders the values of the runs of a cell: each of them when
+// there are one or two, else their median and range.
+func summary(format string, vals []float64) string {
+	if len(vals) <= 2 {
+		var parts []string
+		for _, v := range vals {
+			parts = append(parts, fmt.Sprintf(format, v))
+		}
+		return strings.Join(parts, " / ")
 	}
-	return strings.Join(parts, " / ")
+	sorted := slices.Clone(vals)
+	slices.Sort(sorted)
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", median(sorted), sorted[0], sorted[len(sorted)-1])
 }
 
+// median returns the median of sorted values.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+func medianOf[T any](xs []T, f func(T) float64) float64 {
+	vals := make([]float64, len(xs))
+	for i, x := range xs {
+		vals[i] = f(x)
+	}
+	slices.Sort(vals)
+	return median(vals)
+}
+
+func values[T any](xs []T, f func(T) float64) []float64 {
+	vals := make([]float64, len(xs))
+	for i, x := range xs {
+		vals[i] = f(x)
+	}
+	return vals
+}
+
+func join(cs []cellResult, format string, v func(cellResult) float64) string {
+	return summary(format, values(cs, v))
+}
+
+// joinInts renders counts such as errors and leftovers: their total when
+// there are more than two runs.
 func joinInts(cs []cellResult, v func(cellResult) int) string {
+	if len(cs) > 2 {
+		n := 0
+		for _, c := range cs {
+			n += v(c)
+		}
+		return fmt.Sprintf("%d in all", n)
+	}
 	var parts []string
 	for _, c := range cs {
 		parts = append(parts, fmt.Sprint(v(c)))
