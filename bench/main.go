@@ -160,7 +160,7 @@ func run(p plan, out io.Writer) (*results, error) {
 	}
 	want := func(section string) bool { return *only == "" || *only == section }
 	progress := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "[%5.1fs] ", time.Since(start).Seconds())
+		fmt.Fprintf(os.Stderr, "[%5.1fs %4dg] ", time.Since(start).Seconds(), runtime.NumGoroutine())
 		fmt.Fprintf(os.Stderr, format+"\n", args...)
 	}
 
