@@ -178,7 +178,7 @@ func report(w io.Writer, r *results, took time.Duration) {
 				fences += c.Fences
 			}
 			if fences > 0 {
-				left += " (+ " + joinInts(cs, func(c cellResult) int { return c.Fences }) + " fence counters)"
+				left += " (+ " + joinInts(cs, func(c cellResult) int { return c.Fences }) + " fence counters or waiters' queues)"
 			}
 			if key == "redlock-1" {
 				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", name,
