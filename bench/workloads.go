@@ -206,8 +206,14 @@ func contention(lib library, e env, clients int, pause, d time.Duration, count l
 	)
 	start := time.Now()
 	end := start.Add(d)
-	ctx, cancel := context.WithDeadline(context.Background(), end)
+	// The cell ends by canceling the callers' context, not by a deadline:
+	// a rueidis connection with a single caller waiting closes itself when
+	// that caller's deadline passes, and the releases that clean up after
+	// the cut-short calls would then need a new connection.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	stop := time.AfterFunc(d, cancel)
+	defer stop.Stop()
 	for i, m := range mus {
 		wg.Add(1)
 		go func() {
