@@ -207,8 +207,8 @@ func run(p plan, out io.Writer) (*results, error) {
 				for _, lib := range order {
 					e := newEnv(s, p.ttl)
 					r := contention(lib, e, 16, pause, p.contended, redisLeft(e.redis[:1]))
-					progress("contention, pause %v, pass %d: %-24s %6.0f acq/s  handoff p50 %6.0fµs  wait p99 %7.0fµs  acq/handoff %5.2f  violations %d  lost %d  errors %d %s",
-						pause, pass+1, lib.name, r.PerSec, r.HandoffP50, r.WaitP99, r.AcqPerHandoff, r.Violations, r.LostUpdates, r.Errors, r.FirstError)
+					progress("contention, pause %v, pass %d: %-24s %6.0f acq/s  handoff p50 %6.0fµs  wait p99 %7.0fµs  acq/handoff %5.2f  violations %d  lost %d  errors %d  still waiting %d %s",
+						pause, pass+1, lib.name, r.PerSec, r.HandoffP50, r.WaitP99, r.AcqPerHandoff, r.Violations, r.LostUpdates, r.Errors, r.CutShort, r.FirstError)
 					res.Contention = append(res.Contention, contentionCell{Library: lib.name, Pause: pause, Pass: pass + 1, contentionResult: r})
 				}
 			}

@@ -55,6 +55,19 @@ func ratioPerPass(cells []cellResult, a, b string, value func(cellResult) float6
 	return median(rs)
 }
 
+// stuck notes the Locks of a contention cell that were still waiting two
+// seconds after its end.
+func stuck(cs []contentionCell) string {
+	n := 0
+	for _, c := range cs {
+		n += c.CutShort
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d Locks still waiting 2s after the end)", n)
+}
+
 func contentionOf(cells []contentionCell, lib string, pause time.Duration) []contentionCell {
 	var out []contentionCell
 	for _, c := range cells {
@@ -220,7 +233,7 @@ func report(w io.Writer, r *results, took time.Duration) {
 					f("%.2f", func(c contentionCell) float64 { return c.AcqPerHandoff }),
 					f("%.0f", func(c contentionCell) float64 { return float64(c.Violations) }),
 					f("%.0f", func(c contentionCell) float64 { return float64(c.LostUpdates) }),
-					f("%.0f", func(c contentionCell) float64 { return float64(c.Errors) }),
+					f("%.0f", func(c contentionCell) float64 { return float64(c.Errors) })+stuck(cs),
 					f("%.0f", func(c contentionCell) float64 { return float64(c.Leftover) }))
 			}
 			fmt.Fprintln(w)
