@@ -20,6 +20,7 @@ type core struct {
 	storeTimeout time.Duration
 	retry        Retry
 	granularity  time.Duration // largest TTL granularity among the stores
+	noFence      bool
 	validators   []ResourceValidator
 	held         heldSet
 	closed       atomic.Bool
@@ -29,11 +30,12 @@ type core struct {
 // storeRef is a store with its capabilities resolved once.
 type storeRef struct {
 	Store
-	index  int
-	name   string
-	ext    Extender
-	fencer Fencer
-	waiter Waiter
+	index   int
+	name    string
+	ext     Extender
+	fencer  Fencer
+	waiter  Waiter
+	starter Starter
 }
 
 // init sets c up from o (nil: the defaults).
@@ -45,6 +47,7 @@ func (c *core) init(op string, o *Options) error {
 	c.driftFactor = o.DriftFactor
 	c.storeTimeout = o.StoreTimeout
 	c.retry = DefaultRetry
+	c.noFence = o.NoFence
 	c.obs = newObserver(o.Hook)
 	c.held.init()
 	if c.tokens == nil {
@@ -89,8 +92,11 @@ func (c *core) resolve(op string, stores []Store) ([]storeRef, error) {
 		}
 		r := storeRef{Store: s, index: i, name: storeName(i, len(stores), s)}
 		r.ext, _ = s.(Extender)
-		r.fencer, _ = s.(Fencer)
+		if !c.noFence {
+			r.fencer, _ = s.(Fencer)
+		}
 		r.waiter, _ = s.(Waiter)
+		r.starter, _ = s.(Starter)
 		if g, ok := s.(Granular); ok && g.TTLGranularity() > c.granularity {
 			c.granularity = g.TTLGranularity()
 		}
@@ -131,10 +137,14 @@ func (c *core) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*c.driftFactor) + driftConstant + c.granularity
 }
 
+// validity is how long a lock of ttl is valid from the start of its
+// acquisition or extension.
+func (c *core) validity(ttl time.Duration) time.Duration { return ttl - c.drift(ttl) }
+
 // validUntil is the validity end of a lock of ttl whose acquisition or
 // extension started at start.
 func (c *core) validUntil(start time.Time, ttl time.Duration) time.Time {
-	return start.Add(ttl - c.drift(ttl))
+	return start.Add(c.validity(ttl))
 }
 
 // checkResource validates a resource name.

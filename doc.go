@@ -74,12 +74,15 @@
 // capabilities, discovered by type assertion; each has a fallback:
 //   - [Extender] (Extend): without it, Extend reports errors.ErrUnsupported
 //     and Run ends the function's context when the validity runs out.
-//   - [Fencer] (fencing tokens): without it, Lock.Fence is 0.
+//   - [Fencer] (fencing tokens): without it, or with Options.NoFence,
+//     Lock.Fence is 0.
 //   - [Waiter] (wait for release): without it, waiters sleep their delay.
 //   - [TTLReader] (remaining TTL): not needed by the lockers.
 //   - [Granular] (coarse expiry): without it, expiry is taken as exact.
 //   - [ResourceValidator] (names the store cannot hold): without it, every
 //     non-empty name is accepted.
+//   - [Starter] (start a call without waiting for it): without it, a
+//     MultiLocker runs each store call in a goroutine of its own.
 //
 // # Guarantees
 //

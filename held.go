@@ -8,6 +8,13 @@ import (
 // heldSet remembers the locks a locker acquired and has not released, for
 // UnlockAll. It is sharded so that goroutines locking distinct resources do
 // not contend on one mutex.
+//
+// It keeps one lock per resource: the latest one this locker took. A
+// locker can take a resource again only once its earlier lock on it is
+// no longer held (locks are not re-entrant), so a new lock replaces the
+// record of the old one. Entries are keyed by resource and reused: once a
+// lock is released its entry stays, free, until its shard is swept, so
+// locking the same resource again costs no map insertion.
 type heldSet struct {
 	seed   maphash.Seed
 	shards [heldShards]heldShard
@@ -15,59 +22,82 @@ type heldSet struct {
 
 const heldShards = 32
 
-type heldKey struct{ resource, token string }
-
 type heldShard struct {
-	mu    sync.Mutex
-	locks map[heldKey]heldEntry
-	_     [40]byte // keep shards on separate cache lines
+	mu      sync.Mutex
+	locks   map[string]*heldEntry
+	sweepAt int      // sweep free entries when the map reaches this size
+	_       [40]byte // keep shards on separate cache lines
 }
 
 // heldEntry is a held lock and, for a multi-store lock granted before
-// every store answered or despite failed stores, the background work on
-// its votes (see multi_backfill.go).
+// every store answered, the ballot of its acquisition, still counting.
+// An entry whose lock was released is free: inUse is false.
 type heldEntry struct {
 	lock    Lock
-	pending *pendingVotes
+	pending *ballot
+	inUse   bool
 }
 
 func (h *heldSet) init() { h.seed = maphash.MakeSeed() }
 
-func (h *heldSet) shard(k heldKey) *heldShard {
-	return &h.shards[maphash.String(h.seed, k.resource)%heldShards]
+func (h *heldSet) shard(resource string) *heldShard {
+	return &h.shards[maphash.String(h.seed, resource)%heldShards]
 }
 
 func (h *heldSet) put(l Lock) { h.putPending(l, nil) }
 
-// putPending records l with the background work on its votes, if any.
-func (h *heldSet) putPending(l Lock, pending *pendingVotes) {
-	k := heldKey{l.Resource, l.Token}
-	s := h.shard(k)
+// putPending records l, with the ballot of its acquisition if stores
+// were still answering it. An extension (the same resource and token,
+// pending nil) keeps the acquisition's ballot.
+func (h *heldSet) putPending(l Lock, pending *ballot) {
+	s := h.shard(l.Resource)
 	s.mu.Lock()
-	if s.locks == nil {
-		s.locks = make(map[heldKey]heldEntry)
+	e := s.locks[l.Resource]
+	switch {
+	case e == nil:
+		if s.locks == nil {
+			s.locks = make(map[string]*heldEntry)
+		}
+		if len(s.locks) >= s.sweepAt {
+			s.sweep()
+		}
+		e = &heldEntry{}
+		s.locks[l.Resource] = e
+	case e.inUse && e.lock.Token == l.Token && pending == nil:
+		pending = e.pending
 	}
-	if pending == nil {
-		pending = s.locks[k].pending // an extension keeps the acquisition's
-	}
-	s.locks[k] = heldEntry{lock: l, pending: pending}
+	*e = heldEntry{lock: l, pending: pending, inUse: true}
 	s.mu.Unlock()
 }
 
-// pending returns the background work recorded with l, or nil.
-func (h *heldSet) pending(l Lock) *pendingVotes {
-	k := heldKey{l.Resource, l.Token}
-	s := h.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.locks[k].pending
+// sweep deletes the free entries. Called with mu held.
+func (s *heldShard) sweep() {
+	for r, e := range s.locks {
+		if !e.inUse {
+			delete(s.locks, r)
+		}
+	}
+	s.sweepAt = 2*len(s.locks) + 64
 }
 
-func (h *heldSet) remove(l Lock) {
-	k := heldKey{l.Resource, l.Token}
-	s := h.shard(k)
+// pending returns the ballot recorded with l, or nil.
+func (h *heldSet) pending(l Lock) *ballot {
+	s := h.shard(l.Resource)
 	s.mu.Lock()
-	delete(s.locks, k)
+	defer s.mu.Unlock()
+	if e := s.locks[l.Resource]; e != nil && e.inUse && e.lock.Token == l.Token {
+		return e.pending
+	}
+	return nil
+}
+
+// remove forgets l, if it is the lock recorded for its resource.
+func (h *heldSet) remove(l Lock) {
+	s := h.shard(l.Resource)
+	s.mu.Lock()
+	if e := s.locks[l.Resource]; e != nil && e.inUse && e.lock.Token == l.Token {
+		*e = heldEntry{}
+	}
 	s.mu.Unlock()
 }
 
@@ -77,7 +107,9 @@ func (h *heldSet) snapshot() []Lock {
 		s := &h.shards[i]
 		s.mu.Lock()
 		for _, e := range s.locks {
-			out = append(out, e.lock)
+			if e.inUse {
+				out = append(out, e.lock)
+			}
 		}
 		s.mu.Unlock()
 	}

@@ -119,3 +119,38 @@ func wantNil(t *testing.T, call string, err error) {
 }
 
 var errConnReset = errors.New("connection reset by peer")
+
+// storesFunc returns n named memory stores, as memStores does, and the
+// stores to give a locker.
+type storesFunc func(n int) ([]*memory.Store, []lock.Store)
+
+// eachPath runs a multi-store test on both paths of a MultiLocker: with
+// memory stores, which start calls themselves (lock.Starter), and with the
+// same stores behind a wrapper that hides Start, so that the locker runs
+// each store call in a goroutine of its own.
+func eachPath(t *testing.T, test func(t *testing.T, memStores storesFunc)) {
+	t.Run("starter", func(t *testing.T) { test(t, memStores) })
+	t.Run("goroutines", func(t *testing.T) {
+		test(t, func(n int) ([]*memory.Store, []lock.Store) {
+			ms, ls := memStores(n)
+			for i, m := range ms {
+				ls[i] = withoutStart{m, m, m, m}
+			}
+			return ms, ls
+		})
+	})
+}
+
+// withoutStart is a memory store without lock.Starter.
+type withoutStart struct {
+	lock.Store
+	lock.Extender
+	lock.Waiter
+	fmt.Stringer
+}
+
+// Start makes the call through c's own methods, so that it is counted
+// (the embedded store's Start would bypass them).
+func (c *counting) Start(ctx context.Context, call lock.Call, done func(error)) {
+	done(call.Run(ctx, c))
+}

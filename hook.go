@@ -139,7 +139,7 @@ func (o observer) emit(ctx context.Context, e Event) {
 }
 
 // storeCall reports a store call that began at t0.
-func (o observer) storeCall(ctx context.Context, op, resource string, s storeRef, storeOp string, t0 time.Time, err error) {
+func (o observer) storeCall(ctx context.Context, op, resource string, s *storeRef, storeOp string, t0 time.Time, err error) {
 	if o.hook == nil {
 		return
 	}

@@ -85,6 +85,16 @@ type Options struct {
 	// Hook, if set, is told about every store call, quorum decision,
 	// retry, acquisition, extension, release and loss. Default: none.
 	Hook Hook
+
+	// NoFence makes a SingleLocker acquire without fencing even when its
+	// store can fence ([Fencer]): its locks then carry Fence 0. Mutual
+	// exclusion does not depend on fences; they let a protected resource
+	// refuse a holder whose lock expired. Fencing is cheap on the memory
+	// store but not on Redis, where it turns SET NX PX into a script
+	// (about 10% of the lock+unlock throughput of a loaded server; see
+	// docs/performance.md). A MultiLocker never fences. Default: fence
+	// whenever the store can.
+	NoFence bool
 }
 
 const (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -102,21 +103,90 @@ func (m *MultiLocker) acquire(ctx context.Context, op, resource string, ttl time
 	return l, nil // attempt recorded it in m.held
 }
 
-// vote is one store's answer to an attempt.
-type vote struct {
-	i   int
-	err error
-}
-
-// ballot collects the votes of one attempt: one per store, in a channel
-// with room for all of them, so no store's goroutine ever blocks. Votes
-// still due when the attempt decided are read by the attempt's cleanup or
-// by the background work on the granted lock (see backfill).
+// ballot collects the answers of the stores to one attempt. It decides
+// as soon as the quorum is met or can no longer be met, and wakes the
+// caller then, once: the stores' answers are counted on whatever
+// goroutine delivers them.
 type ballot struct {
-	votes chan vote
+	quorum Quorum
+	n      int
+	stop   context.CancelFunc // ends the attempt's store context
+
+	mu                       sync.Mutex
+	errs                     []error
+	answered                 []bool
+	granted, refused, failed int
+	received                 int
+	decided, met             bool
+	atDecision               [3]int // granted, refused, failed when it decided
+	receivedAtDecision       int
+	late                     func(i int, err error) // for the answers still to come, once set (releaseAttempt, release); called with mu held
+	grantedLock              *grant                 // set once the attempt granted the lock (see multi_backfill.go)
+	decision                 chan struct{}          // closed once decided
+	done                     chan struct{}          // closed once every store answered
 }
 
-func (b *ballot) cast(v vote) { b.votes <- v }
+func newBallot(q Quorum, n int, stop context.CancelFunc) *ballot {
+	return &ballot{
+		quorum: q, n: n, stop: stop,
+		errs: make([]error, n), answered: make([]bool, n),
+		decision: make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+// cast counts store i's answer.
+func (b *ballot) cast(i int, err error) {
+	b.mu.Lock()
+	b.errs[i], b.answered[i] = err, true
+	b.received++
+	switch {
+	case err == nil:
+		b.granted++
+	case errors.Is(err, ErrNotAcquired):
+		b.refused++
+	default:
+		b.failed++
+	}
+	if !b.decided {
+		b.met = b.quorum.Met(b.granted, b.n)
+		if b.met || !b.quorum.Met(b.n-b.refused-b.failed, b.n) {
+			b.decided = true
+			b.atDecision = [3]int{b.granted, b.refused, b.failed}
+			b.receivedAtDecision = b.received
+			close(b.decision)
+		}
+	}
+	if b.late != nil {
+		// Under mu, so that every late answer is handled before done
+		// closes (b.late must not wait for anything that takes mu).
+		b.late(i, err)
+	}
+	last := b.received == b.n
+	var backfill func()
+	if last && b.grantedLock != nil {
+		backfill = b.grantedLock.startLocked(b)
+	}
+	b.mu.Unlock()
+	if last {
+		b.stop()
+		close(b.done)
+	}
+	if backfill != nil {
+		backfill()
+	}
+}
+
+// failures returns the stores that answered other than with a grant.
+// Called with mu held.
+func (b *ballot) failures(m *MultiLocker) []StoreError {
+	var out []StoreError
+	for i, err := range b.errs {
+		if b.answered[i] && err != nil {
+			out = append(out, m.storeError(i, err))
+		}
+	}
+	return out
+}
 
 // attempt makes one Redlock attempt with a fresh token.
 func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, *Error) {
@@ -129,57 +199,35 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	}
 	n := len(m.stores)
 	start := time.Now()
-	b := &ballot{votes: make(chan vote, n)}
-	votes := b.votes
+	sctx, stop := context.WithTimeout(ctx, m.storeTimeout)
+	b := newBallot(m.quorum, n, stop)
+	acquire := Call{Op: CallAcquire, Resource: resource, Token: token, TTL: ttl}
 	for i := range m.stores {
-		go m.acquireOne(ctx, op, i, resource, token, ttl, b)
+		m.start(ctx, sctx, op, i, acquire, b.cast)
 	}
+	<-b.decision
 
-	answered := make([]bool, n)
-	var failures []StoreError
-	granted, refused, failed, received := 0, 0, 0, 0
-	met := false
-	for received < n {
-		v := <-votes
-		received++
-		answered[v.i] = true
-		switch {
-		case v.err == nil:
-			granted++
-		case errors.Is(v.err, ErrNotAcquired):
-			refused++
-			failures = append(failures, m.storeError(v.i, v.err))
-		default:
-			failed++
-			failures = append(failures, m.storeError(v.i, v.err))
-		}
-		if m.quorum.Met(granted, n) {
-			met = true
-			break
-		}
-		if !m.quorum.Met(n-refused-failed, n) {
-			break
-		}
-	}
-
+	b.mu.Lock()
+	met, counts := b.met, b.atDecision
+	b.mu.Unlock()
 	if m.obs.on() {
 		var err error
 		if !met {
 			err = ErrNotAcquired
-			if m.quorum.Met(n-refused, n) {
+			if m.quorum.Met(n-counts[1], n) {
 				err = ErrUnavailable
 			}
 		}
-		m.obs.emit(ctx, Event{Kind: EventQuorum, Op: op, Resource: resource, Granted: granted, Refused: refused, Failed: failed, Duration: time.Since(start), Err: err})
+		m.obs.emit(ctx, Event{Kind: EventQuorum, Op: op, Resource: resource, Granted: counts[0], Refused: counts[1], Failed: counts[2], Duration: time.Since(start), Err: err})
 	}
 	var cause error
 	if met {
-		l := Lock{Resource: resource, Token: token, ValidUntil: m.validUntil(start, ttl)}
-		if l.Valid() {
+		if elapsed := time.Since(start); elapsed < m.validity(ttl) {
 			// Stores still answering may yet take it under token, and
-			// those that failed are asked again in the background:
-			// Unlock and Extend wait for that work (see settle).
-			m.held.putPending(l, m.backfill(ctx, op, l, start, ttl, b, received, failures))
+			// those that failed are asked again in the background: Unlock
+			// and Extend wait for them (see settle and release).
+			l := Lock{Resource: resource, Token: token, ValidUntil: m.validUntil(start, ttl)}
+			m.held.putPending(l, m.grant(ctx, op, l, start.Add(ttl), b))
 			return l, nil
 		}
 		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, time.Since(start).Round(time.Microsecond))
@@ -187,14 +235,11 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	// The attempt failed: release what it may hold. That waits for the
 	// stores still due to answer, so the failure is classified on every
 	// answer, not on whichever came first.
-	for _, v := range m.releaseAttempt(ctx, op, resource, token, votes, answered, failures) {
-		failures = append(failures, m.storeError(v.i, v.err))
-		if errors.Is(v.err, ErrNotAcquired) {
-			refused++
-		} else if v.err != nil {
-			failed++
-		}
-	}
+	m.releaseAttempt(ctx, op, resource, token, b)
+	b.mu.Lock()
+	refused, failed := b.refused, b.failed
+	failures := b.failures(m)
+	b.mu.Unlock()
 	switch {
 	case ctx.Err() != nil:
 		cause = ctxErr(ctx)
@@ -204,24 +249,44 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	default:
 		cause = fmt.Errorf("%w: %d of %d stores failed; quorum %v not met", ErrUnavailable, failed, n, m.quorum)
 	}
-	sortStoreErrors(failures)
 	return Lock{}, &Error{Err: cause, Stores: failures}
 }
 
-// acquireOne asks store i for the lock and sends its answer to votes.
-func (m *MultiLocker) acquireOne(ctx context.Context, op string, i int, resource, token string, ttl time.Duration, b *ballot) {
-	err := m.call(ctx, op, resource, "acquire", i, func(ctx context.Context, s storeRef) error {
-		return s.Acquire(ctx, resource, token, ttl)
-	})
-	b.cast(vote{i: i, err: err})
+// start starts call c on store i within sctx, a context derived from ctx
+// that carries the store timeout, and calls done with the outcome once the
+// store answers, on whatever goroutine delivers it; the hook is told.
+// Stores that are Starters are asked directly; the others get a goroutine
+// for the call. A timeout of the store call, while ctx is alive, becomes
+// a timeoutError — also when the store reports context.DeadlineExceeded a
+// moment before sctx does (a client whose socket deadline, set from sctx,
+// fires before sctx's own timer), so that no error of a live ctx matches
+// DeadlineExceeded.
+func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call, done func(i int, err error)) {
+	s := &m.stores[i]
+	t0 := m.obs.start()
+	var answered atomic.Bool
+	finish := func(err error) {
+		if answered.Swap(true) {
+			return // a broken store's second answer
+		}
+		if err != nil && !isOutcome(err) && ctx.Err() == nil && (sctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			err = timeoutError{after: m.storeTimeout.String()}
+		}
+		m.obs.storeCall(ctx, op, c.Resource, s, c.Op.String(), t0, err)
+		done(i, err)
+	}
+	switch {
+	case c.Op == CallExtend && s.ext == nil:
+		finish(fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported))
+	case s.starter != nil:
+		s.starter.Start(sctx, c, finish)
+	default:
+		go func() { finish(c.Run(sctx, s.Store)) }()
+	}
 }
 
 // call runs f, the storeOp of a locker operation op, on store i within
-// the per-store timeout, and tells the hook. A timeout of the store call,
-// while ctx is alive, becomes a timeoutError — also when the store reports
-// context.DeadlineExceeded a moment before sctx does (a client whose
-// socket deadline, set from sctx, fires before sctx's own timer), so that
-// no error of a live ctx matches DeadlineExceeded.
+// the per-store timeout, and tells the hook, as start does.
 func (m *MultiLocker) call(ctx context.Context, op, resource, storeOp string, i int, f func(context.Context, storeRef) error) error {
 	t0 := m.obs.start()
 	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
@@ -230,49 +295,45 @@ func (m *MultiLocker) call(ctx context.Context, op, resource, storeOp string, i 
 		err = timeoutError{after: m.storeTimeout.String()}
 	}
 	cancel()
-	m.obs.storeCall(ctx, op, resource, m.stores[i], storeOp, t0, err)
+	m.obs.storeCall(ctx, op, resource, &m.stores[i], storeOp, t0, err)
 	return err
 }
 
 // releaseAttempt releases token on every store that granted it or whose
 // answer was an error, including stores that answer only now: it waits for
-// the answers still due (each bounded by the store timeout) and returns
-// the failed ones among them. Stores that refused the fresh token hold
-// nothing of it and are skipped.
-func (m *MultiLocker) releaseAttempt(ctx context.Context, op, resource, token string, votes <-chan vote, answered []bool, failures []StoreError) (late []vote) {
+// the answers still due (each bounded by the store timeout) and for the
+// releases. Stores that refused the fresh token hold nothing of it and
+// are skipped.
+func (m *MultiLocker) releaseAttempt(ctx context.Context, op, resource, token string, b *ballot) {
 	cctx := context.WithoutCancel(ctx)
+	c := Call{Op: CallRelease, Resource: resource, Token: token}
 	var wg sync.WaitGroup
-	release := func(i int) {
+	release := func(i int, vote error) {
+		if errors.Is(vote, ErrNotAcquired) {
+			return
+		}
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = m.call(cctx, op, resource, "release", i, func(ctx context.Context, s storeRef) error { return s.Release(ctx, resource, token) })
-		}()
+		rctx, cancel := context.WithTimeout(cctx, m.storeTimeout)
+		m.start(cctx, rctx, op, i, c, func(int, error) {
+			cancel()
+			wg.Done()
+		})
 	}
-	refused := make([]bool, len(m.stores))
-	for _, f := range failures {
-		refused[f.Index] = errors.Is(f.Err, ErrNotAcquired)
-	}
-	pending := 0
-	for i, done := range answered {
-		switch {
-		case !done:
-			pending++
-		case !refused[i]:
-			release(i)
+	b.mu.Lock()
+	b.late = release
+	var answered []int
+	for i, ok := range b.answered {
+		if ok {
+			answered = append(answered, i)
 		}
 	}
-	for ; pending > 0; pending-- {
-		v := <-votes
-		if !errors.Is(v.err, ErrNotAcquired) {
-			release(v.i)
-		}
-		if v.err != nil {
-			late = append(late, v)
-		}
+	votes := slices.Clone(b.errs)
+	b.mu.Unlock()
+	for _, i := range answered {
+		release(i, votes[i])
 	}
+	<-b.done // every Add is made before done closes
 	wg.Wait()
-	return late
 }
 
 // waitFunc returns how to wait for a release between attempts: on the
@@ -303,7 +364,7 @@ func (m *MultiLocker) waitFunc(op, resource string) waitFunc {
 			go func() {
 				t0 := m.obs.start()
 				err := s.waiter.WaitRelease(wctx, resource)
-				m.obs.storeCall(ctx, op, resource, s, "wait", t0, err)
+				m.obs.storeCall(ctx, op, resource, &s, "wait", t0, err)
 				woke <- err == nil
 			}()
 		}
@@ -318,10 +379,32 @@ func (m *MultiLocker) waitFunc(op, resource string) waitFunc {
 	}
 }
 
-// fanout runs f, the storeOp of operation op, on every store
-// concurrently, each within the store timeout, and returns their errors in
-// store order.
-func (m *MultiLocker) fanout(ctx context.Context, op, resource, storeOp string, f func(context.Context, storeRef) error) []error {
+// fanout makes call c on every store at once, each within the store
+// timeout, and returns their errors in store order. With only set, it
+// calls the stores i for which only(i) is true and leaves the other
+// errors nil.
+func (m *MultiLocker) fanout(ctx context.Context, op string, c Call, only func(i int) bool) []error {
+	errs := make([]error, len(m.stores))
+	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range m.stores {
+		if only == nil || only(i) {
+			wg.Add(1)
+			m.start(ctx, sctx, op, i, c, func(i int, err error) {
+				errs[i] = err
+				wg.Done()
+			})
+		}
+	}
+	wg.Wait()
+	return errs
+}
+
+// fanoutFunc runs f, the storeOp of operation op, on every store
+// concurrently, each within the store timeout, and returns their errors
+// in store order. It is for the calls a Starter cannot start (Exists).
+func (m *MultiLocker) fanoutFunc(ctx context.Context, op, resource, storeOp string, f func(context.Context, storeRef) error) []error {
 	errs := make([]error, len(m.stores))
 	var wg sync.WaitGroup
 	for i := range m.stores {
@@ -343,23 +426,13 @@ func (m *MultiLocker) fanout(ctx context.Context, op, resource, storeOp string, 
 // redundancy, so that one more store loss does not drop it below quorum.
 // A store another owner took in the meantime refuses (SET NX semantics).
 func (m *MultiLocker) repair(ctx context.Context, op string, l Lock, ttl time.Duration, errs []error) {
-	var wg sync.WaitGroup
-	for i, err := range errs {
-		if !errors.Is(err, ErrNotHeld) {
-			continue
+	c := Call{Op: CallAcquire, Resource: l.Resource, Token: l.Token, TTL: ttl}
+	retaken := m.fanout(ctx, op, c, func(i int) bool { return errors.Is(errs[i], ErrNotHeld) })
+	for i, err := range retaken {
+		if err == nil && errors.Is(errs[i], ErrNotHeld) {
+			errs[i] = nil
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := m.call(ctx, op, l.Resource, "acquire", i, func(ctx context.Context, s storeRef) error {
-				return s.Acquire(ctx, l.Resource, l.Token, ttl)
-			})
-			if err == nil {
-				errs[i] = nil
-			}
-		}()
 	}
-	wg.Wait()
 }
 
 // IsLocked implements [Locker]: true if any store holds resource.
@@ -369,7 +442,7 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 		return false, err
 	}
 	held := make([]bool, len(m.stores))
-	errs := m.fanout(ctx, op, resource, "exists", func(ctx context.Context, s storeRef) (err error) {
+	errs := m.fanoutFunc(ctx, op, resource, "exists", func(ctx context.Context, s storeRef) (err error) {
 		held[s.index], err = s.Exists(ctx, resource)
 		return err
 	})
@@ -406,31 +479,28 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 }
 
 // settle waits until every store has answered the acquisition of l, if it
-// was granted before they all did, and stops the background retries of
-// the stores that failed, waiting for those under way: a release or
-// extension sent earlier could overtake a slow store's acquisition (stores
-// such as memcached serve concurrent calls on separate connections), find
-// nothing, and leave that store holding the lock until its TTL runs out.
-// Each answer is bounded by the store timeout.
+// was granted before they all did: a release or extension sent earlier
+// could overtake a slow store's acquisition (stores such as memcached
+// serve concurrent calls on separate connections), find nothing, and leave
+// that store holding the lock until its TTL runs out. Each answer is
+// bounded by the store timeout. Extend settles first; Unlock (see
+// release) waits store by store instead. Both first stop the background
+// retries of the stores that failed (see backfill), and wait for those
+// under way.
 func (m *MultiLocker) settle(ctx context.Context, op string, l Lock) error {
 	if pending := m.held.pending(l); pending != nil {
-		pending.halt()
 		select {
 		case <-pending.done:
 		case <-ctx.Done():
 			return &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
 		}
+		return pending.haltBackfill(ctx, op, l)
 	}
 	return nil
 }
 
 func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
-	if err := m.settle(ctx, op, l); err != nil {
-		return err
-	}
-	errs := m.fanout(ctx, op, l.Resource, "release", func(ctx context.Context, s storeRef) error {
-		return s.Release(ctx, l.Resource, l.Token)
-	})
+	errs := m.release(ctx, op, l)
 	released, failures := m.tally(errs)
 	if n := len(failures) - countOutcomes(failures); n > 0 {
 		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, n, len(m.stores)), failures)
@@ -440,6 +510,63 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 		return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
 	}
 	return nil
+}
+
+// release releases l on every store and returns their errors in store
+// order. A store still answering the acquisition of l is asked only once
+// it has answered (see settle), each within a store timeout of being
+// asked; the others at once.
+func (m *MultiLocker) release(ctx context.Context, op string, l Lock) []error {
+	c := Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}
+	b := m.held.pending(l)
+	if b == nil {
+		return m.fanout(ctx, op, c, nil)
+	}
+	if err := b.haltBackfill(ctx, op, l); err != nil {
+		errs := make([]error, len(m.stores))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	n := len(m.stores)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	done := func(i int, err error) {
+		errs[i] = err
+		wg.Done()
+	}
+	later := func(i int, _ error) {
+		rctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+		m.start(ctx, rctx, op, i, c, func(i int, err error) {
+			cancel()
+			done(i, err)
+		})
+	}
+	b.mu.Lock()
+	if b.late != nil { // another Unlock of l is under way: wait for every answer
+		b.mu.Unlock()
+		if err := m.settle(ctx, op, l); err != nil {
+			for i := range errs {
+				errs[i] = err
+			}
+			return errs
+		}
+		return m.fanout(ctx, op, c, nil)
+	}
+	answered := slices.Clone(b.answered)
+	b.late = later
+	b.mu.Unlock()
+	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+	defer cancel()
+	for i, ok := range answered {
+		if ok {
+			m.start(ctx, sctx, op, i, c, done)
+		}
+	}
+	wg.Wait()
+	return errs
 }
 
 // Extend implements [Locker]. The lock is extended if a quorum of stores
@@ -474,12 +601,7 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 		return Lock{}, err
 	}
 	start := time.Now()
-	errs := m.fanout(ctx, op, l.Resource, "extend", func(ctx context.Context, s storeRef) error {
-		if s.ext == nil {
-			return fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported)
-		}
-		return s.ext.Extend(ctx, l.Resource, l.Token, ttl)
-	})
+	errs := m.fanout(ctx, op, Call{Op: CallExtend, Resource: l.Resource, Token: l.Token, TTL: ttl}, nil)
 	extended, _ := m.tally(errs)
 	n := len(m.stores)
 	if m.quorum.Met(extended, n) && extended < n {
@@ -489,7 +611,7 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 	if m.quorum.Met(extended, n) {
 		next := l
 		next.ValidUntil = m.validUntil(start, ttl)
-		if next.Valid() {
+		if time.Since(start) < m.validity(ttl) {
 			m.held.put(next)
 			return next, nil
 		}
@@ -548,8 +670,4 @@ func (m *MultiLocker) Shutdown(ctx context.Context) error {
 	}
 	m.closed.Store(true)
 	return m.UnlockAll(ctx)
-}
-
-func sortStoreErrors(s []StoreError) {
-	slices.SortFunc(s, func(a, b StoreError) int { return a.Index - b.Index })
 }

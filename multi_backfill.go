@@ -15,11 +15,12 @@ import (
 // more store loss drops it below quorum while its holder still relies on
 // it. Extend repairs missing votes (see repair), but a lock that is never
 // extended would keep its reduced redundancy for its whole TTL. So, once
-// the lock is granted, the stores that failed — during the attempt, or
-// while still answering after the quorum was met — are asked again in the
-// background, under the same token, for the TTL the granting stores have
-// left: at most backfillTries times, a store timeout apart, and only
-// while the lock is valid.
+// every store has answered the attempt, the stores that failed — before
+// the quorum was met, or while still answering after — are asked again in
+// the background, under the same token, for the TTL the granting stores
+// have left: at most backfillTries times, a store timeout apart, and only
+// while the lock is valid. The background work exists only when some
+// store failed: a lock granted by stores that all answered pays nothing.
 //
 // This is safe for the same reason repair is: while a quorum holds the
 // lock, no other owner can hold a quorum, and a store that another owner
@@ -30,8 +31,8 @@ import (
 // Stores whose call ended because the caller's context did are not asked
 // again: a caller that gives up wants no more calls made for it.
 //
-// The work is tracked with the lock (heldEntry.pending): Unlock and
-// Extend first stop it — no new retry starts — and wait for the calls
+// The work is tracked with the lock's ballot (heldEntry.pending): Unlock
+// and Extend first stop it — no new retry starts — and wait for the calls
 // under way, each bounded by the store timeout, so no retry can overtake
 // a release or an extension, and no goroutine outlives an Unlock, nor the
 // lock's validity.
@@ -39,9 +40,19 @@ import (
 // backfillTries bounds the background retries of each failed store.
 const backfillTries = 2
 
-// pendingVotes is the background work on a granted lock: the answers of
-// the stores still due when the quorum was met, then the retries of the
-// stores that failed.
+// grant is a granted lock's part of its ballot: what the background
+// retries need. Its fields after m are guarded by the ballot's mu.
+type grant struct {
+	m      *MultiLocker
+	ctx    context.Context // the caller's, to tell its cancellation from a store failure
+	op     string
+	lock   Lock
+	expiry time.Time     // when the lock expires on the stores that granted it
+	work   *pendingVotes // the retries, once started
+	halted bool          // Unlock or Extend came: start none
+}
+
+// pendingVotes is the background work on a granted lock.
 type pendingVotes struct {
 	done     chan struct{} // closed once the work has ended
 	stop     chan struct{} // closed to start no further retry
@@ -51,37 +62,85 @@ type pendingVotes struct {
 // halt makes the work start no further retry.
 func (p *pendingVotes) halt() { p.stopOnce.Do(func() { close(p.stop) }) }
 
-// backfill starts the background work on l, granted by an attempt that
-// began at start with ttl, whose ballot b still expects the votes of n −
-// received stores, and whose answers so far include failures. It returns
-// nil when there is nothing to do: every store answered and none failed.
-func (m *MultiLocker) backfill(ctx context.Context, op string, l Lock, start time.Time, ttl time.Duration, b *ballot, received int, failures []StoreError) *pendingVotes {
-	retry := func(err error) bool {
-		return err != nil && !isOutcome(err) && !(ctx.Err() != nil && errors.Is(err, ctx.Err()))
+// grant records that the attempt of ballot b granted l, which expires on
+// the stores at expiry, and returns the ballot if Unlock and Extend must
+// wait for it: stores are still answering, or the background retries of
+// failed stores have started. It returns nil when every store answered and
+// none failed.
+func (m *MultiLocker) grant(ctx context.Context, op string, l Lock, expiry time.Time, b *ballot) *ballot {
+	b.mu.Lock()
+	g := &grant{m: m, ctx: ctx, op: op, lock: l, expiry: expiry}
+	b.grantedLock = g
+	var backfill func()
+	allIn := b.received == b.n
+	if allIn {
+		backfill = g.startLocked(b)
+	}
+	b.mu.Unlock()
+	if backfill == nil {
+		if allIn {
+			return nil
+		}
+		return b // the last answer may start the retries (see cast)
+	}
+	backfill()
+	return b
+}
+
+// retryable reports whether a store that answered err is worth asking
+// again.
+func (g *grant) retryable(err error) bool {
+	return err != nil && !isOutcome(err) && !(g.ctx.Err() != nil && errors.Is(err, g.ctx.Err()))
+}
+
+// startLocked, called with b.mu held once every store answered, prepares
+// the background retries of the stores that failed and returns the
+// function that starts them, or nil if there are none to make.
+func (g *grant) startLocked(b *ballot) func() {
+	if g.halted || g.work != nil {
+		return nil
 	}
 	var failed []int
-	for _, f := range failures {
-		if retry(f.Err) {
-			failed = append(failed, f.Index)
+	for i, err := range b.errs {
+		if g.retryable(err) {
+			failed = append(failed, i)
 		}
 	}
-	left := len(m.stores) - received
-	if left == 0 && len(failed) == 0 {
+	if len(failed) == 0 {
 		return nil
 	}
 	p := &pendingVotes{done: make(chan struct{}), stop: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		for ; left > 0; left-- {
-			if v := <-b.votes; retry(v.err) {
-				failed = append(failed, v.i)
-			}
-		}
-		// The caller's Lock call has returned: its context no longer
-		// bounds the work, the lock's validity does.
-		m.retryFailed(context.WithoutCancel(ctx), op, l, start.Add(ttl), failed, p.stop)
-	}()
-	return p
+	g.work = p
+	return func() {
+		go func() {
+			defer close(p.done)
+			// The caller's Lock call has returned: its context no longer
+			// bounds the work, the lock's validity does.
+			g.m.retryFailed(context.WithoutCancel(g.ctx), g.op, g.lock, g.expiry, failed, p.stop)
+		}()
+	}
+}
+
+// haltBackfill stops the background retries on the lock of ballot b, if
+// any, and waits for the calls under way; Unlock and Extend call it first.
+func (b *ballot) haltBackfill(ctx context.Context, op string, l Lock) error {
+	b.mu.Lock()
+	var p *pendingVotes
+	if g := b.grantedLock; g != nil {
+		g.halted = true
+		p = g.work
+	}
+	b.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.halt()
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
+	}
 }
 
 // retryFailed asks the failed stores again for l, until they answer, the
@@ -101,23 +160,17 @@ func (m *MultiLocker) retryFailed(ctx context.Context, op string, l Lock, expiry
 		if remaining <= m.storeTimeout || time.Until(l.ValidUntil) <= m.storeTimeout {
 			return // too late to be of use
 		}
-		errs := make([]error, len(failed))
-		var wg sync.WaitGroup
-		for k, i := range failed {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[k] = m.call(ctx, op, l.Resource, "acquire", i, func(ctx context.Context, s storeRef) error {
-					return s.Acquire(ctx, l.Resource, l.Token, remaining)
-				})
-			}()
+		c := Call{Op: CallAcquire, Resource: l.Resource, Token: l.Token, TTL: remaining}
+		asked := make(map[int]bool, len(failed))
+		for _, i := range failed {
+			asked[i] = true
 		}
-		wg.Wait()
+		errs := m.fanout(ctx, op, c, func(i int) bool { return asked[i] })
 		still := failed[:0]
-		for k, i := range failed {
+		for _, i := range failed {
 			// Granted, or refused (another owner, or this lock's own
 			// earlier write whose answer was lost): either way, done.
-			if err := errs[k]; err != nil && !errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrNotHeld) {
+			if err := errs[i]; err != nil && !errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrNotHeld) {
 				still = append(still, i)
 			}
 		}

@@ -14,29 +14,60 @@ import (
 // overtake the slow store's acquire, find nothing, and leave that store
 // holding a copy of the lock until it expires.
 func TestMultiUnlockWaitsForSlowAcquire(t *testing.T) {
-	for _, then := range []string{"Unlock", "Extend then Unlock"} {
-		t.Run(then, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				ms, ls := memStores(3)
-				ms[2].Inject(memory.Fault{Ops: memory.OpAcquire, Delay: 20 * time.Millisecond})
-				l := mustMulti(t, ls, &lock.Options{StoreTimeout: time.Second})
-				start := time.Now()
-				held, err := l.TryLock(t.Context(), "res", time.Minute)
-				wantNil(t, "TryLock(res)", err)
-				if d := time.Since(start); d != 0 {
-					t.Fatalf("TryLock returned after %v; want at once, with two stores of three", d)
-				}
-				if then == "Extend then Unlock" {
-					held, err = l.Extend(t.Context(), held, time.Minute)
-					wantNil(t, "Extend(res) while the slow store's acquire is on its way", err)
-					if d := time.Since(start); d != 20*time.Millisecond {
-						t.Errorf("Extend returned after %v; want 20ms, once the slow store answered", d)
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		for _, then := range []string{"Unlock", "Extend then Unlock"} {
+			t.Run(then, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ms, ls := memStores(3)
+					ms[2].Inject(memory.Fault{Ops: memory.OpAcquire, Delay: 20 * time.Millisecond})
+					l := mustMulti(t, ls, &lock.Options{StoreTimeout: time.Second})
+					start := time.Now()
+					held, err := l.TryLock(t.Context(), "res", time.Minute)
+					wantNil(t, "TryLock(res)", err)
+					if d := time.Since(start); d != 0 {
+						t.Fatalf("TryLock returned after %v; want at once, with two stores of three", d)
 					}
-				}
-				wantNil(t, "Unlock(res) while the slow store's acquire is on its way", l.Unlock(t.Context(), held))
-				time.Sleep(time.Second) // fake time: long past every store's answer
-				noResidue(t, ms...)
+					if then == "Extend then Unlock" {
+						held, err = l.Extend(t.Context(), held, time.Minute)
+						wantNil(t, "Extend(res) while the slow store's acquire is on its way", err)
+						if d := time.Since(start); d != 20*time.Millisecond {
+							t.Errorf("Extend returned after %v; want 20ms, once the slow store answered", d)
+						}
+					}
+					wantNil(t, "Unlock(res) while the slow store's acquire is on its way", l.Unlock(t.Context(), held))
+					time.Sleep(time.Second) // fake time: long past every store's answer
+					noResidue(t, ms...)
+				})
 			})
+		}
+	})
+}
+
+// Unlock releases at once on the stores that answered the acquisition,
+// and on a slow store only once it has answered.
+func TestMultiUnlockReleasesStoreByStore(t *testing.T) {
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ms, ls := memStores(3)
+			ms[2].Inject(memory.Fault{Ops: memory.OpAcquire, Delay: 20 * time.Millisecond})
+			l := mustMulti(t, ls, &lock.Options{StoreTimeout: time.Second})
+			held, err := l.TryLock(t.Context(), "res", time.Minute)
+			wantNil(t, "TryLock(res)", err)
+			start := time.Now()
+			unlocked := make(chan error, 1)
+			go func() { unlocked <- l.Unlock(t.Context(), held) }()
+			synctest.Wait()
+			noResidue(t, ms[0], ms[1])
+			select {
+			case err := <-unlocked:
+				t.Fatalf("Unlock returned (%v) before the slow store answered its acquisition", err)
+			default:
+			}
+			wantNil(t, "Unlock(res)", <-unlocked)
+			if d := time.Since(start); d != 20*time.Millisecond {
+				t.Errorf("Unlock returned after %v; want 20ms, once the slow store answered and released", d)
+			}
+			noResidue(t, ms...)
 		})
-	}
+	})
 }

@@ -20,84 +20,90 @@ func failAlways(ms ...*memory.Store) {
 }
 
 func TestMultiQuorumWithFailingStores(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		ms, ls := memStores(5)
-		l := mustMulti(t, ls, nil)
-		failAlways(ms[0], ms[3])
-		held, err := l.TryLock(ctx, "res", time.Second)
-		wantNil(t, "TryLock(res) with 2 of 5 stores failing", err)
-		if held.Fence != 0 {
-			t.Errorf("multi-store lock fence = %d; want 0 (fences of independent stores are not comparable)", held.Fence)
-		}
-		err = l.Unlock(ctx, held)
-		wantIs(t, "Unlock(res) with 2 of 5 stores failing", err, lock.ErrUnavailable)
-		for _, m := range ms {
-			m.ClearFaults()
-		}
-		noResidue(t, ms...)
-
-		failAlways(ms[0], ms[2], ms[4])
-		_, err = l.TryLock(ctx, "res", time.Second)
-		wantIs(t, "TryLock(res) with 3 of 5 stores failing", err, lock.ErrUnavailable)
-		if errors.Is(err, lock.ErrNotAcquired) {
-			t.Errorf("TryLock(res) with 3 of 5 stores failing = %v; must not claim contention", err)
-		}
-		var le *lock.Error
-		if !errors.As(err, &le) {
-			t.Fatalf("error %T is not a *lock.Error", err)
-		}
-		var named []string
-		for _, s := range le.Stores {
-			named = append(named, s.Store)
-			if !errors.Is(s.Err, errConnReset) {
-				t.Errorf("store %s error = %v; want the store's own error", s.Store, s.Err)
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			ms, ls := memStores(5)
+			l := mustMulti(t, ls, nil)
+			failAlways(ms[0], ms[3])
+			held, err := l.TryLock(ctx, "res", time.Second)
+			wantNil(t, "TryLock(res) with 2 of 5 stores failing", err)
+			if held.Fence != 0 {
+				t.Errorf("multi-store lock fence = %d; want 0 (fences of independent stores are not comparable)", held.Fence)
 			}
-		}
-		if strings.Join(named, ",") != "m0,m2,m4" {
-			t.Errorf("error names stores %v; want the failing m0, m2, m4", named)
-		}
-		if !strings.Contains(err.Error(), "m2: connection reset by peer") {
-			t.Errorf("error message %q does not say which stores failed and why", err)
-		}
-		for _, m := range ms {
-			m.ClearFaults()
-		}
-		noResidue(t, ms...) // the two stores that granted were released
+			err = l.Unlock(ctx, held)
+			wantIs(t, "Unlock(res) with 2 of 5 stores failing", err, lock.ErrUnavailable)
+			for _, m := range ms {
+				m.ClearFaults()
+			}
+			noResidue(t, ms...)
+
+			failAlways(ms[0], ms[2], ms[4])
+			_, err = l.TryLock(ctx, "res", time.Second)
+			wantIs(t, "TryLock(res) with 3 of 5 stores failing", err, lock.ErrUnavailable)
+			if errors.Is(err, lock.ErrNotAcquired) {
+				t.Errorf("TryLock(res) with 3 of 5 stores failing = %v; must not claim contention", err)
+			}
+			var le *lock.Error
+			if !errors.As(err, &le) {
+				t.Fatalf("error %T is not a *lock.Error", err)
+			}
+			var named []string
+			for _, s := range le.Stores {
+				named = append(named, s.Store)
+				if !errors.Is(s.Err, errConnReset) {
+					t.Errorf("store %s error = %v; want the store's own error", s.Store, s.Err)
+				}
+			}
+			if strings.Join(named, ",") != "m0,m2,m4" {
+				t.Errorf("error names stores %v; want the failing m0, m2, m4", named)
+			}
+			if !strings.Contains(err.Error(), "m2: connection reset by peer") {
+				t.Errorf("error message %q does not say which stores failed and why", err)
+			}
+			for _, m := range ms {
+				m.ClearFaults()
+			}
+			noResidue(t, ms...) // the two stores that granted were released
+		})
 	})
 }
 
 func TestMultiContention(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		ms, ls := memStores(5)
-		for _, m := range ms[:3] {
-			holdElsewhere(t, m, "res", time.Hour)
-		}
-		l := mustMulti(t, ls, nil)
-		_, err := l.TryLock(ctx, "res", time.Second)
-		wantIs(t, "TryLock(res) held elsewhere on 3 of 5 stores", err, lock.ErrNotAcquired)
-		noResidue(t, ms[3:]...)
-		for _, m := range ms[:3] {
-			if r := m.Resources(); len(r) != 1 {
-				t.Errorf("%s holds %q; want only the other owner's lock", m, r)
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			ms, ls := memStores(5)
+			for _, m := range ms[:3] {
+				holdElsewhere(t, m, "res", time.Hour)
 			}
-		}
+			l := mustMulti(t, ls, nil)
+			_, err := l.TryLock(ctx, "res", time.Second)
+			wantIs(t, "TryLock(res) held elsewhere on 3 of 5 stores", err, lock.ErrNotAcquired)
+			noResidue(t, ms[3:]...)
+			for _, m := range ms[:3] {
+				if r := m.Resources(); len(r) != 1 {
+					t.Errorf("%s holds %q; want only the other owner's lock", m, r)
+				}
+			}
+		})
 	})
 }
 
 // Lost replies: stores that applied the acquisition but whose answer was
 // lost count as failures, and are released after a failed attempt.
 func TestMultiLostRepliesLeaveNothingBehind(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ms, ls := memStores(5)
-		for _, m := range ms[1:4] {
-			m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset, AfterApply: true})
-		}
-		l := mustMulti(t, ls, nil)
-		_, err := l.TryLock(t.Context(), "res", time.Second)
-		wantIs(t, "TryLock(res) with 3 lost replies", err, lock.ErrUnavailable)
-		noResidue(t, ms...)
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ms, ls := memStores(5)
+			for _, m := range ms[1:4] {
+				m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset, AfterApply: true})
+			}
+			l := mustMulti(t, ls, nil)
+			_, err := l.TryLock(t.Context(), "res", time.Second)
+			wantIs(t, "TryLock(res) with 3 lost replies", err, lock.ErrUnavailable)
+			noResidue(t, ms...)
+		})
 	})
 }
 
@@ -105,187 +111,201 @@ func TestMultiLostRepliesLeaveNothingBehind(t *testing.T) {
 // after 10, 20, 30, 40 and 50ms, a majority lock is granted at 30ms, and
 // its validity is ttl − drift counted from the start.
 func TestMultiValidityAndEarlyReturn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ms, ls := memStores(5)
-		for i, m := range ms {
-			m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Duration(i+1) * 10 * time.Millisecond})
-		}
-		l := mustMulti(t, ls, &lock.Options{StoreTimeout: time.Second})
-		start := time.Now()
-		held, err := l.TryLock(t.Context(), "res", time.Second)
-		wantNil(t, "TryLock(res)", err)
-		if d := time.Since(start); d != 30*time.Millisecond {
-			t.Errorf("TryLock returned after %v; want 30ms, when the third store answered", d)
-		}
-		if want := start.Add(time.Second - 12*time.Millisecond); !held.ValidUntil.Equal(want) {
-			t.Errorf("ValidUntil = start+%v; want start+%v (ttl − 1%% − 2ms)", held.ValidUntil.Sub(start), want.Sub(start))
-		}
-		if rem := held.Remaining(); rem != 958*time.Millisecond {
-			t.Errorf("Remaining() = %v; want 958ms (1s − 30ms elapsed − 12ms drift)", rem)
-		}
-		time.Sleep(50 * time.Millisecond) // the slower stores answer too
-		wantNil(t, "Unlock(res)", l.Unlock(t.Context(), held))
-		noResidue(t, ms...)
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ms, ls := memStores(5)
+			for i, m := range ms {
+				m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Duration(i+1) * 10 * time.Millisecond})
+			}
+			l := mustMulti(t, ls, &lock.Options{StoreTimeout: time.Second})
+			start := time.Now()
+			held, err := l.TryLock(t.Context(), "res", time.Second)
+			wantNil(t, "TryLock(res)", err)
+			if d := time.Since(start); d != 30*time.Millisecond {
+				t.Errorf("TryLock returned after %v; want 30ms, when the third store answered", d)
+			}
+			if want := start.Add(time.Second - 12*time.Millisecond); !held.ValidUntil.Equal(want) {
+				t.Errorf("ValidUntil = start+%v; want start+%v (ttl − 1%% − 2ms)", held.ValidUntil.Sub(start), want.Sub(start))
+			}
+			if rem := held.Remaining(); rem != 958*time.Millisecond {
+				t.Errorf("Remaining() = %v; want 958ms (1s − 30ms elapsed − 12ms drift)", rem)
+			}
+			time.Sleep(50 * time.Millisecond) // the slower stores answer too
+			wantNil(t, "Unlock(res)", l.Unlock(t.Context(), held))
+			noResidue(t, ms...)
 
-		// Drift uses the largest granularity among the stores.
-		g := []lock.Store{memory.New(), coarse{memory.New(), time.Second}, memory.New()}
-		lg := mustMulti(t, g, nil)
-		start = time.Now()
-		held, err = lg.TryLock(t.Context(), "res", 5*time.Second)
-		wantNil(t, "TryLock(res) with one coarse store", err)
-		if want := start.Add(5*time.Second - 1052*time.Millisecond); !held.ValidUntil.Equal(want) {
-			t.Errorf("ValidUntil = start+%v; want start+%v (ttl − 1%% − 2ms − 1s granularity)", held.ValidUntil.Sub(start), want.Sub(start))
-		}
+			// Drift uses the largest granularity among the stores.
+			g := []lock.Store{memory.New(), coarse{memory.New(), time.Second}, memory.New()}
+			lg := mustMulti(t, g, nil)
+			start = time.Now()
+			held, err = lg.TryLock(t.Context(), "res", 5*time.Second)
+			wantNil(t, "TryLock(res) with one coarse store", err)
+			if want := start.Add(5*time.Second - 1052*time.Millisecond); !held.ValidUntil.Equal(want) {
+				t.Errorf("ValidUntil = start+%v; want start+%v (ttl − 1%% − 2ms − 1s granularity)", held.ValidUntil.Sub(start), want.Sub(start))
+			}
+		})
 	})
 }
 
 // A store that does not answer costs at most the store timeout, and is
 // reported as a timeout — not as the caller's deadline.
 func TestMultiStoreTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ms, ls := memStores(5)
-		l := mustMulti(t, ls, &lock.Options{StoreTimeout: 50 * time.Millisecond})
-		for _, m := range ms[:2] {
-			m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Hour})
-		}
-		start := time.Now()
-		_, err := l.TryLock(t.Context(), "res", time.Second)
-		wantNil(t, "TryLock(res) with 2 of 5 stores hanging", err)
-		if d := time.Since(start); d != 0 {
-			t.Errorf("TryLock took %v; want an immediate grant from the 3 live stores", d)
-		}
-		time.Sleep(time.Second) // let the lock and the hanging calls run out
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ms, ls := memStores(5)
+			l := mustMulti(t, ls, &lock.Options{StoreTimeout: 50 * time.Millisecond})
+			for _, m := range ms[:2] {
+				m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Hour})
+			}
+			start := time.Now()
+			_, err := l.TryLock(t.Context(), "res", time.Second)
+			wantNil(t, "TryLock(res) with 2 of 5 stores hanging", err)
+			if d := time.Since(start); d != 0 {
+				t.Errorf("TryLock took %v; want an immediate grant from the 3 live stores", d)
+			}
+			time.Sleep(time.Second) // let the lock and the hanging calls run out
 
-		for _, m := range ms[:3] {
-			m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Hour})
-		}
-		start = time.Now()
-		_, err = l.TryLock(t.Context(), "res2", time.Second)
-		wantIs(t, "TryLock(res2) with 3 of 5 stores hanging", err, lock.ErrUnavailable)
-		if errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("TryLock(res2) = %v; a store timeout must not look like the caller's deadline", err)
-		}
-		if d := time.Since(start); d != 50*time.Millisecond {
-			t.Errorf("TryLock took %v; want the store timeout, 50ms", d)
-		}
-		if !strings.Contains(err.Error(), "no answer within 50ms") {
-			t.Errorf("error %q does not say the stores timed out", err)
-		}
-		noResidue(t, ms...)
+			for _, m := range ms[:3] {
+				m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Hour})
+			}
+			start = time.Now()
+			_, err = l.TryLock(t.Context(), "res2", time.Second)
+			wantIs(t, "TryLock(res2) with 3 of 5 stores hanging", err, lock.ErrUnavailable)
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("TryLock(res2) = %v; a store timeout must not look like the caller's deadline", err)
+			}
+			if d := time.Since(start); d != 50*time.Millisecond {
+				t.Errorf("TryLock took %v; want the store timeout, 50ms", d)
+			}
+			if !strings.Contains(err.Error(), "no answer within 50ms") {
+				t.Errorf("error %q does not say the stores timed out", err)
+			}
+			noResidue(t, ms...)
+		})
 	})
 }
 
 func TestMultiUnlock(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		ms, ls := memStores(3)
-		l := mustMulti(t, ls, nil)
-		held, err := l.TryLock(ctx, "res", time.Minute)
-		wantNil(t, "TryLock(res)", err)
-		wantNil(t, "Unlock(res)", l.Unlock(ctx, held))
-		noResidue(t, ms...)
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			ms, ls := memStores(3)
+			l := mustMulti(t, ls, nil)
+			held, err := l.TryLock(ctx, "res", time.Minute)
+			wantNil(t, "TryLock(res)", err)
+			wantNil(t, "Unlock(res)", l.Unlock(ctx, held))
+			noResidue(t, ms...)
 
-		held, err = l.TryLock(ctx, "res", time.Minute)
-		wantNil(t, "TryLock(res)", err)
-		synctest.Wait() // the store that answered after the quorum has it too
-		ms[0].Expire("res")
-		ms[1].Expire("res")
-		wantIs(t, "Unlock(res) held on 1 of 3 stores", l.Unlock(ctx, held), lock.ErrNotHeld)
-		noResidue(t, ms...)
+			held, err = l.TryLock(ctx, "res", time.Minute)
+			wantNil(t, "TryLock(res)", err)
+			synctest.Wait() // the store that answered after the quorum has it too
+			ms[0].Expire("res")
+			ms[1].Expire("res")
+			wantIs(t, "Unlock(res) held on 1 of 3 stores", l.Unlock(ctx, held), lock.ErrNotHeld)
+			noResidue(t, ms...)
 
-		held, err = l.TryLock(ctx, "res", time.Minute)
-		wantNil(t, "TryLock(res)", err)
-		synctest.Wait()
-		ms[2].Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset})
-		err = l.Unlock(ctx, held)
-		wantIs(t, "Unlock(res) with a failing store", err, lock.ErrUnavailable)
-		if !strings.Contains(err.Error(), "m2") {
-			t.Errorf("error %q does not name the failing store m2", err)
-		}
-		wantNil(t, "UnlockAll() retries the failed release", l.UnlockAll(ctx))
-		noResidue(t, ms...)
+			held, err = l.TryLock(ctx, "res", time.Minute)
+			wantNil(t, "TryLock(res)", err)
+			synctest.Wait()
+			ms[2].Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset})
+			err = l.Unlock(ctx, held)
+			wantIs(t, "Unlock(res) with a failing store", err, lock.ErrUnavailable)
+			if !strings.Contains(err.Error(), "m2") {
+				t.Errorf("error %q does not name the failing store m2", err)
+			}
+			wantNil(t, "UnlockAll() retries the failed release", l.UnlockAll(ctx))
+			noResidue(t, ms...)
+		})
 	})
 }
 
 func TestMultiExtend(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		ms, ls := memStores(5)
-		l := mustMulti(t, ls, nil)
-		held, err := l.TryLock(ctx, "res", time.Second)
-		wantNil(t, "TryLock(res)", err)
-		synctest.Wait() // the stores that answered after the quorum have it too
-		failAlways(ms[0], ms[1])
-		time.Sleep(500 * time.Millisecond)
-		start := time.Now()
-		next, err := l.Extend(ctx, held, 2*time.Second)
-		wantNil(t, "Extend(res) with 2 of 5 stores failing", err)
-		if want := start.Add(2*time.Second - 22*time.Millisecond); !next.ValidUntil.Equal(want) {
-			t.Errorf("ValidUntil after Extend = now+%v; want now+%v", next.ValidUntil.Sub(start), want.Sub(start))
-		}
-		ms[0].ClearFaults()
-		ms[1].ClearFaults()
-		for _, m := range ms[2:] {
-			m.Expire("res")
-		}
-		_, err = l.Extend(ctx, next, 2*time.Second)
-		wantIs(t, "Extend(res) expired on 3 of 5 stores", err, lock.ErrNotHeld)
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			ms, ls := memStores(5)
+			l := mustMulti(t, ls, nil)
+			held, err := l.TryLock(ctx, "res", time.Second)
+			wantNil(t, "TryLock(res)", err)
+			synctest.Wait() // the stores that answered after the quorum have it too
+			failAlways(ms[0], ms[1])
+			time.Sleep(500 * time.Millisecond)
+			start := time.Now()
+			next, err := l.Extend(ctx, held, 2*time.Second)
+			wantNil(t, "Extend(res) with 2 of 5 stores failing", err)
+			if want := start.Add(2*time.Second - 22*time.Millisecond); !next.ValidUntil.Equal(want) {
+				t.Errorf("ValidUntil after Extend = now+%v; want now+%v", next.ValidUntil.Sub(start), want.Sub(start))
+			}
+			ms[0].ClearFaults()
+			ms[1].ClearFaults()
+			for _, m := range ms[2:] {
+				m.Expire("res")
+			}
+			_, err = l.Extend(ctx, next, 2*time.Second)
+			wantIs(t, "Extend(res) expired on 3 of 5 stores", err, lock.ErrNotHeld)
 
-		_, err = mustMulti(t, []lock.Store{basic{memory.New()}, basic{memory.New()}, memory.New()}, nil).Extend(ctx, next, time.Second)
-		wantIs(t, "Extend on stores that cannot extend", err, errors.ErrUnsupported)
+			_, err = mustMulti(t, []lock.Store{basic{memory.New()}, basic{memory.New()}, memory.New()}, nil).Extend(ctx, next, time.Second)
+			wantIs(t, "Extend on stores that cannot extend", err, errors.ErrUnsupported)
+		})
 	})
 }
 
 func TestMultiIsLocked(t *testing.T) {
-	ctx := context.Background()
-	ms, ls := memStores(3)
-	l := mustMulti(t, ls, nil)
-	if locked, err := l.IsLocked(ctx, "res"); locked || err != nil {
-		t.Fatalf("IsLocked(res) = %v, %v; want false, nil", locked, err)
-	}
-	holdElsewhere(t, ms[2], "res", time.Minute)
-	if locked, err := l.IsLocked(ctx, "res"); !locked || err != nil {
-		t.Fatalf("IsLocked(res) held on 1 of 3 stores = %v, %v; want true (any store)", locked, err)
-	}
-	ms[2].Expire("res")
-	ms[1].Inject(memory.Fault{Ops: memory.OpExists, Err: errConnReset})
-	if _, err := l.IsLocked(ctx, "res"); !errors.Is(err, lock.ErrUnavailable) {
-		t.Fatalf("IsLocked(res) with a store failing and none holding = %v; want ErrUnavailable", err)
-	}
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		ctx := context.Background()
+		ms, ls := memStores(3)
+		l := mustMulti(t, ls, nil)
+		if locked, err := l.IsLocked(ctx, "res"); locked || err != nil {
+			t.Fatalf("IsLocked(res) = %v, %v; want false, nil", locked, err)
+		}
+		holdElsewhere(t, ms[2], "res", time.Minute)
+		if locked, err := l.IsLocked(ctx, "res"); !locked || err != nil {
+			t.Fatalf("IsLocked(res) held on 1 of 3 stores = %v, %v; want true (any store)", locked, err)
+		}
+		ms[2].Expire("res")
+		ms[1].Inject(memory.Fault{Ops: memory.OpExists, Err: errConnReset})
+		if _, err := l.IsLocked(ctx, "res"); !errors.Is(err, lock.ErrUnavailable) {
+			t.Fatalf("IsLocked(res) with a store failing and none holding = %v; want ErrUnavailable", err)
+		}
+	})
 }
 
 func TestMultiUnanimous(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ms, ls := memStores(3)
-		l := mustMulti(t, ls, &lock.Options{Quorum: quorum.Unanimous{}})
-		failAlways(ms[1])
-		_, err := l.TryLock(t.Context(), "res", time.Second)
-		wantIs(t, "TryLock(res) unanimous with a failing store", err, lock.ErrUnavailable)
-		ms[1].ClearFaults()
-		noResidue(t, ms...)
-		_, err = l.TryLock(t.Context(), "res", time.Second)
-		wantNil(t, "TryLock(res) unanimous", err)
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ms, ls := memStores(3)
+			l := mustMulti(t, ls, &lock.Options{Quorum: quorum.Unanimous{}})
+			failAlways(ms[1])
+			_, err := l.TryLock(t.Context(), "res", time.Second)
+			wantIs(t, "TryLock(res) unanimous with a failing store", err, lock.ErrUnavailable)
+			ms[1].ClearFaults()
+			noResidue(t, ms...)
+			_, err = l.TryLock(t.Context(), "res", time.Second)
+			wantNil(t, "TryLock(res) unanimous", err)
+		})
 	})
 }
 
 // Waiters of a multi-store lock wake when the holder releases.
 func TestMultiWaiterWakesOnRelease(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		_, ls := memStores(3)
-		holder := mustMulti(t, ls, nil)
-		held, err := holder.TryLock(t.Context(), "res", time.Hour)
-		wantNil(t, "holder TryLock(res)", err)
-		go func() {
-			time.Sleep(100 * time.Millisecond)
-			_ = holder.Unlock(context.Background(), held)
-		}()
-		l := mustMulti(t, ls, nil)
-		start := time.Now()
-		_, err = l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: 10 * time.Second}))
-		wantNil(t, "Lock(res)", err)
-		if d := time.Since(start); d != 100*time.Millisecond {
-			t.Errorf("acquired after %v; want 100ms, at the release", d)
-		}
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			_, ls := memStores(3)
+			holder := mustMulti(t, ls, nil)
+			held, err := holder.TryLock(t.Context(), "res", time.Hour)
+			wantNil(t, "holder TryLock(res)", err)
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				_ = holder.Unlock(context.Background(), held)
+			}()
+			l := mustMulti(t, ls, nil)
+			start := time.Now()
+			_, err = l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: 10 * time.Second}))
+			wantNil(t, "Lock(res)", err)
+			if d := time.Since(start); d != 100*time.Millisecond {
+				t.Errorf("acquired after %v; want 100ms, at the release", d)
+			}
+		})
 	})
 }
 
@@ -313,26 +333,28 @@ func TestMultiStoreDeadlineIsNotTheCallers(t *testing.T) {
 // An extension re-takes the lock on stores that lost it while a quorum
 // still held it, so that later store losses do not drop it below quorum.
 func TestMultiExtendRepairsLostVotes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		ms, ls := memStores(5)
-		l := mustMulti(t, ls, nil)
-		held, err := l.TryLock(ctx, "res", time.Second)
-		wantNil(t, "TryLock(res)", err)
-		synctest.Wait()
-		ms[0].Expire("res") // two stores restart empty
-		ms[1].Expire("res")
-		holdElsewhere(t, ms[1], "res", time.Hour) // and another owner takes one of them
-		held, err = l.Extend(ctx, held, time.Second)
-		wantNil(t, "Extend(res) held on 3 of 5 stores", err)
-		if ok, _ := ms[0].Exists(ctx, "res"); !ok {
-			t.Fatal("the extension did not re-take the lock on the store that lost it")
-		}
-		failAlways(ms[2]) // one more store fails: 0, 3 and 4 still hold it
-		_, err = l.Extend(ctx, held, time.Second)
-		wantNil(t, "Extend(res) after one more store failed", err)
-		for _, m := range ms {
-			m.ClearFaults()
-		}
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			ms, ls := memStores(5)
+			l := mustMulti(t, ls, nil)
+			held, err := l.TryLock(ctx, "res", time.Second)
+			wantNil(t, "TryLock(res)", err)
+			synctest.Wait()
+			ms[0].Expire("res") // two stores restart empty
+			ms[1].Expire("res")
+			holdElsewhere(t, ms[1], "res", time.Hour) // and another owner takes one of them
+			held, err = l.Extend(ctx, held, time.Second)
+			wantNil(t, "Extend(res) held on 3 of 5 stores", err)
+			if ok, _ := ms[0].Exists(ctx, "res"); !ok {
+				t.Fatal("the extension did not re-take the lock on the store that lost it")
+			}
+			failAlways(ms[2]) // one more store fails: 0, 3 and 4 still hold it
+			_, err = l.Extend(ctx, held, time.Second)
+			wantNil(t, "Extend(res) after one more store failed", err)
+			for _, m := range ms {
+				m.ClearFaults()
+			}
+		})
 	})
 }

@@ -78,31 +78,34 @@ type waitFunc func(ctx context.Context, last *Error) bool
 
 // retryLoop runs attempt as retry allows, pausing between attempts, and
 // tells the hook about it. The returned error has Op and Resource set.
-func (c *core) retryLoop(ctx context.Context, op, resource string, retry Retry, attempt attemptFunc, wait waitFunc) (Lock, *Error) {
+func (c *core) retryLoop(ctx context.Context, op, resource string, retry Retry, attempt attemptFunc, wait waitFunc) (l Lock, e *Error) {
 	ctx = c.obs.begin(ctx, op, resource)
 	t0 := c.obs.start()
 	n := 0
-	l, e := func() (Lock, *Error) {
-		for ; ; n++ {
+	for ; ; n++ {
+		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: n + 1})
-			l, e := attempt(ctx)
-			if e == nil {
-				return l, nil
-			}
-			if ctx.Err() != nil {
-				return Lock{}, canceled(ctx, e)
-			}
-			if errors.Is(e.Err, ErrInvalid) || (retry.Attempts != Forever && n >= retry.Attempts) {
-				return Lock{}, e
-			}
-			d := retry.delay(n)
-			waiting := wait != nil && errors.Is(e.Err, ErrNotAcquired)
-			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: d, Waiting: waiting, Err: e.Err})
-			if !pause(ctx, d, e, wait) {
-				return Lock{}, canceled(ctx, e)
-			}
 		}
-	}()
+		if l, e = attempt(ctx); e == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			e = canceled(ctx, e)
+			break
+		}
+		if errors.Is(e.Err, ErrInvalid) || (retry.Attempts != Forever && n >= retry.Attempts) {
+			break
+		}
+		d := retry.delay(n)
+		waiting := wait != nil && errors.Is(e.Err, ErrNotAcquired)
+		if c.obs.on() {
+			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: d, Waiting: waiting, Err: e.Err})
+		}
+		if !pause(ctx, d, e, wait) {
+			e = canceled(ctx, e)
+			break
+		}
+	}
 	if e != nil {
 		e.Op, e.Resource = op, resource
 		if c.obs.on() {

@@ -65,7 +65,7 @@ func (s *SingleLocker) acquire(ctx context.Context, op, resource string, ttl tim
 		wait = func(ctx context.Context, _ *Error) bool {
 			t0 := s.obs.start()
 			err := s.store.waiter.WaitRelease(ctx, resource)
-			s.obs.storeCall(ctx, op, resource, s.store, "wait", t0, err)
+			s.obs.storeCall(ctx, op, resource, &s.store, "wait", t0, err)
 			return err == nil
 		}
 	}
@@ -88,7 +88,7 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 	}
 	start := time.Now()
 	fence, err := acquireOn(ctx, s.store, resource, token, ttl)
-	s.obs.storeCall(ctx, op, resource, s.store, "acquire", start, err)
+	s.obs.storeCall(ctx, op, resource, &s.store, "acquire", start, err)
 	if err != nil {
 		if errors.Is(err, ErrNotAcquired) {
 			return Lock{}, &Error{Err: ErrNotAcquired}
@@ -100,12 +100,11 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 		}
 		return Lock{}, s.unavailable(err)
 	}
-	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}
-	if !l.Valid() {
+	if elapsed := time.Since(start); elapsed >= s.validity(ttl) {
 		s.cleanup(ctx, op, resource, token)
-		return Lock{}, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", time.Since(start).Round(time.Microsecond)))
+		return Lock{}, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
 	}
-	return l, nil
+	return Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}, nil
 }
 
 func (s *SingleLocker) unavailable(err error) *Error {
@@ -123,7 +122,7 @@ func (s *SingleLocker) cleanup(ctx context.Context, op, resource, token string) 
 	for range cleanupTries {
 		t0 := s.obs.start()
 		err := s.store.Release(cctx, resource, token)
-		s.obs.storeCall(ctx, op, resource, s.store, "release", t0, err)
+		s.obs.storeCall(ctx, op, resource, &s.store, "release", t0, err)
 		if err == nil || errors.Is(err, ErrNotHeld) || cctx.Err() != nil {
 			return
 		}
@@ -141,7 +140,7 @@ func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, err
 	}
 	t0 := s.obs.start()
 	ok, err := s.store.Exists(ctx, resource)
-	s.obs.storeCall(ctx, op, resource, s.store, "exists", t0, err)
+	s.obs.storeCall(ctx, op, resource, &s.store, "exists", t0, err)
 	if err != nil {
 		return false, s.fail(ctx, op, resource, err)
 	}
@@ -157,7 +156,7 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 	ctx = s.obs.begin(ctx, op, l.Resource)
 	t0 := s.obs.start()
 	err := s.store.Release(ctx, l.Resource, l.Token)
-	s.obs.storeCall(ctx, op, l.Resource, s.store, "release", t0, err)
+	s.obs.storeCall(ctx, op, l.Resource, &s.store, "release", t0, err)
 	switch {
 	case err == nil:
 		s.held.remove(l)
@@ -191,7 +190,7 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	ctx = s.obs.begin(ctx, op, l.Resource)
 	start := time.Now()
 	err := s.store.ext.Extend(ctx, l.Resource, l.Token, ttl)
-	s.obs.storeCall(ctx, op, l.Resource, s.store, "extend", start, err)
+	s.obs.storeCall(ctx, op, l.Resource, &s.store, "extend", start, err)
 	switch {
 	case err == nil:
 		l.ValidUntil = s.validUntil(start, ttl)

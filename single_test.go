@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -174,6 +175,45 @@ func TestFixedTokens(t *testing.T) {
 	}
 	_, err = l.TryLock(ctx, "r", time.Second)
 	wantIs(t, "TryLock(r) again with the same fixed token (locks are not re-entrant)", err, lock.ErrNotAcquired)
+}
+
+// fenceCounting is a memory store that counts fenced and plain
+// acquisitions.
+type fenceCounting struct {
+	*memory.Store
+	fenced, plain atomic.Int64
+}
+
+func (f *fenceCounting) Acquire(ctx context.Context, r, tok string, ttl time.Duration) error {
+	f.plain.Add(1)
+	return f.Store.Acquire(ctx, r, tok, ttl)
+}
+
+func (f *fenceCounting) AcquireFenced(ctx context.Context, r, tok string, ttl time.Duration) (uint64, error) {
+	f.fenced.Add(1)
+	return f.Store.AcquireFenced(ctx, r, tok, ttl)
+}
+
+// A locker fences when the store can, unless told not to.
+func TestNoFence(t *testing.T) {
+	ctx := context.Background()
+	for _, noFence := range []bool{false, true} {
+		s := &fenceCounting{Store: memory.New()}
+		l := mustSingle(t, s, &lock.Options{NoFence: noFence})
+		held, err := l.TryLock(ctx, "r", time.Second)
+		wantNil(t, "TryLock(r)", err)
+		wantNil(t, "Unlock(r)", l.Unlock(ctx, held))
+		if fenced := held.Fence != 0; fenced == noFence {
+			t.Errorf("NoFence=%v: Fence = %d", noFence, held.Fence)
+		}
+		wantFenced, wantPlain := int64(1), int64(0)
+		if noFence {
+			wantFenced, wantPlain = 0, 1
+		}
+		if f, p := s.fenced.Load(), s.plain.Load(); f != wantFenced || p != wantPlain {
+			t.Errorf("NoFence=%v: %d fenced and %d plain acquisitions; want %d and %d", noFence, f, p, wantFenced, wantPlain)
+		}
+	}
 }
 
 type failingTokens struct{}

@@ -2,6 +2,8 @@ package lock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -107,4 +109,76 @@ type Granular interface {
 // without it, every non-empty resource is accepted.
 type ResourceValidator interface {
 	ValidateResource(resource string) error
+}
+
+// Starter is a Store that can start a call without waiting for its
+// answer, so that a [MultiLocker] asks all its stores at once without a
+// goroutine per store per call: a store that pipelines requests (Redis)
+// can send the calls of many callers together and answer them from one
+// goroutine of its own.
+//
+// Start starts c and returns without waiting for the store; the store then
+// calls done exactly once with the outcome — the error that Acquire,
+// Release or Extend, called with the same ctx and arguments, would have
+// returned. done may run before Start returns, on the caller's goroutine,
+// or later on any goroutine; it must not be expected to block, and it must
+// run by ctx's deadline (a store may stop noticing ctx's cancellation once
+// the call is on its way, but never its deadline). A store that cannot
+// extend ([Extender]) answers CallExtend with an error matching
+// [errors.ErrUnsupported].
+//
+// Fallback: without it, a MultiLocker runs each call in a goroutine of its
+// own.
+type Starter interface {
+	Start(ctx context.Context, c Call, done func(error))
+}
+
+// Call is a store call started with [Starter.Start].
+type Call struct {
+	Op       CallOp
+	Resource string
+	Token    string
+	TTL      time.Duration // for CallAcquire and CallExtend
+}
+
+// CallOp says which store method a [Call] stands for.
+type CallOp uint8
+
+// The calls a Starter can start.
+const (
+	CallAcquire CallOp = iota + 1 // Store.Acquire
+	CallRelease                   // Store.Release
+	CallExtend                    // Extender.Extend
+)
+
+// String returns the name of the store method in lower case: "acquire",
+// "release" or "extend".
+func (o CallOp) String() string {
+	switch o {
+	case CallAcquire:
+		return "acquire"
+	case CallRelease:
+		return "release"
+	case CallExtend:
+		return "extend"
+	}
+	return "unknown"
+}
+
+// Run makes c on s with the blocking methods, and reports
+// errors.ErrUnsupported for CallExtend on a store that cannot extend. A
+// Starter may use it for the calls it does not pipeline.
+func (c Call) Run(ctx context.Context, s Store) error {
+	switch c.Op {
+	case CallAcquire:
+		return s.Acquire(ctx, c.Resource, c.Token, c.TTL)
+	case CallRelease:
+		return s.Release(ctx, c.Resource, c.Token)
+	case CallExtend:
+		if e, ok := s.(Extender); ok {
+			return e.Extend(ctx, c.Resource, c.Token, c.TTL)
+		}
+		return fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported)
+	}
+	return fmt.Errorf("%w: unknown call %d", ErrInvalid, c.Op)
 }

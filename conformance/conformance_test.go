@@ -66,6 +66,26 @@ func (s ignoresTTL) Acquire(ctx context.Context, resource, token string, ttl tim
 	return s.Store.Acquire(ctx, resource, token, 1000*ttl)
 }
 
+// startAnswersTwice calls done twice for every call started with Start.
+type startAnswersTwice struct{ *memory.Store }
+
+func (s startAnswersTwice) Start(ctx context.Context, c lock.Call, done func(error)) {
+	err := c.Run(ctx, s.Store)
+	done(err)
+	done(err)
+}
+
+// startIgnoresHolder grants every acquisition started with Start.
+type startIgnoresHolder struct{ *memory.Store }
+
+func (s startIgnoresHolder) Start(ctx context.Context, c lock.Call, done func(error)) {
+	err := c.Run(ctx, s.Store)
+	if c.Op == lock.CallAcquire && errors.Is(err, lock.ErrNotAcquired) {
+		err = nil
+	}
+	done(err)
+}
+
 var broken = map[string]struct {
 	store       func() lock.Store
 	rule, wants string
@@ -85,6 +105,14 @@ var broken = map[string]struct {
 	"contention-on-timeout": {
 		func() lock.Store { return contentionOnTimeout{memory.New()} },
 		"CanceledContext", "Acquire(held, a) with a canceled context = lock: not acquired: held by another owner; want context.Canceled, not ErrNotAcquired",
+	},
+	"start-answers-twice": {
+		func() lock.Store { return startAnswersTwice{memory.New()} },
+		"StartOutcomes", "called done 2 times; want exactly once",
+	},
+	"start-ignores-holder": {
+		func() lock.Store { return startIgnoresHolder{memory.New()} },
+		"StartOutcomes", "Start(acquire r, b) while a holds r = nil; want ErrNotAcquired",
 	},
 	"ignores-ttl": {
 		func() lock.Store { return ignoresTTL{memory.New()} },

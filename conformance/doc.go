@@ -15,14 +15,15 @@
 //	    Release(r, wrongToken) = nil; want ErrNotHeld
 //
 // Rules that need an optional capability (Extend, TTL, fencing,
-// wait-for-release) are skipped when the store lacks it.
+// wait-for-release, Start) are skipped when the store lacks it.
 //
 // The rules cover acquisition of free and held resources (locks are not
 // re-entrant), compare-and-delete release, expiry, independence of
 // resources and unusual resource names, contention (exactly one winner per
 // round), canceled contexts (never reported as contention or as "not
 // held"), extension, TTL queries, strictly increasing fences, waiting for
-// release, and mutual exclusion through both lockers of package lock built
+// release, calls started without waiting (lock.Starter: the same outcomes
+// as the blocking methods, one answer per call), and mutual exclusion through both lockers of package lock built
 // on the store.
 //
 // Stores that talk to a server run in real time: rules that wait for expiry

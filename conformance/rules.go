@@ -58,6 +58,9 @@ var rules = []rule{
 	{name: "WaitWakesOnRelease", needs: needsWaiter, run: waitWakesOnRelease},
 	{name: "WaitWakesOnExpiry", needs: needsWaiter, run: waitWakesOnExpiry},
 	{name: "WaitHonoursContext", needs: needsWaiter, run: waitHonoursContext},
+	{name: "StartOutcomes", needs: needsStarter, run: startOutcomes},
+	{name: "StartCanceledContext", needs: needsStarter, run: startCanceled},
+	{name: "StartConcurrent", needs: needsStarter, run: startConcurrent},
 	{name: "SingleLocker", run: singleLocker},
 	{name: "MultiLocker", run: multiLocker},
 }

@@ -16,6 +16,9 @@
 //   - [lock.Waiter]: WaitRelease blocks without polling and is woken by
 //     Release, Expire or expiry; a release wakes one waiter, in arrival
 //     order, so waiters take turns instead of stampeding.
+//   - [lock.Starter]: Start makes the call at once on the caller's
+//     goroutine (in a goroutine of its own while faults are injected), so
+//     a lock.MultiLocker over memory stores starts no goroutine per call.
 //
 // TTLs are exact: the store has no granularity.
 //
@@ -23,13 +26,16 @@
 //
 // Locks live in 64 shards, each a mutex and a map, so goroutines locking
 // distinct resources rarely contend. No goroutine or timer is started per
-// lock: an expired lock is removed when next touched, and a shard sweeps
-// out its expired locks whenever it has doubled in size since its last
-// sweep, so memory stays bounded by the number of live locks.
+// lock. A released or expired lock leaves its entry in the map, free, so
+// that locking the resource again reuses it (no map insertion or
+// deletion on the hot path); a shard sweeps out its free entries whenever
+// it has doubled in size since its last sweep, so memory stays bounded by
+// the number of live locks. A lock+unlock pair costs about 100ns and no
+// allocation on one core (BenchmarkStore).
 //
 // # Testing with it
 //
-// The Store reads the time with time.Now and waits with timers, so inside a
+// The Store reads the time with time.Since and waits with timers, so inside a
 // testing/synctest bubble it runs on the bubble's fake clock: tests of
 // expiry, retries and extension need no sleeps.
 //

@@ -16,6 +16,7 @@ import (
 type Store struct {
 	name   string
 	seed   maphash.Seed
+	epoch  time.Time // the store's clock reads the time elapsed since epoch: see now
 	faults faults
 	shards [shardCount]shard
 }
@@ -26,25 +27,43 @@ var (
 	_ lock.TTLReader = (*Store)(nil)
 	_ lock.Fencer    = (*Store)(nil)
 	_ lock.Waiter    = (*Store)(nil)
+	_ lock.Starter   = (*Store)(nil)
 )
 
 const shardCount = 64
 
 type shard struct {
 	mu      sync.Mutex
-	locks   map[string]entry
+	locks   map[string]*entry     // held locks, and free entries kept for reuse until swept
 	fence   uint64                // last fence handed out for a resource of this shard
 	waiters map[string]*waitQueue // callers blocked in WaitRelease, by resource
-	sweepAt int                   // sweep expired locks when the map reaches this size
+	sweepAt int                   // sweep free entries when the map reaches this size
 	_       [64]byte              // keep shards on separate cache lines
 }
 
+// entry is a resource's lock. An entry is free once released or expired;
+// a free entry stays in its shard's map until the next sweep, so that
+// locking a resource again reuses it instead of inserting a new one.
 type entry struct {
-	token   string
-	expires time.Time
+	token   string // "" when released
+	expires instant
 }
 
-func (e entry) live(now time.Time) bool { return now.Before(e.expires) }
+func (e *entry) live(now instant) bool { return e.token != "" && now < e.expires }
+
+// free marks e released.
+func (e *entry) free() { e.token, e.expires = "", 0 }
+
+// instant is a reading of the store's clock: the time elapsed since the
+// store's epoch, on the monotonic clock.
+type instant time.Duration
+
+// now reads the store's clock. time.Since reads only the monotonic clock,
+// where time.Now reads the wall clock as well, at twice the cost; inside a
+// testing/synctest bubble both read the bubble's fake clock.
+func (s *Store) now() instant { return instant(time.Since(s.epoch)) }
+
+func (i instant) add(d time.Duration) instant { return i + instant(d) }
 
 // Option configures a Store.
 type Option func(*Store)
@@ -54,7 +73,7 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
 // New returns an empty Store.
 func New(opts ...Option) *Store {
-	s := &Store{name: "memory", seed: maphash.MakeSeed()}
+	s := &Store{name: "memory", seed: maphash.MakeSeed(), epoch: time.Now()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -89,29 +108,33 @@ func (s *Store) acquire(ctx context.Context, op Op, resource, token string, ttl 
 	if err != nil {
 		return 0, err
 	}
-	now := time.Now()
+	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
-	e, ok := sh.locks[resource]
-	if ok && e.live(now) {
+	e := sh.locks[resource]
+	if e != nil && e.live(now) {
 		sh.mu.Unlock()
 		return 0, f.after(lock.ErrNotAcquired)
 	}
-	if sh.locks == nil {
-		sh.locks = make(map[string]entry)
-	}
-	if !ok && len(sh.locks) >= sh.sweepAt {
-		sh.sweep(now)
+	if e == nil {
+		if sh.locks == nil {
+			sh.locks = make(map[string]*entry)
+		}
+		if len(sh.locks) >= sh.sweepAt {
+			sh.sweep(now)
+		}
+		e = new(entry)
+		sh.locks[resource] = e
 	}
 	sh.fence++
 	fence := sh.fence
-	sh.locks[resource] = entry{token: token, expires: now.Add(ttl)}
+	e.token, e.expires = token, now.add(ttl)
 	sh.mu.Unlock()
 	return fence, f.after(nil)
 }
 
-// sweep removes the expired locks of the shard. Called with mu held.
-func (sh *shard) sweep(now time.Time) {
+// sweep removes the free entries of the shard. Called with mu held.
+func (sh *shard) sweep(now instant) {
 	for r, e := range sh.locks {
 		if !e.live(now) {
 			delete(sh.locks, r)
@@ -129,18 +152,15 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
-	e, ok := sh.locks[resource]
-	if !ok || !e.live(now) || e.token != token {
-		if ok && !e.live(now) {
-			delete(sh.locks, resource)
-		}
+	e := sh.locks[resource]
+	if e == nil || !e.live(now) || e.token != token {
 		sh.mu.Unlock()
 		return f.after(lock.ErrNotHeld)
 	}
-	delete(sh.locks, resource)
+	e.free()
 	sh.wakeOne(resource)
 	sh.mu.Unlock()
 	return f.after(nil)
@@ -155,15 +175,15 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
-	e, ok := sh.locks[resource]
-	if !ok || !e.live(now) || e.token != token {
+	e := sh.locks[resource]
+	if e == nil || !e.live(now) || e.token != token {
 		sh.mu.Unlock()
 		return f.after(lock.ErrNotHeld)
 	}
-	sh.locks[resource] = entry{token: token, expires: now.Add(ttl)}
+	e.expires = now.add(ttl)
 	sh.mu.Unlock()
 	return f.after(nil)
 }
@@ -187,15 +207,17 @@ func (s *Store) ttl(ctx context.Context, op Op, resource string) (time.Duration,
 	if err != nil {
 		return 0, false, err
 	}
-	now := time.Now()
+	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
-	e, ok := sh.locks[resource]
-	sh.mu.Unlock()
-	if !ok || !e.live(now) {
-		return 0, false, f.after(nil)
+	var left time.Duration
+	e := sh.locks[resource]
+	held := e != nil && e.live(now)
+	if held {
+		left = time.Duration(e.expires - now)
 	}
-	return e.expires.Sub(now), true, f.after(nil)
+	sh.mu.Unlock()
+	return left, held, f.after(nil)
 }
 
 // Expire makes resource expire now, as if its TTL had run out, and wakes a
@@ -203,23 +225,24 @@ func (s *Store) ttl(ctx context.Context, op Op, resource string) (time.Duration,
 // lock lost while its holder still runs: the holder's next Extend or
 // Unlock reports lock.ErrNotHeld.
 func (s *Store) Expire(resource string) bool {
-	now := time.Now()
+	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, ok := sh.locks[resource]
-	if !ok {
+	e := sh.locks[resource]
+	if e == nil {
 		return false
 	}
-	delete(sh.locks, resource)
+	live := e.live(now)
+	e.free()
 	sh.wakeOne(resource)
-	return e.live(now)
+	return live
 }
 
 // Resources returns the resources currently held, sorted. Tests use it to
 // check that nothing was left locked.
 func (s *Store) Resources() []string {
-	now := time.Now()
+	now := s.now()
 	var out []string
 	for i := range s.shards {
 		sh := &s.shards[i]

@@ -33,13 +33,14 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	}
 	sh := s.shard(resource)
 	for {
-		now := time.Now()
+		now := s.now()
 		sh.mu.Lock()
-		e, ok := sh.locks[resource]
-		if !ok || !e.live(now) {
+		e := sh.locks[resource]
+		if e == nil || !e.live(now) {
 			sh.mu.Unlock()
 			return nil
 		}
+		left := time.Duration(e.expires - now)
 		w := &waiter{ch: make(chan struct{})}
 		if sh.waiters == nil {
 			sh.waiters = make(map[string]*waitQueue)
@@ -52,7 +53,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		q.waiters = append(q.waiters, w)
 		sh.mu.Unlock()
 
-		expiry := time.NewTimer(e.expires.Sub(now))
+		expiry := time.NewTimer(left)
 		select {
 		case <-w.ch:
 			expiry.Stop()

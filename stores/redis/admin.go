@@ -15,14 +15,18 @@ import (
 // TTL. They keep the key layout (see keys.go) inside this package.
 
 // forceReleaseScript deletes the lock whoever holds it and, like the
-// release script, announces the release on the lock's shard channel.
+// release script, wakes the first waiter in line on its own channel.
 //
-// KEYS: lock. Returns 1 if a lock was deleted, 0 if the resource was free.
-var forceReleaseScript = newScript(1, 0, `
+// KEYS: lock, waiters' queue. Returns 1 if a lock was deleted, 0 if the
+// resource was free.
+var forceReleaseScript = newScript(2, 0, `
 if redis.call('DEL', KEYS[1]) == 0 then
 	return 0
 end
-redis.pcall('SPUBLISH', KEYS[1], '')
+local w = redis.call('LPOP', KEYS[2])
+if w then
+	redis.pcall('SPUBLISH', KEYS[2] .. ':' .. w, '')
+end
 return 1
 `)
 
@@ -40,7 +44,8 @@ func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error)
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return false, err
 	}
-	n, err := s.eval(ctx, &forceReleaseScript, s.lockKey(resource), "", "", "", "").AsInt64()
+	lockKey, waitersKey := s.lockAndWaiters(resource)
+	n, err := s.eval(ctx, &forceReleaseScript, lockKey, waitersKey, "", "", "").AsInt64()
 	if err != nil {
 		return false, s.failed(ctx, err)
 	}

@@ -45,14 +45,10 @@ func TestForceReleaseWakesWaiters(t *testing.T) {
 	}
 	woken := make(chan error, 1)
 	go func() { woken <- s.WaitRelease(ctx, "r") }()
-	// Once the waiter is subscribed, only the announcement can wake it
-	// before ctx ends: the lock has an hour to live.
-	eventually(t, "subscribed", func() bool {
-		v, err := srv.Do("PUBSUB", "SHARDNUMSUB", "admin:{r}").ToArray()
-		if err != nil || len(v) != 2 {
-			return false
-		}
-		n, err := v[1].AsInt64()
+	// Once the waiter is in line, only the wake-up can wake it before ctx
+	// ends: the lock has an hour to live.
+	eventually(t, "in line", func() bool {
+		n, err := srv.Do("LLEN", "admin:{r}:waiters").AsInt64()
 		return err == nil && n == 1
 	})
 	if _, err := s.ForceRelease(ctx, "r"); err != nil {

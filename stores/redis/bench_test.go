@@ -2,8 +2,10 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,21 +94,30 @@ func BenchmarkAcquireFencedRelease(b *testing.B) {
 	})
 }
 
-// BenchmarkSingleLocker is TryLock+Unlock through lock.SingleLocker, which
-// acquires fenced, with random tokens.
+// BenchmarkSingleLocker is TryLock+Unlock through lock.SingleLocker with
+// random tokens: fenced (the default, the acquire script) and with
+// Options.NoFence (SET NX PX).
 func BenchmarkSingleLocker(b *testing.B) {
 	s, _ := benchStore(b)
-	l, err := lock.NewSingle(s, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	parallel(b, func(ctx context.Context, resource, _ string) error {
-		held, err := l.TryLock(ctx, resource, 10*time.Second)
-		if err != nil {
-			return err
+	for _, noFence := range []bool{false, true} {
+		name := "fenced"
+		if noFence {
+			name = "no-fence"
 		}
-		return l.Unlock(ctx, held)
-	})
+		b.Run(name, func(b *testing.B) {
+			l, err := lock.NewSingle(s, &lock.Options{NoFence: noFence})
+			if err != nil {
+				b.Fatal(err)
+			}
+			parallel(b, func(ctx context.Context, resource, _ string) error {
+				held, err := l.TryLock(ctx, resource, 10*time.Second)
+				if err != nil {
+					return err
+				}
+				return l.Unlock(ctx, held)
+			})
+		})
+	}
 }
 
 // BenchmarkContended is Lock+Unlock by 16 goroutines on one resource,
@@ -136,4 +147,96 @@ func BenchmarkContended(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handovers/s")
+}
+
+// multiBench starts five independent masters and returns a client and a
+// store of each.
+func multiBench(b *testing.B) ([]rueidis.Client, []lock.Store) {
+	b.Helper()
+	servers := redistest.StartN(b, 5)
+	clients := make([]rueidis.Client, len(servers))
+	stores := make([]lock.Store, len(servers))
+	for i, srv := range servers {
+		clients[i] = srv.NewClient(b)
+		s, err := redis.New(clients[i], redis.WithPrefix("bench:"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		stores[i] = s
+	}
+	return clients, stores
+}
+
+// rawFanout is the Redlock floor: SET NX PX on every master, then the
+// compare-and-delete script on every master, with a goroutine per master
+// per call when parallel, one master after another otherwise.
+func rawFanout(clients []rueidis.Client, parallel bool) func(ctx context.Context, resource, token string) error {
+	del := rueidis.NewLuaScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+	each := func(f func(i int) error) error {
+		errs := make([]error, len(clients))
+		if !parallel {
+			for i := range clients {
+				errs[i] = f(i)
+			}
+		} else {
+			var wg sync.WaitGroup
+			for i := range clients {
+				wg.Add(1)
+				go func() { defer wg.Done(); errs[i] = f(i) }()
+			}
+			wg.Wait()
+		}
+		return errors.Join(errs...)
+	}
+	return func(ctx context.Context, resource, token string) error {
+		key := "floor:{" + resource + "}"
+		err := each(func(i int) error {
+			c := clients[i]
+			return c.Do(ctx, c.B().Set().Key(key).Value(token).Nx().PxMilliseconds(10000).Build()).Error()
+		})
+		if err != nil {
+			return err
+		}
+		return each(func(i int) error { return del.Exec(ctx, clients[i], []string{key}, []string{token}).Error() })
+	}
+}
+
+// BenchmarkMulti is TryLock+Unlock through a lock.MultiLocker over five
+// independent masters, next to the raw fan-outs it is measured against.
+func BenchmarkMulti(b *testing.B) {
+	clients, stores := multiBench(b)
+	l, err := lock.NewMulti(stores, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	locker := func(ctx context.Context, resource, _ string) error {
+		held, err := l.TryLock(ctx, resource, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		return l.Unlock(ctx, held)
+	}
+	pairs := []struct {
+		name string
+		pair func(ctx context.Context, resource, token string) error
+	}{
+		{"raw-parallel", rawFanout(clients, true)},
+		{"raw-sequential", rawFanout(clients, false)},
+		{"locker", locker},
+	}
+	for _, p := range pairs {
+		b.Run(p.name, func(b *testing.B) { parallel(b, p.pair) })
+	}
+	// One goroutine: ns/op is the latency of a lock+unlock pair.
+	for _, p := range pairs {
+		b.Run("1-goroutine/"+p.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.pair(ctx, "alone", "alone-token"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -25,6 +25,10 @@
 //     script publishes, or by the lock's expiry; waiters do not poll.
 //   - [lock.ResourceValidator]: any name of 1 to [MaxResourceLen] bytes,
 //     braces, NUL and invalid UTF-8 included.
+//   - [lock.Starter]: Start, so that a lock.MultiLocker over several
+//     Redis masters needs no goroutine per store per call: calls started
+//     by all goroutines are sent together, one batch at a time per store,
+//     by a goroutine that runs only while calls are waiting.
 //
 // TTLs have millisecond precision and are rounded up to whole
 // milliseconds, so the store reports no granularity.
@@ -37,7 +41,8 @@
 // server answers NOSCRIPT (after SCRIPT FLUSH, a restart or a failover),
 // so NOSCRIPT never reaches the caller. Exists is EXISTS, TTL is PTTL,
 // both sent to the master like the writes (never to a replica, which may
-// lag). No operation starts a goroutine or a timer except WaitRelease.
+// lag). No operation starts a goroutine or a timer except WaitRelease, and
+// Start while its queue is not empty.
 //
 // A lock key holding something other than a string (a value some other
 // program wrote under the lock's name) is reported as a WRONGTYPE error,
@@ -65,17 +70,21 @@
 // # Keys and Redis Cluster
 //
 // A resource r is stored under prefix + "{" + e + "}", where e is r with
-// "%" and "}" percent-escaped, and its fence counter under the same key
-// followed by ":fence". The braces are a hash tag, so both keys of a lock
-// share one cluster slot and the scripts run on one node; the escaping
-// keeps distinct resources, such as "x" and "{x}", on distinct keys. The
-// release notification uses the lock key as a shard channel. MOVED and ASK
-// redirects are followed by the client.
+// "%" and "}" percent-escaped, its fence counter under the same key
+// followed by ":fence", and the queue of its waiters followed by
+// ":waiters". The braces are a hash tag, so every key of a lock shares
+// one cluster slot and the scripts run on one node; the escaping keeps
+// distinct resources, such as "x" and "{x}", on distinct keys. A waiter's
+// shard channel is the waiters' key followed by ":" and the waiter's id,
+// in the same slot. MOVED and ASK redirects are followed by the client.
 //
 // # Fencing
 //
-// AcquireFenced takes the lock and increments a per-resource counter in
-// one script; the counter is seeded from the server's clock in
+// A lock.SingleLocker acquires fenced whenever the store can, so its locks
+// carry a Fence; lock.Options.NoFence makes it use Acquire (SET NX PX)
+// instead, which costs the server less than a script (docs/performance.md
+// has the numbers). AcquireFenced takes the lock and increments a
+// per-resource counter in one script; the counter is seeded from the server's clock in
 // microseconds whenever it is missing (first use, expiry, loss). So fences
 // look like timestamps (microseconds since 1970, about 1.8e15 now, far
 // below 2^53, so they survive JSON), increase strictly across releases and
@@ -103,15 +112,25 @@
 //
 // # Waiting for release
 //
-// WaitRelease subscribes (SSUBSCRIBE) to the resource's shard channel on
-// the node holding it, then reads the lock's PTTL; Release publishes on
-// that channel (SPUBLISH). No release after the call began is missed, and
-// expiry wakes waiters through a timer armed from the PTTL. Waiters of one
-// process share a subscription, dropped once the last returns; a release
-// wakes the longest-waiting of them, so they take turns instead of
-// stampeding. On Redis before 7, Release still works (the script calls
-// SPUBLISH with pcall) and WaitRelease reports errors.ErrUnsupported, so
-// the lockers sleep their retry delay instead.
+// WaitRelease subscribes (SSUBSCRIBE) to a shard channel of its own on the
+// node holding the resource, then gets in line in the resource's waiters'
+// queue (a list) and reads the lock's PTTL, in one script. Release pops
+// the first subscription in line and publishes on its channel (SPUBLISH):
+// one release wakes one waiter across every process, in the order they got
+// in line, and no other process hears of it. No release after the call
+// began is missed, and expiry wakes waiters through a timer armed from the
+// PTTL. Waiters of one process share a subscription, which stays a moment
+// after the last returns (the lockers come back after each attempt) and
+// wakes them longest-waiting first. A caller that releases a resource to a
+// waiter and asks for it again at once, as a loop of Lock and Unlock does,
+// would beat the woken waiter to it about half the time; so the store
+// that released it delays that acquisition by about a round trip (as long
+// as the release took, within a millisecond of it), and the lock goes
+// round in turn. Releases by versions of this package
+// that published on the lock key itself are not heard: their waiters fall
+// back to the lockers' retry delay. On Redis before 7, Release still works
+// (the script calls SPUBLISH with pcall) and WaitRelease reports
+// errors.ErrUnsupported, so the lockers sleep their retry delay instead.
 //
 // # Restarts
 //

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/lockkit/lock"
 )
 
@@ -48,6 +50,11 @@ func (s *Store) pttl(ctx context.Context, key string) (int64, error) {
 	return s.read(ctx, "PTTL", key)
 }
 
+// pttlWaiting is pttl for WaitRelease: see doQueued.
+func (s *Store) pttlWaiting(ctx context.Context, key string) (int64, error) {
+	return s.doQueued(ctx, func() rueidis.Completed { return s.client.B().Arbitrary("PTTL").Keys(key).Build() }).AsInt64()
+}
+
 // read runs a one-key read command that answers an integer. It is built
 // as a plain command, not as the client's read-only one, so that the
 // client neither retries it (a Store makes one attempt per call, and a
@@ -55,5 +62,5 @@ func (s *Store) pttl(ctx context.Context, key string) (int64, error) {
 // sends it to a replica when the client is set up to read from replicas
 // (a replica may not yet have the latest lock state).
 func (s *Store) read(ctx context.Context, cmd, key string) (int64, error) {
-	return s.client.Do(ctx, s.client.B().Arbitrary(cmd).Keys(key).Build()).AsInt64()
+	return s.do(ctx, func() rueidis.Completed { return s.client.B().Arbitrary(cmd).Keys(key).Build() }).AsInt64()
 }

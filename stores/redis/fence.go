@@ -19,6 +19,9 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 		return s.acquireGuarded(ctx, true, resource, token, ttl)
 	}
 	lockKey, fenceKey := s.keys(resource)
+	if err := s.handoffs.yield(ctx, lockKey); err != nil {
+		return 0, err
+	}
 	if s.replicas > 0 {
 		return s.acquireReplicated(ctx, true, lockKey, fenceKey, token, ttl)
 	}

@@ -20,8 +20,9 @@ const MaxResourceLen = 4096
 
 // The key layout. For a resource r and the store's prefix p:
 //
-//	p{e}        the lock: its value is the owner's token, its TTL the lock's
-//	p{e}:fence  the last fence handed out for r
+//	p{e}          the lock: its value is the owner's token, its TTL the lock's
+//	p{e}:fence    the last fence handed out for r
+//	p{e}:waiters  the subscriptions waiting for r, in line (see WaitRelease)
 //
 // where e is r with "%" written as "%25" and "}" as "%7D". The escaping
 // is injective and leaves no "}" in e, so the hash tag of every key is
@@ -30,9 +31,11 @@ const MaxResourceLen = 4096
 // and "a" — never share a key. Names without "%" or "}" are used as they
 // are, so keys stay readable in redis-cli.
 //
-// The lock key is also the name of the sharded pub/sub channel on which
-// Release announces that the resource is free (channels and keys are
-// separate namespaces in Redis, and a shard channel hashes like a key).
+// A waiting subscription listens on the shard channel p{e}:waiters:<id>,
+// named after the waiters' queue and its own id (see channelOf): it
+// carries the lock's hash tag, so it lives on the lock's node (channels
+// and keys are separate namespaces in Redis, and a shard channel hashes
+// like a key).
 const fenceSuffix = ":fence"
 
 // lockKey returns the key of resource's lock.
@@ -53,6 +56,23 @@ func (s *Store) keys(resource string) (lockKey, fenceKey string) {
 	fenceKey = s.prefix + "{" + e + "}" + fenceSuffix
 	return fenceKey[:len(fenceKey)-len(fenceSuffix)], fenceKey
 }
+
+// waitersSuffix ends the key of a resource's waiters' queue.
+const waitersSuffix = ":waiters"
+
+// lockAndWaiters returns the lock key and the waiters' queue key of
+// resource, built as one string.
+func (s *Store) lockAndWaiters(resource string) (lockKey, waitersKey string) {
+	e := resource
+	if needsEscape(resource) {
+		e = escape(resource)
+	}
+	waitersKey = s.prefix + "{" + e + "}" + waitersSuffix
+	return waitersKey[:len(waitersKey)-len(waitersSuffix)], waitersKey
+}
+
+// waitersOf returns the waiters' queue key of a lock key.
+func waitersOf(lockKey string) string { return lockKey + waitersSuffix }
 
 func needsEscape(r string) bool { return strings.ContainsAny(r, "%}") }
 

@@ -73,7 +73,7 @@ func (s *Store) acquireReplicated(ctx context.Context, fenced bool, lockKey, fen
 	// Undo the unconfirmed lock, even if ctx has just ended.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.replicaTimeout, time.Second))
 	defer cancel()
-	if _, rerr := s.release(rctx, lockKey, token); rerr != nil {
+	if _, rerr := s.releaseKeys(rctx, lockKey, waitersOf(lockKey), token); rerr != nil {
 		err = fmt.Errorf("%w; releasing it failed: %w", err, rerr)
 	}
 	return 0, s.failed(ctx, err)

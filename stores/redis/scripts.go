@@ -61,19 +61,73 @@ end
 return fence
 `)
 
-// releaseScript deletes the lock if it holds the token, and announces the
-// release on the lock's shard channel (SPUBLISH, Redis 7; called with pcall
-// so that a server without sharded pub/sub still releases, its waiters then
-// waking on expiry or on the lockers' retry delay).
+// releaseScript deletes the lock if it holds the token, and wakes the
+// first waiter in line: it pops the waiters' queue (see waitScript) and
+// announces the release on the shard channel of the popped subscription
+// (SPUBLISH, Redis 7; see channelOf), which no other process hears.
+// SPUBLISH is called with pcall, so that a server without sharded pub/sub
+// still releases; its waiters then wake on expiry or on the lockers'
+// retry delay.
 //
-// KEYS: lock. ARGV: token. Returns 1 if released, 0 if not held.
-var releaseScript = newScript(1, 1, `
+// KEYS: lock, waiters. ARGV: token. Returns 0 if not held, 1 if released,
+// 2 if released and a waiter was woken.
+var releaseScript = newScript(2, 1, `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
 redis.call('DEL', KEYS[1])
-redis.pcall('SPUBLISH', KEYS[1], '')
+local w = redis.call('LPOP', KEYS[2])
+if w then
+	redis.pcall('SPUBLISH', KEYS[2] .. ':' .. w, '')
+	return 2
+end
 return 1
+`)
+
+// waitScript puts a waiting subscription in line for the next release of
+// a held lock, and returns the lock's PTTL: -2 (free: nothing queued), -1
+// (no TTL) or the milliseconds left. The queue lives as long as the lock
+// plus a margin, and is refreshed by every waiter that joins it, so that
+// entries left by waiters that went away do not outlive the contention.
+//
+// KEYS: lock, waiters. ARGV: subscription id, queue margin (ms).
+var waitScript = newScript(2, 2, `
+local ms = redis.call('PTTL', KEYS[1])
+if ms == -2 then
+	return -2
+end
+redis.call('RPUSH', KEYS[2], ARGV[1])
+local ttl = tonumber(ARGV[2])
+if ms > 0 then
+	ttl = ttl + ms
+end
+redis.call('PEXPIRE', KEYS[2], ttl)
+return ms
+`)
+
+// passScript hands a wake on: a subscription that was woken by a release
+// but has no caller waiting any more wakes the next waiter in line, if
+// the lock is still free.
+//
+// KEYS: lock, waiters. Returns 1 if it woke someone.
+var passScript = newScript(2, 0, `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+	return 0
+end
+local w = redis.call('LPOP', KEYS[2])
+if not w then
+	return 0
+end
+redis.pcall('SPUBLISH', KEYS[2] .. ':' .. w, '')
+return 1
+`)
+
+// leaveScript takes every entry of a subscription that is being dropped
+// out of the waiters' queue.
+//
+// KEYS: waiters. ARGV: subscription id.
+var leaveScript = newScript(1, 1, `
+return redis.call('LREM', KEYS[1], 0, ARGV[1])
 `)
 
 // extendScript sets the lock's TTL if it holds the token. An expired lock
@@ -101,9 +155,12 @@ func (sc *script) cmd(b rueidis.Builder, full bool, keys *[2]string, args *[3]st
 // ignored, as the script says how many it takes).
 func (s *Store) eval(ctx context.Context, sc *script, k1, k2, a1, a2, a3 string) rueidis.RedisResult {
 	keys, args := [2]string{k1, k2}, [3]string{a1, a2, a3}
-	r := s.client.Do(ctx, sc.cmd(s.client.B(), false, &keys, &args))
+	full := false
+	build := func() rueidis.Completed { return sc.cmd(s.client.B(), full, &keys, &args) }
+	r := s.do(ctx, build)
 	if isNoScript(r.Error()) {
-		r = s.client.Do(ctx, sc.cmd(s.client.B(), true, &keys, &args))
+		full = true
+		r = s.do(ctx, build)
 	}
 	return r
 }

@@ -25,6 +25,8 @@ type Store struct {
 	lastTTL         atomic.Pointer[ttlArg] // see ttlArg
 	subOwner        any                    // whose subscriptions this store shares: see hub
 	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
+	pipe            pipeline               // calls started with Start
+	handoffs        handoffs               // resources this store just released to a waiter
 }
 
 var (
@@ -34,6 +36,7 @@ var (
 	_ lock.Fencer            = (*Store)(nil)
 	_ lock.Waiter            = (*Store)(nil)
 	_ lock.ResourceValidator = (*Store)(nil)
+	_ lock.Starter           = (*Store)(nil)
 )
 
 // New returns a Store that takes locks through client. The caller owns
@@ -96,11 +99,16 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 		return err
 	}
 	key := s.lockKey(resource)
+	if err := s.handoffs.yield(ctx, key); err != nil {
+		return err
+	}
 	if s.replicas > 0 {
 		_, err := s.acquireReplicated(ctx, false, key, "", token, ttl)
 		return err
 	}
-	err := s.client.Do(ctx, s.client.B().Set().Key(key).Value(token).Nx().PxMilliseconds(millis(ttl)).Build()).Error()
+	err := s.do(ctx, func() rueidis.Completed {
+		return s.setNX(s.client.B(), key, token, ttl)
+	}).Error()
 	switch {
 	case err == nil:
 		return nil
@@ -126,26 +134,36 @@ func (s *Store) refused(ctx context.Context, key string) error {
 	return fmt.Errorf("redis: WRONGTYPE: lock key %q holds a %s, not a lock", key, typ)
 }
 
+// setNX builds SET key token NX PX ttl, with the TTL argument cached (see
+// ttlArg).
+func (s *Store) setNX(b rueidis.Builder, key, token string, ttl time.Duration) rueidis.Completed {
+	return b.Arbitrary("SET").Keys(key).Args(token, "NX", "PX", s.ttlArg(ttl)).Build()
+}
+
 // Release implements [lock.Store]: a compare-and-delete script, one round
 // trip, that also tells waiters the resource is free.
 func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err := s.check(ctx, resource, token, 1); err != nil {
 		return err
 	}
-	released, err := s.release(ctx, s.lockKey(resource), token)
+	lockKey, waitersKey := s.lockAndWaiters(resource)
+	start := time.Now()
+	n, err := s.releaseKeys(ctx, lockKey, waitersKey, token)
 	switch {
 	case err != nil:
 		return s.failed(ctx, err)
-	case !released:
+	case n == 0:
 		return lock.ErrNotHeld
+	case n == 2:
+		s.handoffs.record(lockKey, start)
 	}
 	return nil
 }
 
-// release runs the release script on key.
-func (s *Store) release(ctx context.Context, key, token string) (bool, error) {
-	n, err := s.eval(ctx, &releaseScript, key, "", token, "", "").AsInt64()
-	return n == 1, err
+// releaseKeys runs the release script on a lock key and its waiters' key:
+// 0 if not held, 1 if released, 2 if released to a waiter.
+func (s *Store) releaseKeys(ctx context.Context, lockKey, waitersKey, token string) (int64, error) {
+	return s.eval(ctx, &releaseScript, lockKey, waitersKey, token, "", "").AsInt64()
 }
 
 // Exists implements [lock.Store] with EXISTS.

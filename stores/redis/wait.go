@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,20 +14,27 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// WaitRelease implements [lock.Waiter]. It subscribes to the resource's
-// shard channel (SSUBSCRIBE, on the node that holds the lock), then reads
-// the lock's PTTL: if the resource is free it returns nil at once;
-// otherwise it blocks until a Release announces the release on the
-// channel, the lock's TTL runs out (it then reads the PTTL again, as the
-// lock may have been extended), or ctx ends. Subscribing before looking
-// means no release that happens after the call began is missed.
+// WaitRelease implements [lock.Waiter]. It subscribes (SSUBSCRIBE, on
+// the node that holds the lock) to a shard channel of its own, then gets
+// in line on the server: one script reads the lock's PTTL and, if the
+// lock is held, appends the subscription to the resource's waiters'
+// queue. If the resource is free it returns nil at once; otherwise it
+// blocks until a Release wakes it, the lock's TTL runs out (it then looks
+// again, as the lock may have been extended), or ctx ends. Getting in
+// line before looking means no release that happens after the call began
+// is missed.
 //
-// Callers of one process waiting for the same resource share one
-// subscription, which is dropped (SUNSUBSCRIBE) shortly after the last of
-// them returns; nothing stays behind. A release wakes one of them, the
-// longest waiting, so that they take turns rather than stampede (a caller
-// that leaves because its ctx ended passes a wake it got on to the next);
-// every process waiting has one caller woken. Expiry wakes every caller.
+// A release wakes exactly one caller across every process: it pops the
+// first subscription in line and publishes on that subscription's channel
+// alone, so waiters take turns in the order they got in line and nobody
+// else hears of it — no stampede, and no message to every waiting
+// process. Callers of one process waiting for the same resource share one
+// subscription, which wakes them longest-waiting first. A wake that finds
+// no caller left (its ctx ended meanwhile) is handed on to the next
+// subscription in line. The subscription is dropped (SUNSUBSCRIBE, and
+// out of the queue) a moment after the last caller returns; nothing stays
+// behind but entries of the queue, which expires a second after the lock
+// would. Expiry wakes every caller.
 //
 // If the subscription breaks (the connection is lost, the slot moves to
 // another node), waiting callers get an error at once; the lockers then
@@ -46,15 +55,20 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	}
 	defer hub.leave(t)
 
-	// A first look while the subscription is being made: a free resource
-	// or a failing server is known at once. If held, look again once
-	// subscribed, so that a release in between is not missed.
-	ms, err := s.pttl(ctx, key)
-	switch {
-	case err != nil:
-		return s.failed(ctx, err)
-	case ms == -2:
-		return nil
+	// A first look while a new subscription is being made: a free
+	// resource or a failing server is known at once. If held, look again
+	// once subscribed, so that a release in between is not missed. (A
+	// subscription that is already there needs no first look.)
+	select {
+	case <-t.ready:
+	default:
+		ms, err := s.pttlWaiting(ctx, key)
+		switch {
+		case err != nil:
+			return s.failed(ctx, err)
+		case ms == -2:
+			return nil
+		}
 	}
 	select {
 	case <-t.ready:
@@ -77,8 +91,10 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		}
 	}()
 	for {
-		w := t.enqueue() // before looking, so a release after the look wakes it
-		ms, err := s.pttl(ctx, key)
+		// In line before looking, here and on the server, so that a
+		// release after the look wakes this caller.
+		w := t.enqueue()
+		ms, err := s.register(ctx, key, t.id)
 		if err != nil {
 			t.dequeue(w, true)
 			return s.failed(ctx, err)
@@ -134,16 +150,19 @@ type subscriptions struct {
 }
 
 type topicKey struct {
-	owner   any // the client, or the store when the client is not comparable
-	channel string
+	owner any    // the client, or the store when the client is not comparable
+	lock  string // the lock key
 }
 
 // topic is one subscription and its waiters.
 type topic struct {
 	client  rueidis.Client
 	key     topicKey
-	refs    int  // callers using it; guarded by subscriptions.mu
-	closing bool // no longer to be joined; guarded by subscriptions.mu
+	id      string // names the subscription in the waiters' queue
+	channel string // the subscription's own shard channel: see channelOf
+	refs    int    // callers using it; guarded by subscriptions.mu
+	idle    int    // times refs fell to 0; guarded by subscriptions.mu
+	closing bool   // no longer to be joined; guarded by subscriptions.mu
 	cancel  context.CancelFunc
 
 	subscribed atomic.Bool
@@ -170,8 +189,8 @@ const unsubscribeTimeout = 2 * time.Second
 // join returns the subscription to channel through client, starting it
 // if no caller uses it yet; its ready channel says when the server has
 // confirmed it. The caller must leave it.
-func (h *subscriptions) join(ctx context.Context, client rueidis.Client, owner any, channel string) (*topic, error) {
-	k := topicKey{owner, channel}
+func (h *subscriptions) join(ctx context.Context, client rueidis.Client, owner any, lockKey string) (*topic, error) {
+	k := topicKey{owner, lockKey}
 	for {
 		h.mu.Lock()
 		t := h.topics[k]
@@ -196,26 +215,44 @@ func (h *subscriptions) join(ctx context.Context, client rueidis.Client, owner a
 	}
 }
 
-// leave releases a caller's use of t; the last one out ends it.
+// leave releases a caller's use of t. The subscription ends linger after
+// the last caller left, unless another joined meanwhile: the lockers
+// leave between attempts and come back a moment later, and a
+// subscription that stays keeps its place in the waiters' queue.
 func (h *subscriptions) leave(t *topic) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	t.refs--
-	if t.refs == 0 && !t.closing {
-		t.closing = true
-		t.cancel()
+	if t.refs > 0 || t.closing {
+		return
 	}
-	h.mu.Unlock()
+	t.idle++
+	idle := t.idle
+	time.AfterFunc(linger, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if t.refs == 0 && t.idle == idle && !t.closing {
+			t.closing = true
+			t.cancel()
+		}
+	})
 }
+
+// linger is how long a subscription outlives its last caller.
+const linger = 100 * time.Millisecond
 
 // subscribe starts the subscription of a new topic. Called with mu held.
 func (h *subscriptions) subscribe(client rueidis.Client, k topicKey) *topic {
 	ctx, cancel := context.WithCancel(context.Background())
+	id := subscriptionID()
 	t := &topic{
-		client: client,
-		key:    k,
-		cancel: cancel,
-		ready:  make(chan struct{}),
-		done:   make(chan struct{}),
+		client:  client,
+		key:     k,
+		id:      id,
+		channel: channelOf(k.lock, id),
+		cancel:  cancel,
+		ready:   make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	ctx = rueidis.WithOnSubscriptionHook(ctx, t.confirmed)
 	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, c rueidis.CommandClient) error {
@@ -228,7 +265,7 @@ func (h *subscriptions) subscribe(client rueidis.Client, k topicKey) *topic {
 // receive runs the subscription until it is canceled or breaks.
 func (h *subscriptions) receive(ctx context.Context, t *topic) {
 	c := t.client
-	err := c.Receive(ctx, c.B().Ssubscribe().Channel(t.key.channel).Build(), func(rueidis.PubSubMessage) { t.wakeOne() })
+	err := c.Receive(ctx, c.B().Ssubscribe().Channel(t.channel).Build(), func(rueidis.PubSubMessage) { t.wakeOne() })
 	t.mu.Lock()
 	broken := t.broken
 	t.mu.Unlock()
@@ -257,7 +294,7 @@ func (h *subscriptions) receive(ctx context.Context, t *topic) {
 // confirmed is called by the client, on its reader goroutine, for every
 // (un)subscription confirmation of the topic's channel.
 func (t *topic) confirmed(s rueidis.PubSubSubscription) {
-	if s.Kind != "ssubscribe" || s.Channel != t.key.channel {
+	if s.Kind != "ssubscribe" || s.Channel != t.channel {
 		return
 	}
 	if t.subscribed.Swap(true) {
@@ -286,7 +323,11 @@ func (t *topic) returned(ctx context.Context, err error, c rueidis.CommandClient
 		return err
 	}
 	uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-	_ = c.Do(uctx, c.B().Sunsubscribe().Channel(t.key.channel).Build())
+	// Out of line first, so that no release wakes a subscription that is
+	// gone (a wake that lands here meanwhile is handed on: see wakeOne).
+	keys, args := [2]string{waitersOf(t.key.lock)}, [3]string{t.id}
+	_ = runScript(uctx, c, &leaveScript, &keys, &args)
+	_ = c.Do(uctx, c.B().Sunsubscribe().Channel(t.channel).Build())
 	cancel()
 	return err
 }
@@ -321,7 +362,10 @@ func (t *topic) dequeue(w *waiter, passOn bool) (woken bool) {
 	return false
 }
 
-// wakeOne wakes the longest-waiting caller, if any.
+// wakeOne wakes the longest-waiting caller. If there is none (it left,
+// its context ended), the wake is handed on to the next subscription in
+// line on the server, so that a release is never lost on a caller that
+// went away.
 func (t *topic) wakeOne() {
 	t.mu.Lock()
 	t.wakeOneLocked()
@@ -330,6 +374,7 @@ func (t *topic) wakeOne() {
 
 func (t *topic) wakeOneLocked() {
 	if len(t.queue) == 0 {
+		t.handOn()
 		return
 	}
 	w := t.queue[0]
@@ -337,6 +382,22 @@ func (t *topic) wakeOneLocked() {
 	t.queue = t.queue[1:]
 	w.woken = true
 	close(w.ch)
+}
+
+// handOn passes a wake this subscription cannot use to the next
+// subscription in line, if the lock is still free. It runs in a goroutine
+// of its own: wakes arrive on the client's reader goroutine, which must
+// not wait for a command.
+func (t *topic) handOn() {
+	if t.client == nil {
+		return // a topic of the unit tests
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+		defer cancel()
+		keys, args := [2]string{t.key.lock, waitersOf(t.key.lock)}, [3]string{}
+		_ = runScript(ctx, t.client, &passScript, &keys, &args)
+	}()
 }
 
 // wakeAll wakes every waiting caller.
@@ -348,4 +409,47 @@ func (t *topic) wakeAll() {
 	}
 	t.queue = nil
 	t.mu.Unlock()
+}
+
+// channelOf returns the shard channel of the subscription id waiting for
+// the lock at lockKey: the lock's waiters' queue key, a colon and the id.
+// It carries the lock's hash tag, so it lives on the lock's cluster node.
+// Each subscription has a channel of its own, so that a release wakes the
+// one whose waiter is first in line and no other process hears of it.
+func channelOf(lockKey, id string) string { return waitersOf(lockKey) + ":" + id }
+
+// subscriptionID returns a name for a subscription, unique across
+// processes, for the waiters' queue.
+func subscriptionID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// queueMargin is how long, in milliseconds, the waiters' queue of a lock
+// outlives the lock's TTL when nobody joins it (see waitScript).
+const queueMargin = "1000"
+
+// register puts subscription id in line for the next release of the lock
+// at key, and returns the lock's PTTL (see waitScript).
+func (s *Store) register(ctx context.Context, key, id string) (int64, error) {
+	keys, args := [2]string{key, waitersOf(key)}, [3]string{id, queueMargin}
+	full := false
+	build := func() rueidis.Completed { return waitScript.cmd(s.client.B(), full, &keys, &args) }
+	r := s.doQueued(ctx, build)
+	if isNoScript(r.Error()) {
+		full = true
+		r = s.doQueued(ctx, build)
+	}
+	return r.AsInt64()
+}
+
+// runScript runs sc on client, sending it in full if the server does not
+// know it.
+func runScript(ctx context.Context, client rueidis.CommandClient, sc *script, keys *[2]string, args *[3]string) error {
+	err := client.Do(ctx, sc.cmd(client.B(), false, keys, args)).Error()
+	if isNoScript(err) {
+		err = client.Do(ctx, sc.cmd(client.B(), true, keys, args)).Error()
+	}
+	return err
 }

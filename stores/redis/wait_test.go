@@ -11,17 +11,26 @@ import (
 	"github.com/lockkit/lock/stores/redis"
 )
 
-// shardSubscribers returns how many connections are subscribed to the
-// shard channel of key on srv.
+// shardSubscribers returns how many connections are subscribed to
+// releases of the lock at key on srv: waiters subscribe to shard channels
+// of their own, named after the lock's waiters' queue.
 func shardSubscribers(t *testing.T, srv *redistest.Server, key string) int64 {
 	t.Helper()
-	v, err := srv.Do("PUBSUB", "SHARDNUMSUB", key).ToArray()
-	if err != nil || len(v) != 2 {
-		t.Fatalf("PUBSUB SHARDNUMSUB %s = %v, %v", key, v, err)
-	}
-	n, err := v[1].AsInt64()
+	channels, err := srv.Do("PUBSUB", "SHARDCHANNELS", key+":waiters:*").AsStrSlice()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("PUBSUB SHARDCHANNELS %s:waiters:* = %v", key, err)
+	}
+	var n int64
+	for _, ch := range channels {
+		v, err := srv.Do("PUBSUB", "SHARDNUMSUB", ch).ToArray()
+		if err != nil || len(v) != 2 {
+			t.Fatalf("PUBSUB SHARDNUMSUB %s = %v, %v", ch, v, err)
+		}
+		c, err := v[1].AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += c
 	}
 	return n
 }
@@ -274,4 +283,83 @@ func TestWaitStoresShareClient(t *testing.T) {
 		}
 	}
 	noSubscriptionsLeft(t, srv, "share:{r}")
+}
+
+// TestWaitOneWakeAcrossProcesses: waiters on separate clients (as in
+// separate processes) get in line on the server; each release wakes the
+// first of them only, in the order they got in line, and a wake that
+// lands on a subscription whose caller left is handed on.
+func TestWaitOneWakeAcrossProcesses(t *testing.T) {
+	srv := redistest.Start(t)
+	a := newStore(t, srv.NewClient(t), redis.WithPrefix("line:"))
+	b := newStore(t, srv.NewClient(t), redis.WithPrefix("line:"))
+	ctx := ctxFor(t, 30*time.Second)
+	inLine := func(n int64) {
+		t.Helper()
+		eventually(t, "in line", func() bool {
+			got, err := srv.Do("LLEN", "line:{r}:waiters").AsInt64()
+			return err == nil && got == n
+		})
+	}
+	wait := func(s *redis.Store, ctx context.Context) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.WaitRelease(ctx, "r") }()
+		return done
+	}
+	blocked := func(what string, done <-chan error) {
+		t.Helper()
+		select {
+		case err := <-done:
+			t.Fatalf("%s returned %v; want it still waiting", what, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	woken := func(what string, done <-chan error) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s = %v; want nil", what, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s not woken 5s after the release", what)
+		}
+	}
+	cycle := func() {
+		t.Helper()
+		if err := a.Release(ctx, "r", "holder"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	first := wait(a, ctx)
+	inLine(1)
+	second := wait(b, ctx)
+	inLine(2)
+	cycle()
+	woken("the first waiter in line", first)
+	blocked("the second waiter, after one release", second)
+	if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cycle()
+	woken("the second waiter, after the second release", second)
+
+	// A wake for a caller that left goes on to the next in line.
+	if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	leaving, leave := context.WithCancel(ctx)
+	gone := wait(a, leaving)
+	inLine(1)
+	next := wait(b, ctx)
+	inLine(2)
+	leave()
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitRelease whose ctx was canceled = %v", err)
+	}
+	cycle() // pops the entry of the caller that left
+	woken("the waiter behind a caller that left", next)
 }
