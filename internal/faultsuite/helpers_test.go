@@ -664,6 +664,3 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-// ms renders a duration in milliseconds for report fields.
-func ms(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
