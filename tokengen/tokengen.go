@@ -1,10 +1,3 @@
-// Package tokengen has the owner-token generators of the lockers: Random,
-// the default, and Fixed.
-//
-// A token is the secret that protects Release and Extend: a store frees or
-// extends a lock only for the token it was taken with. Tokens must
-// therefore be unique across every client of the same stores, or one
-// client could release another's lock.
 package tokengen
 
 import (

@@ -1,29 +1,3 @@
-// Package otelhook reports what a locker does to OpenTelemetry: a span per
-// Lock, TryLock, Unlock and Extend call with a child span per store call,
-// and metrics.
-//
-//	h, err := otelhook.New(nil, nil) // the global tracer and meter providers
-//	locker, err := lock.NewSingle(store, &lock.Options{Hook: h})
-//
-// It lives in its own module so that the lock library does not depend on
-// OpenTelemetry.
-//
-// # Metrics
-//
-//   - lock.acquire.duration (histogram, seconds): time Lock and TryLock
-//     took, by lock.op and lock.outcome (ok, contention, canceled,
-//     unavailable, invalid, error).
-//   - lock.contention (counter): acquisition attempts that found the
-//     resource held by another owner.
-//   - lock.lost (counter): locks lost while Run held them.
-//   - lock.held (up-down counter): locks acquired and not yet released.
-//   - lock.store.duration (histogram, seconds): store calls, by lock.store,
-//     lock.store.op and lock.outcome.
-//   - lock.store.errors (counter): store calls that failed, by lock.store
-//     and lock.store.op.
-//
-// Resource names are span attributes only: as metric attributes they
-// would make unbounded cardinality.
 package otelhook
 
 import (

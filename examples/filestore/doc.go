@@ -1,0 +1,20 @@
+// Package filestore is a worked example of a third-party lock store: locks
+// kept in files of a directory, guarded by flock(2), so that processes on
+// one machine (or sharing a filesystem with working flock) can lock
+// resources. It implements lock.Store, lock.Extender, lock.TTLReader and
+// lock.Fencer, and passes the conformance suite (see filestore_test.go).
+//
+// docs/stores.md walks through it. It is an example first: it takes
+// flock(2) on every call, cannot be interrupted by a context while waiting
+// for that flock, and never deletes the files it creates (one small file
+// per resource ever locked).
+//
+// # File format
+//
+// Each resource has a file named after the SHA-256 of its name, so every
+// resource name maps to a valid, distinct file name. The file holds one
+// line: "<fence> <expiry, Unix nanoseconds> <token>" — a free resource has
+// an expiry in the past or an empty token. The fence counter lives in the
+// same file and is never reset, so fences increase strictly for as long as
+// the directory lives.
+package filestore

@@ -1,0 +1,17 @@
+// Package sloghook logs what a locker does with log/slog.
+//
+//	locker, err := lock.NewSingle(store, &lock.Options{Hook: sloghook.New(slog.Default())})
+//
+// Levels say how much attention an event deserves:
+//   - Error: a lock lost while its holder ran (lock.EventLost).
+//   - Warn: a store failure (a store call that failed for another reason
+//     than the lock's state), a release or extension that failed, a Lock
+//     that failed because the stores were unavailable.
+//   - Info: a Lock that gave up on contention or because its context ended.
+//   - Debug: everything else — attempts, store calls, quorum decisions,
+//     retries, acquisitions, successful extensions and releases.
+//
+// Records carry the operation, the resource and, as they apply, the store,
+// the duration, the attempt, the votes and the error. Tokens are never
+// logged: they are the holders' secrets.
+package sloghook
