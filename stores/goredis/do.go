@@ -99,8 +99,10 @@ type processor interface {
 func (s *Store) doOn(ctx context.Context, c processor, args ...any) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, args...)
 	if err := s.run(ctx, func() { _ = c.Process(ctx, wrap(cmd)) }); err != nil {
-		cmd = redis.NewCmd(ctx)
-		cmd.SetErr(err)
+		// cmd is still the client's: answer with another.
+		abandoned := redis.NewCmd(ctx)
+		abandoned.SetErr(err)
+		return abandoned
 	}
 	return cmd
 }
