@@ -24,10 +24,10 @@ import (
 // defences, per command:
 //
 //  1. Every command goes out wrapped in sendOnce, whose NoRetry method
-//     tells go-redis (v9.22 and later, in its standalone, cluster and
-//     pipeline paths) not to retry it: a Store makes one attempt per call,
-//     and an error after sending is returned as it is — ambiguous, never
-//     a lock outcome.
+//     tells go-redis not to retry it (in its standalone, cluster and
+//     pipeline paths; this module requires v9.22.0, which honours it): a
+//     Store makes one attempt per call, and an error after sending is
+//     returned as it is — ambiguous, never a lock outcome.
 //  2. Should the client send a command more than once all the same (a
 //     version that ignores NoRetry; a cluster ASK redirect; a future
 //     retry path), the token travels as a sentArg, which counts how many
@@ -49,9 +49,9 @@ type sendOnce struct{ *redis.Cmd }
 // NoRetry tells go-redis not to send the command again after an error.
 func (sendOnce) NoRetry() bool { return true }
 
-// noRetry is false only in tests that let the client retry, to exercise
-// defence 2.
-var noRetry = true
+// letClientRetry is set only by tests that let the client retry, to
+// exercise defence 2.
+var letClientRetry atomic.Bool
 
 // sentArg is a command argument that counts how many times the client
 // wrote its command: go-redis writes an encoding.BinaryMarshaler argument
@@ -109,10 +109,10 @@ func (s *Store) doOn(ctx context.Context, c processor, args ...any) *redis.Cmd {
 
 // wrap returns cmd as it is to be sent: in sendOnce.
 func wrap(cmd *redis.Cmd) redis.Cmder {
-	if noRetry {
-		return sendOnce{cmd}
+	if letClientRetry.Load() {
+		return cmd
 	}
-	return cmd
+	return sendOnce{cmd}
 }
 
 // run calls f, which sends commands with ctx, and returns nil once it

@@ -77,11 +77,11 @@
 // taken by its own first attempt and report lock.ErrNotAcquired for a
 // lock the caller holds. The store cannot change the caller's client, so
 // it sends every command marked as not to be retried (go-redis'
-// Cmder.NoRetry, honoured by v9.22 and later): it makes one attempt per
-// call, and an outcome it cannot be sure of — a timeout or a broken
-// connection after a command was sent, a context that ended — is returned
-// as an error, never as lock.ErrNotAcquired or lock.ErrNotHeld; the
-// lockers then release by token.
+// Cmder.NoRetry; this module requires v9.22.0, which honours it): it
+// makes one attempt per call, and an outcome it cannot be sure of — a
+// timeout or a broken connection after a command was sent, a context that
+// ended — is returned as an error, never as lock.ErrNotAcquired or
+// lock.ErrNotHeld; the lockers then release by token.
 //
 // Should the client send a command twice all the same (a version that
 // ignores the mark, a cluster ASK redirect), the store notices — the token

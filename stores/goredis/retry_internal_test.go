@@ -139,8 +139,8 @@ func TestLostReplyIsNotAnOutcome(t *testing.T) {
 // send's fence; a release that finds nothing to release reports an
 // unknown outcome, not lock.ErrNotHeld.
 func TestResentCommandsAreResolvedByToken(t *testing.T) {
-	noRetry = false
-	t.Cleanup(func() { noRetry = true })
+	letClientRetry.Store(true)
+	t.Cleanup(func() { letClientRetry.Store(false) })
 	l := newLossy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
