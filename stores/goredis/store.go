@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,7 @@ type Store struct {
 	ctxTimeouts     bool        // the client bounds commands by their context's deadline: see run
 	readsReplicas   bool        // the cluster client sends reads to replicas: see read
 	noShardedPubSub atomic.Bool // the server lacks SSUBSCRIBE: WaitRelease cannot work
+	subOwner        any         // whose subscriptions this store shares: see hub
 }
 
 var (
@@ -78,6 +80,10 @@ func New(client redis.UniversalClient, opts ...Option) (*Store, error) {
 	}
 	if s.name == "" {
 		s.name = defaultName(seeds)
+	}
+	s.subOwner = any(s)
+	if reflect.ValueOf(client).Comparable() {
+		s.subOwner = client // stores sharing a client share subscriptions
 	}
 	return s, nil
 }

@@ -50,7 +50,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		return errNoShardedPubSub
 	}
 	key := redisproto.LockKey(s.prefix, resource)
-	t := hub.join(s.client, key)
+	t := hub.join(s.client, s.subOwner, key)
 	defer hub.leave(t)
 
 	// A first look while a new subscription is being made: a free
@@ -134,7 +134,7 @@ func isUnknownCommand(err error) bool {
 }
 
 // hub holds the subscriptions of every Store in the process, so that
-// stores sharing a client share subscriptions too.
+// stores sharing a client share subscriptions too (see Store.subOwner).
 var hub = subscriptions{topics: make(map[topicKey]*topic)}
 
 // subscriptions shares one subscription per client and lock among the
@@ -145,8 +145,8 @@ type subscriptions struct {
 }
 
 type topicKey struct {
-	client redis.UniversalClient
-	lock   string // the lock key
+	owner any    // the client, or the store when the client is not comparable
+	lock  string // the lock key
 }
 
 // topic is one subscription and its waiters.
@@ -188,8 +188,8 @@ const linger = 100 * time.Millisecond
 // join returns the subscription to releases of lockKey through client,
 // starting it if no caller uses it; its ready channel says when the
 // server has confirmed it. The caller must leave it.
-func (h *subscriptions) join(client redis.UniversalClient, lockKey string) *topic {
-	k := topicKey{client, lockKey}
+func (h *subscriptions) join(client redis.UniversalClient, owner any, lockKey string) *topic {
+	k := topicKey{owner, lockKey}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[k]
