@@ -14,22 +14,6 @@ import (
 // owner's token (Release), and the lock of an owner that died runs out its
 // TTL. They keep the key layout (see keys.go) inside this package.
 
-// forceReleaseScript deletes the lock whoever holds it and, like the
-// release script, wakes the first waiter in line on its own channel.
-//
-// KEYS: lock, waiters' queue. Returns 1 if a lock was deleted, 0 if the
-// resource was free.
-var forceReleaseScript = newScript(2, 0, `
-if redis.call('DEL', KEYS[1]) == 0 then
-	return 0
-end
-local w = redis.call('LPOP', KEYS[2])
-if w then
-	redis.pcall('SPUBLISH', KEYS[2] .. ':' .. w, '')
-end
-return 1
-`)
-
 // ForceRelease deletes resource's lock whoever holds it, and wakes the
 // callers waiting for it as Release does. It reports whether the resource
 // was held. It is meant for administrative tools (lockctl release

@@ -8,12 +8,13 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/redisproto"
 )
 
 // GuardKey is the key under which WithRestartGuard keeps its marker: one
 // per server, outside every store's prefix, as it speaks for the whole
 // server (a restart or a flush loses the locks of every prefix at once).
-const GuardKey = "lockkit:restart-guard"
+const GuardKey = redisproto.GuardKey
 
 // ErrRecovering reports that a server under WithRestartGuard may have lost
 // locks (it restarted without persistence, was flushed, or lost its data
@@ -88,41 +89,6 @@ func (c *config) checkGuard(client rueidis.Client) error {
 	return nil
 }
 
-// guardedScript is acquireScript behind the restart guard.
-//
-// KEYS: lock, fence, marker. ARGV: token, ttl (ms), counter TTL (ms),
-// maxTTL (ms), "1" to hand out a fence.
-// Returns -ms while the server recovers (ms to wait, at least 1), 0 if the
-// resource is held, and otherwise the fence (1 when not fenced).
-var guardedScript = newScript(3, 5, `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local since = redis.call('GET', KEYS[3])
-if not since then
-	redis.call('SET', KEYS[3], string.format('%.0f', now))
-	return -tonumber(ARGV[4])
-end
-local left = tonumber(since) + tonumber(ARGV[4]) - now
-if left > 0 then
-	return -left
-end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then
-		return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock')
-	end
-	return 0
-end
-if ARGV[5] ~= '1' then
-	return 1
-end
-local fence = redis.call('INCR', KEYS[2])
-if fence == 1 then
-	fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-	redis.call('SET', KEYS[2], string.format('%.0f', fence), 'PX', ARGV[3])
-end
-return fence
-`)
-
 // acquireGuarded is Acquire and AcquireFenced under the restart guard.
 func (s *Store) acquireGuarded(ctx context.Context, fenced bool, resource, token string, ttl time.Duration) (uint64, error) {
 	lockKey, fenceKey := s.keys(resource)
@@ -133,9 +99,9 @@ func (s *Store) acquireGuarded(ctx context.Context, fenced bool, resource, token
 	keys, args := [3]string{lockKey, fenceKey, GuardKey}, [5]string{token, s.ttlArg(ttl), s.retentionArg, s.guardArg, flag}
 	cmd := func(full bool) rueidis.Completed {
 		if full {
-			return s.client.B().Eval().Script(guardedScript.src).Numkeys(3).Key(keys[:]...).Arg(args[:]...).Build()
+			return s.client.B().Eval().Script(guardedScript.Src).Numkeys(3).Key(keys[:]...).Arg(args[:]...).Build()
 		}
-		return s.client.B().Evalsha().Sha1(guardedScript.sha).Numkeys(3).Key(keys[:]...).Arg(args[:]...).Build()
+		return s.client.B().Evalsha().Sha1(guardedScript.SHA).Numkeys(3).Key(keys[:]...).Arg(args[:]...).Build()
 	}
 	r := s.client.Do(ctx, cmd(false))
 	if isNoScript(r.Error()) {

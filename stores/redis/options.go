@@ -2,10 +2,10 @@ package redis
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/redisproto"
 )
 
 // Option configures a Store.
@@ -21,7 +21,7 @@ type config struct {
 }
 
 // DefaultPrefix is the key prefix of a Store made without WithPrefix.
-const DefaultPrefix = "lock:"
+const DefaultPrefix = redisproto.DefaultPrefix
 
 // DefaultFenceRetention is how long a resource's fence counter is kept
 // once created, unless WithFenceRetention says otherwise.
@@ -33,8 +33,8 @@ const DefaultFenceRetention = 24 * time.Hour
 // "}": the store puts its own hash tag after it.
 func WithPrefix(prefix string) Option {
 	return func(c *config) error {
-		if strings.ContainsAny(prefix, "{}") {
-			return fmt.Errorf("%w: WithPrefix(%q): the prefix may not contain \"{\" or \"}\" (the store adds its own hash tag)", lock.ErrInvalid, prefix)
+		if err := redisproto.CheckPrefix("WithPrefix", prefix); err != nil {
+			return err
 		}
 		c.prefix = prefix
 		return nil

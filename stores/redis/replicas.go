@@ -30,7 +30,7 @@ func (s *Store) acquireReplicated(ctx context.Context, fenced bool, lockKey, fen
 		keys, args := [2]string{lockKey, fenceKey}, [3]string{token, s.ttlArg(ttl), s.retentionArg}
 		acquire := func(full bool) rueidis.Completed {
 			if fenced {
-				return acquireScript.cmd(d.B(), full, &keys, &args)
+				return scriptCmd(d.B(), &acquireScript, full, &keys, &args)
 			}
 			return d.B().Set().Key(lockKey).Value(token).Nx().PxMilliseconds(millis(ttl)).Build()
 		}

@@ -84,10 +84,10 @@ func (s *Store) command(sc *startedCall, full bool) rueidis.Completed {
 		return s.setNX(b, sc.key, c.Token, c.TTL)
 	case lock.CallRelease:
 		keys, args := [2]string{sc.key, sc.waiters}, [3]string{c.Token}
-		return releaseScript.cmd(b, full, &keys, &args)
+		return scriptCmd(b, &releaseScript, full, &keys, &args)
 	default: // lock.CallExtend
 		keys, args := [2]string{sc.key}, [3]string{c.Token, s.ttlArg(c.TTL)}
-		return extendScript.cmd(b, full, &keys, &args)
+		return scriptCmd(b, &extendScript, full, &keys, &args)
 	}
 }
 

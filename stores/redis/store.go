@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/redisproto"
 )
 
 // Store is a lock store on a Redis server, a Sentinel-managed master or a
@@ -206,9 +207,6 @@ func (s *Store) failed(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", ctxErr, err)
 }
 
-// millis converts a TTL to whole milliseconds, rounding up: a lock may live
-// a fraction of a millisecond longer than asked, never shorter, so the
-// validity the lockers compute is never overstated.
-func millis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
-}
+// millis converts a TTL to whole milliseconds, rounding up: see
+// redisproto.Millis.
+func millis(d time.Duration) int64 { return redisproto.Millis(d) }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/lockkit/lock/internal/redisproto"
 )
 
 // WaitRelease implements [lock.Waiter]. It subscribes (SSUBSCRIBE, on
@@ -159,7 +161,7 @@ type topic struct {
 	client  rueidis.Client
 	key     topicKey
 	id      string // names the subscription in the waiters' queue
-	channel string // the subscription's own shard channel: see channelOf
+	channel string // the subscription's own shard channel: see redisproto.ChannelOf
 	refs    int    // callers using it; guarded by subscriptions.mu
 	idle    int    // times refs fell to 0; guarded by subscriptions.mu
 	closing bool   // no longer to be joined; guarded by subscriptions.mu
@@ -249,7 +251,7 @@ func (h *subscriptions) subscribe(client rueidis.Client, k topicKey) *topic {
 		client:  client,
 		key:     k,
 		id:      id,
-		channel: channelOf(k.lock, id),
+		channel: redisproto.ChannelOf(k.lock, id),
 		cancel:  cancel,
 		ready:   make(chan struct{}),
 		done:    make(chan struct{}),
@@ -411,13 +413,6 @@ func (t *topic) wakeAll() {
 	t.mu.Unlock()
 }
 
-// channelOf returns the shard channel of the subscription id waiting for
-// the lock at lockKey: the lock's waiters' queue key, a colon and the id.
-// It carries the lock's hash tag, so it lives on the lock's cluster node.
-// Each subscription has a channel of its own, so that a release wakes the
-// one whose waiter is first in line and no other process hears of it.
-func channelOf(lockKey, id string) string { return waitersOf(lockKey) + ":" + id }
-
 // subscriptionID returns a name for a subscription, unique across
 // processes, for the waiters' queue.
 func subscriptionID() string {
@@ -426,16 +421,12 @@ func subscriptionID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// queueMargin is how long, in milliseconds, the waiters' queue of a lock
-// outlives the lock's TTL when nobody joins it (see waitScript).
-const queueMargin = "1000"
-
 // register puts subscription id in line for the next release of the lock
 // at key, and returns the lock's PTTL (see waitScript).
 func (s *Store) register(ctx context.Context, key, id string) (int64, error) {
-	keys, args := [2]string{key, waitersOf(key)}, [3]string{id, queueMargin}
+	keys, args := [2]string{key, waitersOf(key)}, [3]string{id, redisproto.QueueMargin}
 	full := false
-	build := func() rueidis.Completed { return waitScript.cmd(s.client.B(), full, &keys, &args) }
+	build := func() rueidis.Completed { return scriptCmd(s.client.B(), &waitScript, full, &keys, &args) }
 	r := s.doQueued(ctx, build)
 	if isNoScript(r.Error()) {
 		full = true
@@ -447,9 +438,9 @@ func (s *Store) register(ctx context.Context, key, id string) (int64, error) {
 // runScript runs sc on client, sending it in full if the server does not
 // know it.
 func runScript(ctx context.Context, client rueidis.CommandClient, sc *script, keys *[2]string, args *[3]string) error {
-	err := client.Do(ctx, sc.cmd(client.B(), false, keys, args)).Error()
+	err := client.Do(ctx, scriptCmd(client.B(), sc, false, keys, args)).Error()
 	if isNoScript(err) {
-		err = client.Do(ctx, sc.cmd(client.B(), true, keys, args)).Error()
+		err = client.Do(ctx, scriptCmd(client.B(), sc, true, keys, args)).Error()
 	}
 	return err
 }

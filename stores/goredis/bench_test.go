@@ -1,0 +1,231 @@
+package goredis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/stores/goredis"
+)
+
+// The benchmarks measure lock+unlock pairs per second with 64 goroutines,
+// each on its own resource (uncontended: this measures the store's cost,
+// not waiting), against a local redis-server — as the rueidis store's do,
+// so the numbers compare.
+
+const benchGoroutines = 64
+
+// parallel runs pair in benchGoroutines goroutines, each with its own
+// resource name, and reports pairs/s.
+func parallel(b *testing.B, pair func(ctx context.Context, resource, token string) error) {
+	b.Helper()
+	ctx := context.Background()
+	b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	var ids atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		id := ids.Add(1)
+		resource := fmt.Sprintf("bench-%d", id)
+		token := fmt.Sprintf("token-%d", id)
+		for pb.Next() {
+			if err := pair(ctx, resource, token); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}
+
+// benchStore returns a store on a fresh server, through a client with a
+// pool large enough for the goroutines (go-redis takes a connection per
+// command in flight).
+func benchStore(b *testing.B) (*goredis.Store, *redis.Client) {
+	b.Helper()
+	client := clientOf(b, redistest.Start(b), func(o *redis.Options) { o.PoolSize = benchGoroutines })
+	s, err := goredis.New(client, goredis.WithPrefix("bench:"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, client
+}
+
+// BenchmarkFloor is the hand-written floor: SET NX PX and a
+// compare-and-delete script, straight on go-redis.
+func BenchmarkFloor(b *testing.B) {
+	_, client := benchStore(b)
+	del := redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+	parallel(b, func(ctx context.Context, resource, token string) error {
+		key := "floor:{" + resource + "}"
+		if err := client.SetNX(ctx, key, token, 10*time.Second).Err(); err != nil {
+			return err
+		}
+		n, err := del.Run(ctx, client, []string{key}, token).Int64()
+		if err == nil && n != 1 {
+			err = fmt.Errorf("not released")
+		}
+		return err
+	})
+}
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	s, _ := benchStore(b)
+	parallel(b, func(ctx context.Context, resource, token string) error {
+		if err := s.Acquire(ctx, resource, token, 10*time.Second); err != nil {
+			return err
+		}
+		return s.Release(ctx, resource, token)
+	})
+}
+
+func BenchmarkAcquireFencedRelease(b *testing.B) {
+	s, _ := benchStore(b)
+	parallel(b, func(ctx context.Context, resource, token string) error {
+		if _, err := s.AcquireFenced(ctx, resource, token, 10*time.Second); err != nil {
+			return err
+		}
+		return s.Release(ctx, resource, token)
+	})
+}
+
+// BenchmarkSingleLocker is TryLock+Unlock through lock.NewSingle with
+// random tokens: fenced (the default, the acquire script) and with
+// Options.NoFence (SET NX PX); and the same with a context that has a
+// deadline, on a client without ContextTimeoutEnabled, which costs the
+// store a goroutine per call (see the package documentation).
+func BenchmarkSingleLocker(b *testing.B) {
+	s, _ := benchStore(b)
+	srv := redistest.Start(b)
+	noCtxClient := clientOf(b, srv, func(o *redis.Options) {
+		o.PoolSize = benchGoroutines
+		o.ContextTimeoutEnabled = false
+	})
+	noCtx, err := goredis.New(noCtxClient, goredis.WithPrefix("bench:"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		store    lock.Store
+		noFence  bool
+		deadline bool
+	}{
+		{"fenced", s, false, false},
+		{"no-fence", s, true, false},
+		{"fenced-deadline", s, false, true},
+		{"fenced-deadline-no-ctx-timeouts", noCtx, false, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			l, err := lock.NewSingle(c.store, &lock.Options{NoFence: c.noFence})
+			if err != nil {
+				b.Fatal(err)
+			}
+			parallel(b, func(ctx context.Context, resource, _ string) error {
+				if c.deadline {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+					defer cancel()
+				}
+				held, err := l.TryLock(ctx, resource, 10*time.Second)
+				if err != nil {
+					return err
+				}
+				return l.Unlock(ctx, held)
+			})
+		})
+	}
+}
+
+// BenchmarkContended is Lock+Unlock by 16 goroutines on one resource,
+// through lock.NewSingle with its default retry policy: how fast the lock
+// is handed over when waiters are woken by releases.
+func BenchmarkContended(b *testing.B) {
+	s, _ := benchStore(b)
+	l, err := lock.NewSingle(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			held, err := l.Lock(ctx, "contended", 10*time.Second)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.Unlock(ctx, held); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handovers/s")
+}
+
+// BenchmarkMulti is TryLock+Unlock through a lock.MultiLocker over five
+// independent masters: without lock.Starter, a goroutine per store per
+// call.
+func BenchmarkMulti(b *testing.B) {
+	servers := redistest.StartN(b, 5)
+	stores := make([]lock.Store, len(servers))
+	for i, srv := range servers {
+		client := clientOf(b, srv, func(o *redis.Options) { o.PoolSize = benchGoroutines })
+		warm(b, client)
+		s, err := goredis.New(client, goredis.WithPrefix("bench:"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		stores[i] = s
+	}
+	l, err := lock.NewMulti(stores, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	parallel(b, func(ctx context.Context, resource, _ string) error {
+		held, err := l.TryLock(ctx, resource, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		return l.Unlock(ctx, held)
+	})
+}
+
+// warm fills client's pool with a connection per goroutine, so that the
+// dials of a cold pool (go-redis dials when a command needs a connection)
+// do not count against the lockers' 50ms store timeout.
+func warm(b *testing.B, client *redis.Client) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, benchGoroutines)
+	for range benchGoroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			// BLPOP holds its connection for a moment, so that each
+			// goroutine gets a connection of its own.
+			if err := client.BLPop(ctx, 10*time.Millisecond, "warm").Err(); err != nil && !errors.Is(err, redis.Nil) {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,97 @@
+package goredis_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/stores/goredis"
+)
+
+func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the fault tests make many.
+	redis.SetLogger(quiet{})
+	code := m.Run()
+	redistest.CloseShared()
+	os.Exit(code)
+}
+
+var prefixes atomic.Int64
+
+// newStore returns a store on client with a key prefix no other store of
+// the test binary uses.
+func newStore(t testing.TB, client redis.UniversalClient, opts ...goredis.Option) *goredis.Store {
+	t.Helper()
+	opts = append([]goredis.Option{goredis.WithPrefix(fmt.Sprintf("test%d:", prefixes.Add(1)))}, opts...)
+	s, err := goredis.New(client, opts...)
+	if err != nil {
+		t.Fatalf("goredis.New: %v", err)
+	}
+	return s
+}
+
+// clientOf returns a go-redis client of srv, closed when t ends: bounded
+// by the contexts of its commands, as the package documentation
+// recommends. opts may adjust its options.
+func clientOf(t testing.TB, srv *redistest.Server, opts ...func(*redis.Options)) *redis.Client {
+	t.Helper()
+	o := &redis.Options{Addr: srv.Addr(), DialTimeout: 2 * time.Second, ContextTimeoutEnabled: true}
+	for _, f := range opts {
+		f(o)
+	}
+	c := redis.NewClient(o)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// clusterClientOf returns a go-redis cluster client of c, closed when t
+// ends.
+func clusterClientOf(t testing.TB, c *redistest.Cluster) *redis.ClusterClient {
+	t.Helper()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), DialTimeout: 2 * time.Second, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond every 10ms for at most 5s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still not %s after 5s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sentinelClientOf returns a go-redis failover client that finds the
+// fixture's master through its Sentinel, closed when t ends.
+func sentinelClientOf(t testing.TB, s *redistest.Sentinel) *redis.Client {
+	t.Helper()
+	c := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:            redistest.MasterSet,
+		SentinelAddrs:         []string{s.Sentinel.Addr()},
+		DialTimeout:           2 * time.Second,
+		ContextTimeoutEnabled: true,
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// quiet is a go-redis logger that logs nothing.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
