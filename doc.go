@@ -7,9 +7,9 @@
 // A [Store] keeps locks: it sets a resource to an owner token with a time
 // to live if the resource is free, and releases or extends it only for the
 // token it was taken with. Stores make one attempt per call and nothing
-// more; the stores live in sub-packages (stores/memory, stores/redis,
-// stores/memcache) and anyone can write another and prove it with package
-// conformance.
+// more; the stores live in sub-packages (stores/memory, stores/redis on
+// rueidis, stores/goredis on go-redis, stores/memcache) and anyone can
+// write another and prove it with package conformance.
 //
 // A [Locker] does everything else: validation, token generation, retries,
 // validity accounting, and remembering what it holds. [SingleLocker] takes

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of lockkit on a fresh Debian machine: installs the servers
 # the store tests talk to (redis-server, redis-cli, memcached) when they are
-# missing, then vets and tests every module with the race detector.
+# missing, then vets, lints (staticcheck) and tests every module with the
+# race detector.
 #
 # Set LOCKKIT_REQUIRE_SERVERS=1 to make a missing server fail the tests
 # instead of skipping them (.ci/run does).
@@ -29,6 +30,9 @@ if ((${#missing[@]})); then
   fi
 fi
 
+# The linter, pinned, fetched through the Go module proxy.
+staticcheck=honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 # Every module of the repository: the library and any nested module.
 for mod in $(find . -name go.mod -not -path '*/testdata/*' | sort); do
   dir=$(dirname "$mod")
@@ -36,6 +40,7 @@ for mod in $(find . -name go.mod -not -path '*/testdata/*' | sort); do
   (
     cd "$dir"
     go vet ./...
+    go run "$staticcheck" ./...
     go test -race -timeout 20m ./...
     # Every benchmark, briefly, so that none rots (numbers: bench/).
     go test -run '^$' -bench . -benchtime=100x -timeout 10m ./...
