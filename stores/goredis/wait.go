@@ -90,16 +90,16 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	for {
 		// In line before looking, here and on the server, so that a
 		// release after the look wakes this caller.
-		w := t.enqueue()
+		w := t.line.Join()
 		ms, err := s.eval(ctx, &redisproto.Wait, []string{key, redisproto.WaitersOf(key)}, t.id, redisproto.QueueMargin).Int64()
 		if err != nil {
-			t.dequeue(w, true)
+			t.line.Leave(w, true, t.handOn)
 			return s.failed(ctx, err)
 		}
 		var expired <-chan time.Time
 		switch {
 		case ms == -2: // free
-			t.dequeue(w, false)
+			t.line.Leave(w, false, t.handOn)
 			return nil
 		case ms >= 0: // held: wake when its TTL runs out, at the latest
 			d := time.Duration(ms+1) * time.Millisecond
@@ -111,16 +111,16 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 			expired = expiry.C
 		}
 		select {
-		case <-w.ch:
+		case <-w.C:
 			return nil
 		case <-t.done:
 			return t.err
 		case <-ctx.Done():
-			t.dequeue(w, true)
+			t.line.Leave(w, true, t.handOn)
 			return ctx.Err()
 		case <-expired:
 			// Expired, or extended meanwhile: look again.
-			if t.dequeue(w, false) {
+			if t.line.Leave(w, false, t.handOn) {
 				return nil
 			}
 		}
@@ -164,16 +164,11 @@ type topic struct {
 	done       chan struct{} // closed when the subscription has ended
 	err        error         // why it ended, set before done is closed
 
+	line redisproto.Line // this process's callers waiting for a release
+
 	mu      sync.Mutex
-	queue   []*waiter     // callers waiting for a release, longest first
 	ps      *redis.PubSub // the subscription, once made
 	dropped bool          // its last caller left: to be closed
-}
-
-// waiter is one caller waiting for a release.
-type waiter struct {
-	ch    chan struct{} // closed when a release wakes it
-	woken bool          // guarded by topic.mu
 }
 
 // scriptTimeout bounds the scripts a subscription runs on its own (out
@@ -294,7 +289,7 @@ func (t *topic) run(ctx context.Context, ps *redis.PubSub) error {
 			}
 		case *redis.Message:
 			if m.Channel == t.channel {
-				t.wakeOne()
+				t.line.WakeOne(t.handOn)
 			}
 		}
 	}
@@ -306,7 +301,7 @@ func (t *topic) confirmed() {
 	if t.subscribed.Swap(true) {
 		// Subscribed again: a release may have happened in between, so
 		// let the callers look again.
-		t.wakeAll()
+		t.line.WakeAll()
 		return
 	}
 	t.readyOnce.Do(func() { close(t.ready) })
@@ -314,7 +309,8 @@ func (t *topic) confirmed() {
 
 // drop ends a subscription its last caller left: out of line first, so
 // that no release wakes a subscription that is gone (a wake that lands
-// meanwhile is handed on: see wakeOne), then its connection is closed.
+// meanwhile is handed on: see redisproto.Line.WakeOne), then its
+// connection is closed.
 func (t *topic) drop() {
 	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 	defer cancel()
@@ -328,80 +324,15 @@ func (t *topic) drop() {
 	}
 }
 
-// enqueue adds a waiter at the end of the queue.
-func (t *topic) enqueue() *waiter {
-	w := &waiter{ch: make(chan struct{})}
-	t.mu.Lock()
-	t.queue = append(t.queue, w)
-	t.mu.Unlock()
-	return w
-}
-
-// dequeue removes w from the queue and reports whether a release had
-// woken it. A woken waiter that leaves without using the wake (its caller
-// will not try to acquire: passOn) hands it to the next waiter.
-func (t *topic) dequeue(w *waiter, passOn bool) (woken bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if w.woken {
-		if passOn {
-			t.wakeOneLocked()
-		}
-		return true
-	}
-	for i, x := range t.queue {
-		if x == w {
-			t.queue = append(t.queue[:i], t.queue[i+1:]...)
-			break
-		}
-	}
-	return false
-}
-
-// wakeOne wakes the longest-waiting caller. If there is none, the wake is
-// handed on to the next subscription in line on the server, so that a
-// release is never lost on a caller that went away.
-func (t *topic) wakeOne() {
-	t.mu.Lock()
-	t.wakeOneLocked()
-	t.mu.Unlock()
-}
-
-func (t *topic) wakeOneLocked() {
-	if len(t.queue) == 0 {
-		t.handOn()
-		return
-	}
-	w := t.queue[0]
-	t.queue[0] = nil
-	t.queue = t.queue[1:]
-	w.woken = true
-	close(w.ch)
-}
-
 // handOn passes a wake this subscription cannot use to the next
 // subscription in line, if the lock is still free, in a goroutine of its
 // own: wakes arrive on the subscription's reader.
 func (t *topic) handOn() {
-	if t.client == nil {
-		return // a topic of the unit tests
-	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 		defer cancel()
 		_ = runScript(ctx, t.client, &redisproto.Pass, []string{t.key.lock, redisproto.WaitersOf(t.key.lock)})
 	}()
-}
-
-// wakeAll wakes every waiting caller.
-func (t *topic) wakeAll() {
-	t.mu.Lock()
-	for _, w := range t.queue {
-		w.woken = true
-		close(w.ch)
-	}
-	t.queue = nil
-	t.mu.Unlock()
 }
 
 // runScript runs sc through client, once, sending it in full if the

@@ -95,16 +95,16 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	for {
 		// In line before looking, here and on the server, so that a
 		// release after the look wakes this caller.
-		w := t.enqueue()
+		w := t.line.Join()
 		ms, err := s.register(ctx, key, t.id)
 		if err != nil {
-			t.dequeue(w, true)
+			t.line.Leave(w, true, t.handOn)
 			return s.failed(ctx, err)
 		}
 		var expired <-chan time.Time
 		switch {
 		case ms == -2: // free
-			t.dequeue(w, false)
+			t.line.Leave(w, false, t.handOn)
 			return nil
 		case ms >= 0: // held: wake when its TTL runs out, at the latest
 			d := time.Duration(ms+1) * time.Millisecond
@@ -116,16 +116,16 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 			expired = expiry.C
 		}
 		select {
-		case <-w.ch:
+		case <-w.C:
 			return nil
 		case <-t.done:
 			return t.err
 		case <-ctx.Done():
-			t.dequeue(w, true)
+			t.line.Leave(w, true, t.handOn)
 			return ctx.Err()
 		case <-expired:
 			// Expired, or extended meanwhile: look again.
-			if t.dequeue(w, false) {
+			if t.line.Leave(w, false, t.handOn) {
 				return nil
 			}
 		}
@@ -173,15 +173,10 @@ type topic struct {
 	done       chan struct{} // closed when the subscription has ended
 	err        error         // why it ended, set before done is closed
 
-	mu     sync.Mutex
-	queue  []*waiter // callers waiting for a release, longest first
-	broken error     // the connection's error, if it broke
-}
+	line redisproto.Line // this process's callers waiting for a release
 
-// waiter is one caller waiting for a release.
-type waiter struct {
-	ch    chan struct{} // closed when a release wakes it
-	woken bool          // guarded by topic.mu
+	mu     sync.Mutex
+	broken error // the connection's error, if it broke
 }
 
 // unsubscribeTimeout bounds the SUNSUBSCRIBE sent when a subscription is
@@ -267,7 +262,7 @@ func (h *subscriptions) subscribe(client rueidis.Client, k topicKey) *topic {
 // receive runs the subscription until it is canceled or breaks.
 func (h *subscriptions) receive(ctx context.Context, t *topic) {
 	c := t.client
-	err := c.Receive(ctx, c.B().Ssubscribe().Channel(t.channel).Build(), func(rueidis.PubSubMessage) { t.wakeOne() })
+	err := c.Receive(ctx, c.B().Ssubscribe().Channel(t.channel).Build(), func(rueidis.PubSubMessage) { t.line.WakeOne(t.handOn) })
 	t.mu.Lock()
 	broken := t.broken
 	t.mu.Unlock()
@@ -303,7 +298,7 @@ func (t *topic) confirmed(s rueidis.PubSubSubscription) {
 		// Subscribed again (the client re-sent SSUBSCRIBE, after a
 		// redirect say): a release may have happened in between, so let
 		// the callers look again.
-		t.wakeAll()
+		t.line.WakeAll()
 		return
 	}
 	t.readyOnce.Do(func() { close(t.ready) })
@@ -326,7 +321,8 @@ func (t *topic) returned(ctx context.Context, err error, c rueidis.CommandClient
 	}
 	uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
 	// Out of line first, so that no release wakes a subscription that is
-	// gone (a wake that lands here meanwhile is handed on: see wakeOne).
+	// gone (a wake that lands here meanwhile is handed on: see
+	// redisproto.Line.WakeOne).
 	keys, args := [2]string{waitersOf(t.key.lock)}, [3]string{t.id}
 	_ = runScript(uctx, c, &leaveScript, &keys, &args)
 	_ = c.Do(uctx, c.B().Sunsubscribe().Channel(t.channel).Build())
@@ -334,83 +330,17 @@ func (t *topic) returned(ctx context.Context, err error, c rueidis.CommandClient
 	return err
 }
 
-// enqueue adds a waiter at the end of the queue.
-func (t *topic) enqueue() *waiter {
-	w := &waiter{ch: make(chan struct{})}
-	t.mu.Lock()
-	t.queue = append(t.queue, w)
-	t.mu.Unlock()
-	return w
-}
-
-// dequeue removes w from the queue and reports whether a release had
-// woken it. A woken waiter that leaves without using the wake (its caller
-// will not try to acquire: passOn) hands it to the next waiter.
-func (t *topic) dequeue(w *waiter, passOn bool) (woken bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if w.woken {
-		if passOn {
-			t.wakeOneLocked()
-		}
-		return true
-	}
-	for i, x := range t.queue {
-		if x == w {
-			t.queue = append(t.queue[:i], t.queue[i+1:]...)
-			break
-		}
-	}
-	return false
-}
-
-// wakeOne wakes the longest-waiting caller. If there is none (it left,
-// its context ended), the wake is handed on to the next subscription in
-// line on the server, so that a release is never lost on a caller that
-// went away.
-func (t *topic) wakeOne() {
-	t.mu.Lock()
-	t.wakeOneLocked()
-	t.mu.Unlock()
-}
-
-func (t *topic) wakeOneLocked() {
-	if len(t.queue) == 0 {
-		t.handOn()
-		return
-	}
-	w := t.queue[0]
-	t.queue[0] = nil
-	t.queue = t.queue[1:]
-	w.woken = true
-	close(w.ch)
-}
-
 // handOn passes a wake this subscription cannot use to the next
 // subscription in line, if the lock is still free. It runs in a goroutine
 // of its own: wakes arrive on the client's reader goroutine, which must
 // not wait for a command.
 func (t *topic) handOn() {
-	if t.client == nil {
-		return // a topic of the unit tests
-	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
 		defer cancel()
 		keys, args := [2]string{t.key.lock, waitersOf(t.key.lock)}, [3]string{}
 		_ = runScript(ctx, t.client, &passScript, &keys, &args)
 	}()
-}
-
-// wakeAll wakes every waiting caller.
-func (t *topic) wakeAll() {
-	t.mu.Lock()
-	for _, w := range t.queue {
-		w.woken = true
-		close(w.ch)
-	}
-	t.queue = nil
-	t.mu.Unlock()
 }
 
 // subscriptionID returns a name for a subscription, unique across
