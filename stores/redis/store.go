@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -179,33 +178,15 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 	return n == 1, nil
 }
 
-// check validates the arguments of a call and the context.
+// check validates the arguments of a call and the context: see
+// redisproto.CheckCall.
 func (s *Store) check(ctx context.Context, resource, token string, ttl time.Duration) error {
-	switch {
-	case ctx == nil:
-		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case token == "":
-		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
-	case ttl <= 0:
-		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
-	}
-	return s.ValidateResource(resource)
+	return redisproto.CheckCall(ctx, "redis", resource, token, ttl)
 }
 
-// failed returns the error of a call that did not get a clear answer:
-// the context's error if it ended (the rueidis error may be a bare
-// context error, or a connection error caused by it), the client's error
-// otherwise. Either way the outcome is unknown, and it is never reported
-// as ErrNotAcquired or ErrNotHeld.
-func (s *Store) failed(ctx context.Context, err error) error {
-	ctxErr := ctx.Err()
-	if ctxErr == nil || errors.Is(err, ctxErr) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ctxErr, err)
-}
+// failed returns the error of a call that did not get a clear answer,
+// never a lock outcome: see redisproto.Failed.
+func (s *Store) failed(ctx context.Context, err error) error { return redisproto.Failed(ctx, err) }
 
 // millis converts a TTL to whole milliseconds, rounding up: see
 // redisproto.Millis.
