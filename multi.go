@@ -303,7 +303,10 @@ func (m *MultiLocker) call(ctx context.Context, op, resource, storeOp string, i 
 // answer was an error, including stores that answer only now: it waits for
 // the answers still due (each bounded by the store timeout) and for the
 // releases. Stores that refused the fresh token hold nothing of it and
-// are skipped.
+// are skipped. A release that fails is tried again, up to cleanupTries
+// times within the store timeout, as SingleLocker's cleanup does: the
+// fault that made the attempt fail often broke the connection the release
+// went out on too.
 func (m *MultiLocker) releaseAttempt(ctx context.Context, op, resource, token string, b *ballot) {
 	cctx := context.WithoutCancel(ctx)
 	c := Call{Op: CallRelease, Resource: resource, Token: token}
@@ -314,10 +317,18 @@ func (m *MultiLocker) releaseAttempt(ctx context.Context, op, resource, token st
 		}
 		wg.Add(1)
 		rctx, cancel := context.WithTimeout(cctx, m.storeTimeout)
-		m.start(cctx, rctx, op, i, c, func(int, error) {
+		tries := 1
+		var released func(int, error)
+		released = func(_ int, err error) {
+			if err != nil && !errors.Is(err, ErrNotHeld) && rctx.Err() == nil && tries < cleanupTries {
+				tries++
+				m.start(cctx, rctx, op, i, c, released)
+				return
+			}
 			cancel()
 			wg.Done()
-		})
+		}
+		m.start(cctx, rctx, op, i, c, released)
 	}
 	b.mu.Lock()
 	b.late = release

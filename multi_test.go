@@ -107,6 +107,25 @@ func TestMultiLostRepliesLeaveNothingBehind(t *testing.T) {
 	})
 }
 
+// A release after a failed attempt that fails itself (the fault that lost
+// the acquisition's reply broke the release's connection too) is tried
+// again, so the attempt still leaves nothing behind.
+func TestMultiFailedCleanupIsRetried(t *testing.T) {
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ms, ls := memStores(3)
+			for _, m := range ms[:2] {
+				m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset, AfterApply: true})
+				m.Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset, Times: 2})
+			}
+			l := mustMulti(t, ls, nil)
+			_, err := l.TryLock(t.Context(), "res", time.Second)
+			wantIs(t, "TryLock(res) with 2 of 3 replies lost", err, lock.ErrUnavailable)
+			noResidue(t, ms...)
+		})
+	})
+}
+
 // The attempt decides as soon as the quorum is met: with stores answering
 // after 10, 20, 30, 40 and 50ms, a majority lock is granted at 30ms, and
 // its validity is ttl − drift counted from the start.
