@@ -37,8 +37,8 @@ var ErrRecovering = fmt.Errorf("goredis: server may have lost its locks and gran
 // hash slots) and together with WithWaitReplicas.
 func WithRestartGuard(maxTTL time.Duration) Option {
 	return func(c *config) error {
-		if maxTTL < time.Millisecond {
-			return fmt.Errorf("%w: WithRestartGuard(%v): want a maximum TTL of at least 1ms", lock.ErrInvalid, maxTTL)
+		if err := redisproto.CheckRestartGuard(maxTTL); err != nil {
+			return err
 		}
 		c.guard = maxTTL
 		return nil
@@ -47,15 +47,7 @@ func WithRestartGuard(maxTTL time.Duration) Option {
 
 // checkGuard validates the guard against the other options and the client.
 func (s *Store) checkGuard() error {
-	switch {
-	case s.guard == 0:
-		return nil
-	case s.replicas > 0:
-		return fmt.Errorf("%w: WithRestartGuard and WithWaitReplicas cannot be combined: the guard is for independent masters, replicas for failover", lock.ErrInvalid)
-	case s.cluster:
-		return fmt.Errorf("%w: WithRestartGuard does not work on a Redis Cluster (its marker lives outside the locks' hash slots)", lock.ErrInvalid)
-	}
-	return nil
+	return redisproto.CheckGuardUse(s.guard, s.replicas, s.cluster)
 }
 
 // acquireGuarded is Acquire and AcquireFenced under the restart guard.

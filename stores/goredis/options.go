@@ -1,10 +1,8 @@
 package goredis
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/redisproto"
 )
 
@@ -48,8 +46,8 @@ func WithPrefix(prefix string) Option {
 // and the number of other seeds).
 func WithName(name string) Option {
 	return func(c *config) error {
-		if name == "" {
-			return fmt.Errorf("%w: WithName(\"\"): the name may not be empty", lock.ErrInvalid)
+		if err := redisproto.CheckName(name); err != nil {
+			return err
 		}
 		c.name = name
 		return nil
@@ -74,11 +72,8 @@ func WithName(name string) Option {
 // first.
 func WithWaitReplicas(n int, timeout time.Duration) Option {
 	return func(c *config) error {
-		switch {
-		case n < 1:
-			return fmt.Errorf("%w: WithWaitReplicas(%d, %v): want at least 1 replica", lock.ErrInvalid, n, timeout)
-		case timeout < time.Millisecond:
-			return fmt.Errorf("%w: WithWaitReplicas(%d, %v): want a timeout of at least 1ms (WAIT counts in milliseconds, and 0 would wait forever)", lock.ErrInvalid, n, timeout)
+		if err := redisproto.CheckWaitReplicas(n, timeout); err != nil {
+			return err
 		}
 		c.replicas, c.replicaTimeout = n, timeout
 		return nil
@@ -91,8 +86,8 @@ func WithWaitReplicas(n int, timeout time.Duration) Option {
 // documentation on fencing.
 func WithFenceRetention(d time.Duration) Option {
 	return func(c *config) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("%w: WithFenceRetention(%v): want at least 1ms", lock.ErrInvalid, d)
+		if err := redisproto.CheckFenceRetention(d); err != nil {
+			return err
 		}
 		c.fenceRetention = d
 		return nil

@@ -68,8 +68,8 @@ var ErrRecovering = fmt.Errorf("redis: server may have lost its locks and grants
 // locks' hash slots) and together with WithWaitReplicas.
 func WithRestartGuard(maxTTL time.Duration) Option {
 	return func(c *config) error {
-		if maxTTL < time.Millisecond {
-			return fmt.Errorf("%w: WithRestartGuard(%v): want a maximum TTL of at least 1ms", lock.ErrInvalid, maxTTL)
+		if err := redisproto.CheckRestartGuard(maxTTL); err != nil {
+			return err
 		}
 		c.guard = maxTTL
 		return nil
@@ -78,15 +78,7 @@ func WithRestartGuard(maxTTL time.Duration) Option {
 
 // checkGuard validates the guard against the other options and the client.
 func (c *config) checkGuard(client rueidis.Client) error {
-	switch {
-	case c.guard == 0:
-		return nil
-	case c.replicas > 0:
-		return fmt.Errorf("%w: WithRestartGuard and WithWaitReplicas cannot be combined: the guard is for independent masters, replicas for failover", lock.ErrInvalid)
-	case client.Mode() == rueidis.ClientModeCluster:
-		return fmt.Errorf("%w: WithRestartGuard does not work on a Redis Cluster (its marker lives outside the locks' hash slots)", lock.ErrInvalid)
-	}
-	return nil
+	return redisproto.CheckGuardUse(c.guard, c.replicas, client.Mode() == rueidis.ClientModeCluster)
 }
 
 // acquireGuarded is Acquire and AcquireFenced under the restart guard.

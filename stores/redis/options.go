@@ -1,10 +1,8 @@
 package redis
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/redisproto"
 )
 
@@ -47,8 +45,8 @@ func WithPrefix(prefix string) Option {
 // number of other nodes).
 func WithName(name string) Option {
 	return func(c *config) error {
-		if name == "" {
-			return fmt.Errorf("%w: WithName(\"\"): the name may not be empty", lock.ErrInvalid)
+		if err := redisproto.CheckName(name); err != nil {
+			return err
 		}
 		c.name = name
 		return nil
@@ -71,11 +69,8 @@ func WithName(name string) Option {
 // lockers' Options.StoreTimeout, or the locker gives up first.
 func WithWaitReplicas(n int, timeout time.Duration) Option {
 	return func(c *config) error {
-		switch {
-		case n < 1:
-			return fmt.Errorf("%w: WithWaitReplicas(%d, %v): want at least 1 replica", lock.ErrInvalid, n, timeout)
-		case timeout < time.Millisecond:
-			return fmt.Errorf("%w: WithWaitReplicas(%d, %v): want a timeout of at least 1ms (WAIT counts in milliseconds, and 0 would wait forever)", lock.ErrInvalid, n, timeout)
+		if err := redisproto.CheckWaitReplicas(n, timeout); err != nil {
+			return err
 		}
 		c.replicas, c.replicaTimeout = n, timeout
 		return nil
@@ -89,8 +84,8 @@ func WithWaitReplicas(n int, timeout time.Duration) Option {
 // costs.
 func WithFenceRetention(d time.Duration) Option {
 	return func(c *config) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("%w: WithFenceRetention(%v): want at least 1ms", lock.ErrInvalid, d)
+		if err := redisproto.CheckFenceRetention(d); err != nil {
+			return err
 		}
 		c.fenceRetention = d
 		return nil
