@@ -2,13 +2,12 @@ module github.com/lockkit/lock/bench
 
 go 1.25.0
 
-replace github.com/lockkit/lock => ../
 
 require (
 	github.com/bradfitz/gomemcache v0.0.0-20260422231931-4d751bb6e37c
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.17.0
-	github.com/lockkit/lock v0.0.0-00010101000000-000000000000
+	github.com/lockkit/lock v0.1.0
 	github.com/redis/go-redis/v9 v9.21.0
 	github.com/redis/rueidis v1.0.79
 	github.com/redis/rueidis/rueidiscompat v1.0.76

@@ -16,7 +16,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"github.com/redis/rueidis"
 
-	"github.com/lockkit/lock/internal/testserver"
+	"github.com/lockkit/lock/internal/testing/testserver"
 )
 
 // servers are the server processes of a run, all on loopback.

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/memcachetest"
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/memcachetest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 	memcachestore "github.com/lockkit/lock/stores/memcache"
 	redisstore "github.com/lockkit/lock/stores/redis"
 )

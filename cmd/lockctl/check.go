@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/faultkit"
+	"github.com/lockkit/lock/internal/contention"
 )
 
 var checkCommand = &command{
@@ -159,7 +159,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		resources[i] = fmt.Sprintf("lockctl-check/%s/%d", runID, i)
 	}
 	var stats callStats
-	cfg := faultkit.Config{
+	cfg := contention.Config{
 		Workers:   o.workers,
 		Resources: resources,
 		TTL:       o.ttl,
@@ -196,7 +196,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		return fmt.Sprintf("check  %v/%v  acquisitions %d (%s)  failed calls %d",
 			el.Truncate(100*time.Millisecond), o.duration, stats.ok.Load(), rate(stats.ok.Load(), el), stats.failed.Load())
 	})
-	res, err := faultkit.Run(ctx, cfg)
+	res, err := contention.Run(ctx, cfg)
 	bar.Stop()
 	if err != nil {
 		if errors.Is(err, lock.ErrInvalid) {
@@ -215,7 +215,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		Violations: rep.Violations, MaxHolders: rep.MaxHolders, MaxOverlapMs: ms(rep.MaxOverlap),
 		LostUpdates: rep.LostUpdates, FencedWrites: rep.FencedWrites, StaleWrites: rep.StaleAccepted,
 		Acquire:  percentile{P50: ms(rep.P50), P99: ms(rep.P99)},
-		Handoff:  percentile{P50: ms(faultkit.Percentile(handoffs, 0.5)), P99: ms(faultkit.Percentile(handoffs, 0.99))},
+		Handoff:  percentile{P50: ms(contention.Percentile(handoffs, 0.5)), P99: ms(contention.Percentile(handoffs, 0.99))},
 		Handoffs: len(handoffs),
 		Problem:  rep.Unsafe(),
 	}
@@ -289,20 +289,20 @@ func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Mill
 // someone waited for it: for each acquisition whose Lock call began before
 // the previous holder released the resource, the time from that release
 // (the Unlock call) to the moment the Lock call returned.
-func handoffTimes(ops []faultkit.Op) []time.Duration {
+func handoffTimes(ops []contention.Op) []time.Duration {
 	released := map[string]time.Duration{} // token -> start of its successful release
-	acqs := map[string][]faultkit.Op{}
+	acqs := map[string][]contention.Op{}
 	for _, op := range ops {
 		switch {
-		case op.Kind == faultkit.KindRelease && op.Outcome == faultkit.OK:
+		case op.Kind == contention.KindRelease && op.Outcome == contention.OK:
 			released[op.Token] = op.Start
-		case op.Kind == faultkit.KindAcquire && op.Outcome == faultkit.OK:
+		case op.Kind == contention.KindAcquire && op.Outcome == contention.OK:
 			acqs[op.Resource] = append(acqs[op.Resource], op)
 		}
 	}
 	var out []time.Duration
 	for _, list := range acqs {
-		slices.SortFunc(list, func(a, b faultkit.Op) int { return cmp.Compare(a.End, b.End) })
+		slices.SortFunc(list, func(a, b contention.Op) int { return cmp.Compare(a.End, b.End) })
 		for k := 1; k < len(list); k++ {
 			rel, ok := released[list[k-1].Token]
 			if next := list[k]; ok && next.Start < rel && next.End >= rel {

@@ -34,7 +34,7 @@
 // main.go only wires the process's streams to app.main. Each command has
 // its own file (run.go, status.go, release.go, check.go, bench.go); the
 // store URLs are parsed in urls.go and store_*.go, opened in stores.go;
-// exit statuses are in exitcodes.go. check drives internal/faultkit, the
+// exit statuses are in exitcodes.go. check drives internal/contention, the
 // harness of the library's own fault suite. The end-to-end tests build
 // the binary with the test-only broken-memory:// store (build tag
 // lockctl_broken) and run it against real servers.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
 // The cluster and Sentinel URL forms reach the same locks as the library

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
 // The end-to-end tests build lockctl once, with the test-only broken store

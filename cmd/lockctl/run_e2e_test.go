@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
 // Two invocations on one resource never run their commands at once: the

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockkit/lock/internal/redistest"
-	"github.com/lockkit/lock/internal/testserver"
+	"github.com/lockkit/lock/internal/testing/redistest"
+	"github.com/lockkit/lock/internal/testing/testserver"
 )
 
 // rediss:// URLs verify the server against ca=, present cert= and key=,

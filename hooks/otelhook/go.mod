@@ -3,7 +3,7 @@ module github.com/lockkit/lock/hooks/otelhook
 go 1.26.0
 
 require (
-	github.com/lockkit/lock v0.0.0
+	github.com/lockkit/lock v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -21,4 +21,3 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 )
 
-replace github.com/lockkit/lock => ../..

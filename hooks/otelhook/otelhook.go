@@ -5,12 +5,13 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lockkit/lock"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lockkit/lock"
 )
 
 const scope = "github.com/lockkit/lock/hooks/otelhook"

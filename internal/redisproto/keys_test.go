@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
 var keyCases = []string{"x", "{x}", "{", "}", "{}", "}a{", "a}b", "%", "%7D", "%25", "%}", "}%", "\x00", "\xff\xfe", "a:fence", "a:waiters", "é"}

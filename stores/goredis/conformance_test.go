@@ -6,8 +6,8 @@ import (
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/conformance"
-	"github.com/lockkit/lock/internal/redisfaults"
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redisfaults"
+	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/goredis"
 )
 

@@ -3,7 +3,7 @@ module github.com/lockkit/lock/stores/goredis
 go 1.25.0
 
 require (
-	github.com/lockkit/lock v0.0.0-00010101000000-000000000000
+	github.com/lockkit/lock v0.1.0
 	github.com/redis/go-redis/v9 v9.22.0
 )
 
@@ -14,4 +14,3 @@ require (
 	golang.org/x/sys v0.47.0 // indirect
 )
 
-replace github.com/lockkit/lock => ../..

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/goredis"
 )
 

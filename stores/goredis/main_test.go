@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/goredis"
 )
 

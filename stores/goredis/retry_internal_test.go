@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/faultproxy"
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/faultproxy"
+	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
 // The tests below lose the reply of a command that the server ran, with

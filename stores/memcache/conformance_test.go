@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/conformance"
-	"github.com/lockkit/lock/internal/memcachetest"
+	"github.com/lockkit/lock/internal/testing/memcachetest"
 	"github.com/lockkit/lock/stores/memcache"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/lockkit/lock/internal/memcachetest"
+	"github.com/lockkit/lock/internal/testing/memcachetest"
 	"github.com/lockkit/lock/stores/memcache"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/memcachetest"
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/memcachetest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/memcache"
 	"github.com/lockkit/lock/stores/redis"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/memcachetest"
+	"github.com/lockkit/lock/internal/testing/memcachetest"
 	"github.com/lockkit/lock/stores/memcache"
 )
 

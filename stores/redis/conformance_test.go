@@ -6,7 +6,7 @@ import (
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/conformance"
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/redis"
 )
 

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/redisfaults"
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redisfaults"
+	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
 // TestFaults runs the Redis fault scenarios, shared with the go-redis

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
 // TestHandoffHeadStart: after a release to a waiter, the next acquisition

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
 // decode recovers the resource from a lock key, failing the test if the

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockkit/lock/internal/redistest"
+	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/redis"
 )
 

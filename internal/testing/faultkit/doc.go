@@ -1,0 +1,10 @@
+// Package faultkit is the test half of the fault tier's harness: it
+// reports a scenario's figures from a test ([Emit]), checks that no
+// goroutine outlives a run ([Goroutines]) and that no key is left on the
+// servers ([Residue]), and turns the report lines of a run into the table
+// of docs/reliability.md ([Table], cmd/faulttable).
+//
+// The workload runner, the recorder and the mutual-exclusion checkers
+// are production code in package internal/contention, which lockctl check
+// uses too; this package is what only tests need.
+package faultkit
