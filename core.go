@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -13,8 +12,12 @@ import (
 )
 
 // core is what both lockers share: options, validation, validity
-// accounting and the set of held locks.
+// accounting, the set of held locks, and the public half of a [Locker] —
+// Lock, TryLock, UnlockAll and Shutdown, with their events — over the
+// engine that differs between one store and a quorum of them.
 type core struct {
+	eng          engine
+	canWait      bool // some store can notify releases (Waiter)
 	tokens       TokenGenerator
 	driftFactor  float64
 	storeTimeout time.Duration
@@ -25,6 +28,20 @@ type core struct {
 	held         heldSet
 	closed       atomic.Bool
 	obs          observer
+}
+
+// engine is the half of a locker that talks to its stores.
+type engine interface {
+	// attempt makes one acquisition attempt with a fresh token and, on
+	// success, records the lock in the held set. On failure it returns an
+	// *Error whose Op and Resource the caller fills in.
+	attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, *Error)
+	// wait waits, within ctx, for resource to be released after the
+	// attempt that returned last found it held. It reports whether a
+	// release woke it (false: ctx ended, or no store could wait).
+	wait(ctx context.Context, op, resource string, last *Error) bool
+	// Unlock is the locker's Unlock.
+	Unlock(ctx context.Context, l Lock) error
 }
 
 // storeRef is a store with its capabilities resolved once.
@@ -38,11 +55,12 @@ type storeRef struct {
 	starter Starter
 }
 
-// init sets c up from o (nil: the defaults).
-func (c *core) init(op string, o *Options) error {
+// init sets c up from o (nil: the defaults) for the engine eng.
+func (c *core) init(op string, o *Options, eng engine) error {
 	if o == nil {
 		o = &Options{}
 	}
+	c.eng = eng
 	c.tokens = o.Tokens
 	c.driftFactor = o.DriftFactor
 	c.storeTimeout = o.StoreTimeout
@@ -75,7 +93,7 @@ func (c *core) init(op string, o *Options) error {
 }
 
 // resolve wraps each store with its capabilities and records the stores'
-// granularity and validators in c.
+// granularity, validators and ability to wait in c.
 func (c *core) resolve(op string, stores []Store) ([]storeRef, error) {
 	refs := make([]storeRef, len(stores))
 	for i, s := range stores {
@@ -97,6 +115,7 @@ func (c *core) resolve(op string, stores []Store) ([]storeRef, error) {
 		}
 		r.waiter, _ = s.(Waiter)
 		r.starter, _ = s.(Starter)
+		c.canWait = c.canWait || r.waiter != nil
 		if g, ok := s.(Granular); ok && g.TTLGranularity() > c.granularity {
 			c.granularity = g.TTLGranularity()
 		}
@@ -108,130 +127,57 @@ func (c *core) resolve(op string, stores []Store) ([]storeRef, error) {
 	return refs, nil
 }
 
-func isNilPointer(s Store) bool {
-	v := reflect.ValueOf(s)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
+// Lock implements [Locker].
+func (c *core) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error) {
+	const op = "lock"
+	if err := c.checkLock(ctx, op, resource, ttl); err != nil {
+		return Lock{}, err
 	}
-	return false
-}
-
-func sameStore(a, b Store) bool {
-	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
-	return ta == tb && ta.Comparable() && a == b
-}
-
-func storeName(i, n int, s Store) string {
-	if st, ok := s.(fmt.Stringer); ok {
-		return st.String()
+	retry, err := c.policy(op, resource, collect(opts))
+	if err != nil {
+		return Lock{}, err
 	}
-	if n == 1 {
-		return fmt.Sprintf("store (%T)", s)
+	return c.acquire(ctx, op, resource, ttl, retry)
+}
+
+// TryLock implements [Locker].
+func (c *core) TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error) {
+	const op = "trylock"
+	if err := c.checkLock(ctx, op, resource, ttl); err != nil {
+		return Lock{}, err
 	}
-	return fmt.Sprintf("store[%d] (%T)", i, s)
+	return c.acquire(ctx, op, resource, ttl, NoRetry)
 }
 
-// drift is the validity lost to clock drift and granularity for ttl.
-func (c *core) drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*c.driftFactor) + driftConstant + c.granularity
-}
-
-// validity is how long a lock of ttl is valid from the start of its
-// acquisition or extension.
-func (c *core) validity(ttl time.Duration) time.Duration { return ttl - c.drift(ttl) }
-
-// validUntil is the validity end of a lock of ttl whose acquisition or
-// extension started at start.
-func (c *core) validUntil(start time.Time, ttl time.Duration) time.Time {
-	return start.Add(c.validity(ttl))
-}
-
-// checkResource validates a resource name.
-func (c *core) checkResource(op, resource string) error {
-	if resource == "" {
-		return invalidf(op, resource, "empty resource name")
+func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (Lock, error) {
+	l, e := c.retryLoop(ctx, op, resource, ttl, retry)
+	if e != nil {
+		return Lock{}, e
 	}
-	for _, v := range c.validators {
-		if err := v.ValidateResource(resource); err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				err = fmt.Errorf("%w: %w", ErrInvalid, err)
-			}
-			return &Error{Op: op, Resource: resource, Err: err}
+	return l, nil
+}
+
+// UnlockAll implements [Locker].
+func (c *core) UnlockAll(ctx context.Context) error {
+	if err := checkContext(ctx, "unlockall", ""); err != nil {
+		return err
+	}
+	var errs []error
+	for _, l := range c.held.snapshot() {
+		if err := c.eng.Unlock(ctx, l); err != nil && !errors.Is(err, ErrNotHeld) {
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// checkTTL validates a TTL: positive, not absurd, and long enough to leave
-// validity once drift and granularity are taken off.
-func (c *core) checkTTL(op, resource string, ttl time.Duration) error {
-	switch {
-	case ttl <= 0:
-		return invalidf(op, resource, "ttl is %v: want > 0", ttl)
-	case ttl > MaxTTL:
-		return invalidf(op, resource, "ttl is %v: want at most %v", ttl, MaxTTL)
-	case ttl <= c.drift(ttl):
-		return invalidf(op, resource, "ttl %v leaves no validity after the clock-drift and granularity allowance of %v", ttl, c.drift(ttl))
-	}
-	return nil
-}
-
-// checkContext refuses a nil context, which would otherwise panic deep
-// in a store call.
-func checkContext(ctx context.Context, op, resource string) error {
-	if ctx == nil {
-		return invalidf(op, resource, "nil context")
-	}
-	return nil
-}
-
-// checkQuery validates the arguments of IsLocked.
-func (c *core) checkQuery(ctx context.Context, op, resource string) error {
-	if err := checkContext(ctx, op, resource); err != nil {
+// Shutdown implements [Locker].
+func (c *core) Shutdown(ctx context.Context) error {
+	if err := checkContext(ctx, "shutdown", ""); err != nil {
 		return err
 	}
-	return c.checkResource(op, resource)
-}
-
-// checkLock validates the arguments of Lock and TryLock.
-func (c *core) checkLock(ctx context.Context, op, resource string, ttl time.Duration) error {
-	if err := checkContext(ctx, op, resource); err != nil {
-		return err
-	}
-	if c.closed.Load() {
-		return &Error{Op: op, Resource: resource, Err: ErrClosed}
-	}
-	if err := c.checkResource(op, resource); err != nil {
-		return err
-	}
-	return c.checkTTL(op, resource, ttl)
-}
-
-// checkHeld validates a Lock passed to Unlock or Extend.
-func (c *core) checkHeld(ctx context.Context, op string, l Lock) error {
-	switch {
-	case ctx == nil:
-		return invalidf(op, l.Resource, "nil context")
-	case l.IsZero():
-		return invalidf(op, "", "zero Lock")
-	case l.Resource == "":
-		return invalidf(op, "", "Lock has an empty resource name")
-	case l.Token == "":
-		return invalidf(op, l.Resource, "Lock has an empty token")
-	}
-	return nil
-}
-
-// policy returns the retry policy for one Lock call.
-func (c *core) policy(op, resource string, o callOptions) (Retry, error) {
-	if o.retry == nil {
-		return c.retry, nil
-	}
-	if err := o.retry.validate(); err != nil {
-		return Retry{}, invalidf(op, resource, "%v", err)
-	}
-	return *o.retry, nil
+	c.closed.Store(true)
+	return c.UnlockAll(ctx)
 }
 
 // token makes a new owner token.
@@ -252,19 +198,8 @@ func (c *core) cleanupContext(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(context.WithoutCancel(ctx), c.storeTimeout)
 }
 
-// unlockAll releases every held lock through unlock.
-func (c *core) unlockAll(ctx context.Context, unlock func(context.Context, Lock) error) error {
-	if err := checkContext(ctx, "unlockall", ""); err != nil {
-		return err
-	}
-	var errs []error
-	for _, l := range c.held.snapshot() {
-		if err := unlock(ctx, l); err != nil && !errors.Is(err, ErrNotHeld) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
+// cleanupTries bounds the releases of a cleanup.
+const cleanupTries = 4
 
 // defaultQuorum is used when Options.Quorum is nil.
 var defaultQuorum Quorum = quorum.Majority{}

@@ -29,13 +29,14 @@ type heldShard struct {
 	_       [40]byte // keep shards on separate cache lines
 }
 
-// heldEntry is a held lock and, for a multi-store lock granted before
-// every store answered, the ballot of its acquisition, still counting.
-// An entry whose lock was released is free: inUse is false.
+// heldEntry is a held lock and what the locker keeps with it, if
+// anything (a MultiLocker: the ballot of its acquisition while stores are
+// still answering or background work goes on). An entry whose lock was
+// released is free: inUse is false.
 type heldEntry struct {
-	lock    Lock
-	pending *ballot
-	inUse   bool
+	lock     Lock
+	attached any
+	inUse    bool
 }
 
 func (h *heldSet) init() { h.seed = maphash.MakeSeed() }
@@ -44,12 +45,12 @@ func (h *heldSet) shard(resource string) *heldShard {
 	return &h.shards[maphash.String(h.seed, resource)%heldShards]
 }
 
-func (h *heldSet) put(l Lock) { h.putPending(l, nil) }
+// put records l. An extension (the same resource and token) keeps what
+// was attached to the lock.
+func (h *heldSet) put(l Lock) { h.putAttached(l, nil) }
 
-// putPending records l, with the ballot of its acquisition if stores
-// were still answering it. An extension (the same resource and token,
-// pending nil) keeps the acquisition's ballot.
-func (h *heldSet) putPending(l Lock, pending *ballot) {
+// putAttached records l with x attached.
+func (h *heldSet) putAttached(l Lock, x any) {
 	s := h.shard(l.Resource)
 	s.mu.Lock()
 	e := s.locks[l.Resource]
@@ -63,10 +64,10 @@ func (h *heldSet) putPending(l Lock, pending *ballot) {
 		}
 		e = &heldEntry{}
 		s.locks[l.Resource] = e
-	case e.inUse && e.lock.Token == l.Token && pending == nil:
-		pending = e.pending
+	case e.inUse && e.lock.Token == l.Token && x == nil:
+		x = e.attached
 	}
-	*e = heldEntry{lock: l, pending: pending, inUse: true}
+	*e = heldEntry{lock: l, attached: x, inUse: true}
 	s.mu.Unlock()
 }
 
@@ -80,13 +81,13 @@ func (s *heldShard) sweep() {
 	s.sweepAt = 2*len(s.locks) + 64
 }
 
-// pending returns the ballot recorded with l, or nil.
-func (h *heldSet) pending(l Lock) *ballot {
+// attached returns what is attached to l, or nil.
+func (h *heldSet) attached(l Lock) any {
 	s := h.shard(l.Resource)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.locks[l.Resource]; e != nil && e.inUse && e.lock.Token == l.Token {
-		return e.pending
+		return e.attached
 	}
 	return nil
 }

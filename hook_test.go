@@ -123,6 +123,9 @@ func TestHookEventSequence(t *testing.T) {
 			"unlock store call m2 release conn-reset",
 			"unlock store call m3 release ok",
 			"unlock store call m4 release ok",
+			"unlock store call m2 release conn-reset", // a failed release is tried again
+			"unlock store call m2 release conn-reset",
+			"unlock store call m2 release conn-reset",
 			"unlock released unavailable",
 		)
 	})

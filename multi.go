@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -47,7 +44,7 @@ var _ Locker = (*MultiLocker)(nil)
 func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 	const op = "new"
 	m := &MultiLocker{}
-	if err := m.init(op, opts); err != nil {
+	if err := m.init(op, opts, m); err != nil {
 		return nil, err
 	}
 	if len(stores) == 0 {
@@ -72,122 +69,6 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 	return m, nil
 }
 
-// Lock implements [Locker].
-func (m *MultiLocker) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error) {
-	const op = "lock"
-	if err := m.checkLock(ctx, op, resource, ttl); err != nil {
-		return Lock{}, err
-	}
-	retry, err := m.policy(op, resource, collect(opts))
-	if err != nil {
-		return Lock{}, err
-	}
-	return m.acquire(ctx, op, resource, ttl, retry)
-}
-
-// TryLock implements [Locker].
-func (m *MultiLocker) TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error) {
-	const op = "trylock"
-	if err := m.checkLock(ctx, op, resource, ttl); err != nil {
-		return Lock{}, err
-	}
-	return m.acquire(ctx, op, resource, ttl, NoRetry)
-}
-
-func (m *MultiLocker) acquire(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (Lock, error) {
-	attempt := func(ctx context.Context) (Lock, *Error) { return m.attempt(ctx, op, resource, ttl) }
-	l, e := m.retryLoop(ctx, op, resource, retry, attempt, m.waitFunc(op, resource))
-	if e != nil {
-		return Lock{}, e
-	}
-	return l, nil // attempt recorded it in m.held
-}
-
-// ballot collects the answers of the stores to one attempt. It decides
-// as soon as the quorum is met or can no longer be met, and wakes the
-// caller then, once: the stores' answers are counted on whatever
-// goroutine delivers them.
-type ballot struct {
-	quorum Quorum
-	n      int
-	stop   context.CancelFunc // ends the attempt's store context
-
-	mu                       sync.Mutex
-	errs                     []error
-	answered                 []bool
-	granted, refused, failed int
-	received                 int
-	decided, met             bool
-	atDecision               [3]int // granted, refused, failed when it decided
-	receivedAtDecision       int
-	late                     func(i int, err error) // for the answers still to come, once set (releaseAttempt, release); called with mu held
-	grantedLock              *grant                 // set once the attempt granted the lock (see multi_backfill.go)
-	decision                 chan struct{}          // closed once decided
-	done                     chan struct{}          // closed once every store answered
-}
-
-func newBallot(q Quorum, n int, stop context.CancelFunc) *ballot {
-	return &ballot{
-		quorum: q, n: n, stop: stop,
-		errs: make([]error, n), answered: make([]bool, n),
-		decision: make(chan struct{}), done: make(chan struct{}),
-	}
-}
-
-// cast counts store i's answer.
-func (b *ballot) cast(i int, err error) {
-	b.mu.Lock()
-	b.errs[i], b.answered[i] = err, true
-	b.received++
-	switch {
-	case err == nil:
-		b.granted++
-	case errors.Is(err, ErrNotAcquired):
-		b.refused++
-	default:
-		b.failed++
-	}
-	if !b.decided {
-		b.met = b.quorum.Met(b.granted, b.n)
-		if b.met || !b.quorum.Met(b.n-b.refused-b.failed, b.n) {
-			b.decided = true
-			b.atDecision = [3]int{b.granted, b.refused, b.failed}
-			b.receivedAtDecision = b.received
-			close(b.decision)
-		}
-	}
-	if b.late != nil {
-		// Under mu, so that every late answer is handled before done
-		// closes (b.late must not wait for anything that takes mu).
-		b.late(i, err)
-	}
-	last := b.received == b.n
-	var backfill func()
-	if last && b.grantedLock != nil {
-		backfill = b.grantedLock.startLocked(b)
-	}
-	b.mu.Unlock()
-	if last {
-		b.stop()
-		close(b.done)
-	}
-	if backfill != nil {
-		backfill()
-	}
-}
-
-// failures returns the stores that answered other than with a grant.
-// Called with mu held.
-func (b *ballot) failures(m *MultiLocker) []StoreError {
-	var out []StoreError
-	for i, err := range b.errs {
-		if b.answered[i] && err != nil {
-			out = append(out, m.storeError(i, err))
-		}
-	}
-	return out
-}
-
 // attempt makes one Redlock attempt with a fresh token.
 func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, *Error) {
 	if ctx.Err() != nil {
@@ -200,16 +81,12 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	n := len(m.stores)
 	start := time.Now()
 	sctx, stop := context.WithTimeout(ctx, m.storeTimeout)
-	b := newBallot(m.quorum, n, stop)
+	b := newBallot(m, resource, token, stop)
 	acquire := Call{Op: CallAcquire, Resource: resource, Token: token, TTL: ttl}
 	for i := range m.stores {
 		m.start(ctx, sctx, op, i, acquire, b.cast)
 	}
-	<-b.decision
-
-	b.mu.Lock()
-	met, counts := b.met, b.atDecision
-	b.mu.Unlock()
+	met, counts := b.outcome()
 	if m.obs.on() {
 		var err error
 		if !met {
@@ -225,9 +102,13 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 		if elapsed := time.Since(start); elapsed < m.validity(ttl) {
 			// Stores still answering may yet take it under token, and
 			// those that failed are asked again in the background: Unlock
-			// and Extend wait for them (see settle and release).
+			// and Extend wait for them (see ballot.go).
 			l := Lock{Resource: resource, Token: token, ValidUntil: m.validUntil(start, ttl)}
-			m.held.putPending(l, m.grant(ctx, op, l, start.Add(ttl), b))
+			if b.grant(ctx, op, l, start.Add(ttl)) {
+				m.held.putAttached(l, b)
+			} else {
+				m.held.put(l)
+			}
 			return l, nil
 		}
 		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, time.Since(start).Round(time.Microsecond))
@@ -235,10 +116,10 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	// The attempt failed: release what it may hold. That waits for the
 	// stores still due to answer, so the failure is classified on every
 	// answer, not on whichever came first.
-	m.releaseAttempt(ctx, op, resource, token, b)
+	b.release(context.WithoutCancel(ctx), op)
 	b.mu.Lock()
 	refused, failed := b.refused, b.failed
-	failures := b.failures(m)
+	failures := b.failures()
 	b.mu.Unlock()
 	switch {
 	case ctx.Err() != nil:
@@ -252,181 +133,37 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	return Lock{}, &Error{Err: cause, Stores: failures}
 }
 
-// start starts call c on store i within sctx, a context derived from ctx
-// that carries the store timeout, and calls done with the outcome once the
-// store answers, on whatever goroutine delivers it; the hook is told.
-// Stores that are Starters are asked directly; the others get a goroutine
-// for the call. A timeout of the store call, while ctx is alive, becomes
-// a timeoutError — also when the store reports context.DeadlineExceeded a
-// moment before sctx does (a client whose socket deadline, set from sctx,
-// fires before sctx's own timer), so that no error of a live ctx matches
-// DeadlineExceeded.
-func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call, done func(i int, err error)) {
-	s := &m.stores[i]
-	t0 := m.obs.start()
-	var answered atomic.Bool
-	finish := func(_ uint64, err error) {
-		if answered.Swap(true) {
-			return // a broken store's second answer
-		}
-		if err != nil && !isOutcome(err) && ctx.Err() == nil && (sctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
-			err = timeoutError{after: m.storeTimeout.String()}
-		}
-		m.obs.storeCall(ctx, op, c.Resource, s, c.Op.String(), t0, err)
-		done(i, err)
-	}
-	switch {
-	case c.Op == CallExtend && s.ext == nil:
-		finish(0, fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported))
-	case s.starter != nil:
-		s.starter.Start(sctx, c, finish)
-	default:
-		go func() { finish(c.Run(sctx, s.Store)) }()
-	}
-}
-
-// call runs f, the storeOp of a locker operation op, on store i within
-// the per-store timeout, and tells the hook, as start does.
-func (m *MultiLocker) call(ctx context.Context, op, resource, storeOp string, i int, f func(context.Context, storeRef) error) error {
-	t0 := m.obs.start()
-	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
-	err := f(sctx, m.stores[i])
-	if err != nil && !isOutcome(err) && ctx.Err() == nil && (sctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
-		err = timeoutError{after: m.storeTimeout.String()}
-	}
-	cancel()
-	m.obs.storeCall(ctx, op, resource, &m.stores[i], storeOp, t0, err)
-	return err
-}
-
-// releaseAttempt releases token on every store that granted it or whose
-// answer was an error, including stores that answer only now: it waits for
-// the answers still due (each bounded by the store timeout) and for the
-// releases. Stores that refused the fresh token hold nothing of it and
-// are skipped. A release that fails is tried again, up to cleanupTries
-// times within the store timeout, as SingleLocker's cleanup does: the
-// fault that made the attempt fail often broke the connection the release
-// went out on too.
-func (m *MultiLocker) releaseAttempt(ctx context.Context, op, resource, token string, b *ballot) {
-	cctx := context.WithoutCancel(ctx)
-	c := Call{Op: CallRelease, Resource: resource, Token: token}
-	var wg sync.WaitGroup
-	release := func(i int, vote error) {
-		if errors.Is(vote, ErrNotAcquired) {
-			return
-		}
-		wg.Add(1)
-		rctx, cancel := context.WithTimeout(cctx, m.storeTimeout)
-		tries := 1
-		var released func(int, error)
-		released = func(_ int, err error) {
-			if err != nil && !errors.Is(err, ErrNotHeld) && rctx.Err() == nil && tries < cleanupTries {
-				tries++
-				m.start(cctx, rctx, op, i, c, released)
-				return
-			}
-			cancel()
-			wg.Done()
-		}
-		m.start(cctx, rctx, op, i, c, released)
-	}
-	b.mu.Lock()
-	b.late = release
-	var answered []int
-	for i, ok := range b.answered {
-		if ok {
-			answered = append(answered, i)
+// wait implements engine: it waits on the stores that refused the last
+// attempt and can notify, until the first wakes.
+func (m *MultiLocker) wait(ctx context.Context, op, resource string, last *Error) bool {
+	var ws []storeRef
+	for _, f := range last.Stores {
+		if s := m.stores[f.Index]; s.waiter != nil && errors.Is(f.Err, ErrNotAcquired) {
+			ws = append(ws, s)
 		}
 	}
-	votes := slices.Clone(b.errs)
-	b.mu.Unlock()
-	for _, i := range answered {
-		release(i, votes[i])
+	if len(ws) == 0 {
+		return false
 	}
-	<-b.done // every Add is made before done closes
-	wg.Wait()
-}
-
-// waitFunc returns how to wait for a release between attempts: on the
-// stores that refused the last attempt and can notify, until the first
-// wakes. It is nil when no store can notify.
-func (m *MultiLocker) waitFunc(op, resource string) waitFunc {
-	canWait := false
-	for _, s := range m.stores {
-		canWait = canWait || s.waiter != nil
-	}
-	if !canWait {
-		return nil
-	}
-	return func(ctx context.Context, last *Error) bool {
-		var ws []storeRef
-		for _, f := range last.Stores {
-			if s := m.stores[f.Index]; s.waiter != nil && errors.Is(f.Err, ErrNotAcquired) {
-				ws = append(ws, s)
-			}
-		}
-		if len(ws) == 0 {
-			return false
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		woke := make(chan bool, len(ws))
-		for _, s := range ws {
-			go func() {
-				t0 := m.obs.start()
-				err := s.waiter.WaitRelease(wctx, resource)
-				m.obs.storeCall(ctx, op, resource, &s, "wait", t0, err)
-				woke <- err == nil
-			}()
-		}
-		woken := false
-		for range ws {
-			if <-woke && !woken {
-				woken = true
-				cancel()
-			}
-		}
-		return woken
-	}
-}
-
-// fanout makes call c on every store at once, each within the store
-// timeout, and returns their errors in store order. With only set, it
-// calls the stores i for which only(i) is true and leaves the other
-// errors nil.
-func (m *MultiLocker) fanout(ctx context.Context, op string, c Call, only func(i int) bool) []error {
-	errs := make([]error, len(m.stores))
-	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	for i := range m.stores {
-		if only == nil || only(i) {
-			wg.Add(1)
-			m.start(ctx, sctx, op, i, c, func(i int, err error) {
-				errs[i] = err
-				wg.Done()
-			})
-		}
-	}
-	wg.Wait()
-	return errs
-}
-
-// fanoutFunc runs f, the storeOp of operation op, on every store
-// concurrently, each within the store timeout, and returns their errors
-// in store order. It is for the calls a Starter cannot start (Exists).
-func (m *MultiLocker) fanoutFunc(ctx context.Context, op, resource, storeOp string, f func(context.Context, storeRef) error) []error {
-	errs := make([]error, len(m.stores))
-	var wg sync.WaitGroup
-	for i := range m.stores {
-		wg.Add(1)
+	woke := make(chan bool, len(ws))
+	for _, s := range ws {
 		go func() {
-			defer wg.Done()
-			errs[i] = m.call(ctx, op, resource, storeOp, i, f)
+			t0 := m.obs.start()
+			err := s.waiter.WaitRelease(wctx, resource)
+			m.obs.storeCall(ctx, op, resource, &s, "wait", t0, err)
+			woke <- err == nil
 		}()
 	}
-	wg.Wait()
-	return errs
+	woken := false
+	for range ws {
+		if <-woke && !woken {
+			woken = true
+			cancel()
+		}
+	}
+	return woken
 }
 
 // repair takes l again, for ttl, on the stores whose error in errs says
@@ -489,27 +226,6 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	return err
 }
 
-// settle waits until every store has answered the acquisition of l, if it
-// was granted before they all did: a release or extension sent earlier
-// could overtake a slow store's acquisition (stores such as memcached
-// serve concurrent calls on separate connections), find nothing, and leave
-// that store holding the lock until its TTL runs out. Each answer is
-// bounded by the store timeout. Extend settles first; Unlock (see
-// release) waits store by store instead. Both first stop the background
-// retries of the stores that failed (see backfill), and wait for those
-// under way.
-func (m *MultiLocker) settle(ctx context.Context, op string, l Lock) error {
-	if pending := m.held.pending(l); pending != nil {
-		select {
-		case <-pending.done:
-		case <-ctx.Done():
-			return &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
-		}
-		return pending.haltBackfill(ctx, op, l)
-	}
-	return nil
-}
-
 func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 	errs := m.release(ctx, op, l)
 	released, failures := m.tally(errs)
@@ -524,60 +240,23 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 }
 
 // release releases l on every store and returns their errors in store
-// order. A store still answering the acquisition of l is asked only once
-// it has answered (see settle), each within a store timeout of being
-// asked; the others at once.
+// order; for a lock whose ballot is still attached (see ballot.go), it
+// stops the background work first and releases store by store.
 func (m *MultiLocker) release(ctx context.Context, op string, l Lock) []error {
-	c := Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}
-	b := m.held.pending(l)
+	b := m.ballot(l)
 	if b == nil {
-		return m.fanout(ctx, op, c, nil)
+		return m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token})
 	}
-	if err := b.haltBackfill(ctx, op, l); err != nil {
-		errs := make([]error, len(m.stores))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
+	if err := b.haltBackfill(ctx, op); err != nil {
+		return fill(make([]error, len(m.stores)), err)
 	}
-	n := len(m.stores)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	wg.Add(n)
-	done := func(i int, err error) {
-		errs[i] = err
-		wg.Done()
-	}
-	later := func(i int, _ error) {
-		rctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
-		m.start(ctx, rctx, op, i, c, func(i int, err error) {
-			cancel()
-			done(i, err)
-		})
-	}
-	b.mu.Lock()
-	if b.late != nil { // another Unlock of l is under way: wait for every answer
-		b.mu.Unlock()
-		if err := m.settle(ctx, op, l); err != nil {
-			for i := range errs {
-				errs[i] = err
-			}
-			return errs
-		}
-		return m.fanout(ctx, op, c, nil)
-	}
-	answered := slices.Clone(b.answered)
-	b.late = later
-	b.mu.Unlock()
-	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
-	defer cancel()
-	for i, ok := range answered {
-		if ok {
-			m.start(ctx, sctx, op, i, c, done)
-		}
-	}
-	wg.Wait()
-	return errs
+	return b.release(ctx, op)
+}
+
+// ballot returns the ballot attached to l in the held set, or nil.
+func (m *MultiLocker) ballot(l Lock) *ballot {
+	b, _ := m.held.attached(l).(*ballot)
+	return b
 }
 
 // Extend implements [Locker]. The lock is extended if a quorum of stores
@@ -589,13 +268,7 @@ func (m *MultiLocker) release(ctx context.Context, op string, l Lock) []error {
 // continuously.
 func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	const op = "extend"
-	if m.closed.Load() {
-		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
-	}
-	if err := m.checkHeld(ctx, op, l); err != nil {
-		return Lock{}, err
-	}
-	if err := m.checkTTL(op, l.Resource, ttl); err != nil {
+	if err := m.checkExtend(ctx, op, l, ttl); err != nil {
 		return Lock{}, err
 	}
 	ctx = m.obs.begin(ctx, op, l.Resource)
@@ -608,8 +281,10 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 }
 
 func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Duration) (Lock, error) {
-	if err := m.settle(ctx, op, l); err != nil {
-		return Lock{}, err
+	if b := m.ballot(l); b != nil {
+		if err := b.settle(ctx, op); err != nil {
+			return Lock{}, err
+		}
 	}
 	start := time.Now()
 	errs := m.fanout(ctx, op, Call{Op: CallExtend, Resource: l.Resource, Token: l.Token, TTL: ttl}, nil)
@@ -669,16 +344,4 @@ func (m *MultiLocker) failure(ctx context.Context, op, resource string, cause er
 		cause = ctxErr(ctx)
 	}
 	return &Error{Op: op, Resource: resource, Err: cause, Stores: failures}
-}
-
-// UnlockAll implements [Locker].
-func (m *MultiLocker) UnlockAll(ctx context.Context) error { return m.unlockAll(ctx, m.Unlock) }
-
-// Shutdown implements [Locker].
-func (m *MultiLocker) Shutdown(ctx context.Context) error {
-	if err := checkContext(ctx, "shutdown", ""); err != nil {
-		return err
-	}
-	m.closed.Store(true)
-	return m.UnlockAll(ctx)
 }

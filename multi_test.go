@@ -226,12 +226,13 @@ func TestMultiUnlock(t *testing.T) {
 			held, err = l.TryLock(ctx, "res", time.Minute)
 			wantNil(t, "TryLock(res)", err)
 			synctest.Wait()
-			ms[2].Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset})
+			ms[2].Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset, Times: memory.Always})
 			err = l.Unlock(ctx, held)
 			wantIs(t, "Unlock(res) with a failing store", err, lock.ErrUnavailable)
 			if !strings.Contains(err.Error(), "m2") {
 				t.Errorf("error %q does not name the failing store m2", err)
 			}
+			ms[2].ClearFaults()
 			wantNil(t, "UnlockAll() retries the failed release", l.UnlockAll(ctx))
 			noResidue(t, ms...)
 		})

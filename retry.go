@@ -67,18 +67,10 @@ func (r Retry) delay(n int) time.Duration {
 	return half + time.Duration(rand.Int64N(int64(d-half)+1))
 }
 
-// attemptFunc makes one attempt to acquire; on failure it returns an *Error
-// whose Op and Resource the caller fills in.
-type attemptFunc func(ctx context.Context) (Lock, *Error)
-
-// waitFunc waits, within ctx, for a resource that the attempt which
-// returned last found held to be released. It reports whether a release
-// woke it (false: ctx ended, or the stores could not wait).
-type waitFunc func(ctx context.Context, last *Error) bool
-
-// retryLoop runs attempt as retry allows, pausing between attempts, and
-// tells the hook about it. The returned error has Op and Resource set.
-func (c *core) retryLoop(ctx context.Context, op, resource string, retry Retry, attempt attemptFunc, wait waitFunc) (l Lock, e *Error) {
+// retryLoop runs the engine's attempts as retry allows, pausing between
+// attempts, and tells the hook about it. The returned error has Op and
+// Resource set.
+func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (l Lock, e *Error) {
 	ctx = c.obs.begin(ctx, op, resource)
 	t0 := c.obs.start()
 	n := 0
@@ -86,7 +78,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, retry Retry, 
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: n + 1})
 		}
-		if l, e = attempt(ctx); e == nil {
+		if l, e = c.eng.attempt(ctx, op, resource, ttl); e == nil {
 			break
 		}
 		if ctx.Err() != nil {
@@ -97,11 +89,11 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, retry Retry, 
 			break
 		}
 		d := retry.delay(n)
-		waiting := wait != nil && errors.Is(e.Err, ErrNotAcquired)
+		waiting := c.canWait && errors.Is(e.Err, ErrNotAcquired)
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: d, Waiting: waiting, Err: e.Err})
 		}
-		if !pause(ctx, d, e, wait) {
+		if !c.pause(ctx, op, resource, d, e, waiting) {
 			e = canceled(ctx, e)
 			break
 		}
@@ -119,12 +111,13 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, retry Retry, 
 	return l, nil
 }
 
-// pause waits d, or until a release if the last attempt met contention and
-// the stores can notify releases. It reports whether ctx is still alive.
-func pause(ctx context.Context, d time.Duration, last *Error, wait waitFunc) bool {
+// pause waits d, or until a release if waiting (the last attempt met
+// contention and the stores can notify releases). It reports whether ctx
+// is still alive.
+func (c *core) pause(ctx context.Context, op, resource string, d time.Duration, last *Error, waiting bool) bool {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	if wait != nil && errors.Is(last.Err, ErrNotAcquired) && wait(wctx, last) {
+	if waiting && c.eng.wait(wctx, op, resource, last) {
 		return ctx.Err() == nil // woken by a release: try again at once
 	}
 	<-wctx.Done()

@@ -22,7 +22,7 @@ var _ Locker = (*SingleLocker)(nil)
 func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 	const op = "new"
 	s := &SingleLocker{}
-	if err := s.init(op, opts); err != nil {
+	if err := s.init(op, opts, s); err != nil {
 		return nil, err
 	}
 	if opts != nil && opts.Quorum != nil {
@@ -36,45 +36,15 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 	return s, nil
 }
 
-// Lock implements [Locker].
-func (s *SingleLocker) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error) {
-	const op = "lock"
-	if err := s.checkLock(ctx, op, resource, ttl); err != nil {
-		return Lock{}, err
+// wait implements engine: it waits on the store, if it can notify.
+func (s *SingleLocker) wait(ctx context.Context, op, resource string, _ *Error) bool {
+	if s.store.waiter == nil {
+		return false
 	}
-	retry, err := s.policy(op, resource, collect(opts))
-	if err != nil {
-		return Lock{}, err
-	}
-	return s.acquire(ctx, op, resource, ttl, retry)
-}
-
-// TryLock implements [Locker].
-func (s *SingleLocker) TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error) {
-	const op = "trylock"
-	if err := s.checkLock(ctx, op, resource, ttl); err != nil {
-		return Lock{}, err
-	}
-	return s.acquire(ctx, op, resource, ttl, NoRetry)
-}
-
-func (s *SingleLocker) acquire(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (Lock, error) {
-	attempt := func(ctx context.Context) (Lock, *Error) { return s.attempt(ctx, op, resource, ttl) }
-	var wait waitFunc
-	if s.store.waiter != nil {
-		wait = func(ctx context.Context, _ *Error) bool {
-			t0 := s.obs.start()
-			err := s.store.waiter.WaitRelease(ctx, resource)
-			s.obs.storeCall(ctx, op, resource, &s.store, "wait", t0, err)
-			return err == nil
-		}
-	}
-	l, e := s.retryLoop(ctx, op, resource, retry, attempt, wait)
-	if e != nil {
-		return Lock{}, e
-	}
-	s.held.put(l)
-	return l, nil
+	t0 := s.obs.start()
+	err := s.store.waiter.WaitRelease(ctx, resource)
+	s.obs.storeCall(ctx, op, resource, &s.store, "wait", t0, err)
+	return err == nil
 }
 
 // attempt makes one acquisition attempt with a fresh token.
@@ -104,7 +74,9 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 		s.cleanup(ctx, op, resource, token)
 		return Lock{}, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
 	}
-	return Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}, nil
+	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}
+	s.held.put(l)
+	return l, nil
 }
 
 func (s *SingleLocker) unavailable(err error) *Error {
@@ -128,9 +100,6 @@ func (s *SingleLocker) cleanup(ctx context.Context, op, resource, token string) 
 		}
 	}
 }
-
-// cleanupTries bounds the releases of a cleanup.
-const cleanupTries = 4
 
 // IsLocked implements [Locker].
 func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, error) {
@@ -175,13 +144,7 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 // Extend implements [Locker].
 func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	const op = "extend"
-	if s.closed.Load() {
-		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
-	}
-	if err := s.checkHeld(ctx, op, l); err != nil {
-		return Lock{}, err
-	}
-	if err := s.checkTTL(op, l.Resource, ttl); err != nil {
+	if err := s.checkExtend(ctx, op, l, ttl); err != nil {
 		return Lock{}, err
 	}
 	if s.store.ext == nil {
@@ -218,18 +181,6 @@ func (s *SingleLocker) fail(ctx context.Context, op, resource string, err error)
 	e := s.unavailable(err)
 	e.Op, e.Resource = op, resource
 	return e
-}
-
-// UnlockAll implements [Locker].
-func (s *SingleLocker) UnlockAll(ctx context.Context) error { return s.unlockAll(ctx, s.Unlock) }
-
-// Shutdown implements [Locker].
-func (s *SingleLocker) Shutdown(ctx context.Context) error {
-	if err := checkContext(ctx, "shutdown", ""); err != nil {
-		return err
-	}
-	s.closed.Store(true)
-	return s.UnlockAll(ctx)
 }
 
 // acquireOn acquires on one store, fenced when the store can fence.

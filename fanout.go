@@ -1,0 +1,134 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// The fan-out of a MultiLocker: how one locker operation becomes calls to
+// every store, each bounded by the store timeout.
+
+// start starts call c on store i within sctx, a context derived from ctx
+// that carries the store timeout, and calls done with the outcome once the
+// store answers, on whatever goroutine delivers it; the hook is told.
+// Stores that are Starters are asked directly; the others get a goroutine
+// for the call. A timeout of the store call, while ctx is alive, becomes
+// a timeoutError — also when the store reports context.DeadlineExceeded a
+// moment before sctx does (a client whose socket deadline, set from sctx,
+// fires before sctx's own timer), so that no error of a live ctx matches
+// DeadlineExceeded.
+func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call, done func(i int, err error)) {
+	s := &m.stores[i]
+	t0 := m.obs.start()
+	var answered atomic.Bool
+	finish := func(_ uint64, err error) {
+		if answered.Swap(true) {
+			return // a broken store's second answer
+		}
+		err = m.storeTimedOut(ctx, sctx, err)
+		m.obs.storeCall(ctx, op, c.Resource, s, c.Op.String(), t0, err)
+		done(i, err)
+	}
+	switch {
+	case c.Op == CallExtend && s.ext == nil:
+		finish(0, fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported))
+	case s.starter != nil:
+		s.starter.Start(sctx, c, finish)
+	default:
+		go func() { finish(c.Run(sctx, s.Store)) }()
+	}
+}
+
+// storeTimedOut turns err, the error of a store call made within sctx
+// (derived from ctx with the store timeout), into a timeoutError if the
+// store timeout rather than ctx ended the call.
+func (m *MultiLocker) storeTimedOut(ctx, sctx context.Context, err error) error {
+	if err != nil && !isOutcome(err) && ctx.Err() == nil && (sctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+		return timeoutError{after: m.storeTimeout.String()}
+	}
+	return err
+}
+
+// fanout makes call c on every store at once, each within the store
+// timeout, and returns their errors in store order. With only set, it
+// calls the stores i for which only(i) is true and leaves the other
+// errors nil.
+func (m *MultiLocker) fanout(ctx context.Context, op string, c Call, only func(i int) bool) []error {
+	errs := make([]error, len(m.stores))
+	sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range m.stores {
+		if only == nil || only(i) {
+			wg.Add(1)
+			m.start(ctx, sctx, op, i, c, func(i int, err error) {
+				errs[i] = err
+				wg.Done()
+			})
+		}
+	}
+	wg.Wait()
+	return errs
+}
+
+// releaseOn releases c's token on store i, within a store timeout of
+// being asked, and calls done once with the outcome. A release that fails
+// is tried again, up to cleanupTries times within that timeout: the fault
+// that made a store fail often broke the connection the release goes out
+// on too.
+func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, done func(i int, err error)) {
+	rctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+	tries := 1
+	var released func(int, error)
+	released = func(_ int, err error) {
+		if err != nil && !errors.Is(err, ErrNotHeld) && rctx.Err() == nil && tries < cleanupTries {
+			tries++
+			m.start(ctx, rctx, op, i, c, released)
+			return
+		}
+		cancel()
+		done(i, err)
+	}
+	m.start(ctx, rctx, op, i, c, released)
+}
+
+// releaseAll releases c's token on every store (see releaseOn) and
+// returns their errors in store order.
+func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call) []error {
+	errs := make([]error, len(m.stores))
+	var wg sync.WaitGroup
+	wg.Add(len(m.stores))
+	for i := range m.stores {
+		m.releaseOn(ctx, op, i, c, func(i int, err error) {
+			errs[i] = err
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// fanoutFunc runs f, the storeOp of operation op, on every store
+// concurrently, each within the store timeout, and returns their errors
+// in store order. It is for the calls a Starter cannot start (Exists).
+func (m *MultiLocker) fanoutFunc(ctx context.Context, op, resource, storeOp string, f func(context.Context, storeRef) error) []error {
+	errs := make([]error, len(m.stores))
+	var wg sync.WaitGroup
+	for i := range m.stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := m.obs.start()
+			sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+			err := m.storeTimedOut(ctx, sctx, f(sctx, m.stores[i]))
+			cancel()
+			m.obs.storeCall(ctx, op, resource, &m.stores[i], storeOp, t0, err)
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	return errs
+}

@@ -1,0 +1,146 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+)
+
+func isNilPointer(s Store) bool {
+	v := reflect.ValueOf(s)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+func sameStore(a, b Store) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
+
+func storeName(i, n int, s Store) string {
+	if st, ok := s.(fmt.Stringer); ok {
+		return st.String()
+	}
+	if n == 1 {
+		return fmt.Sprintf("store (%T)", s)
+	}
+	return fmt.Sprintf("store[%d] (%T)", i, s)
+}
+
+// drift is the validity lost to clock drift and granularity for ttl.
+func (c *core) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*c.driftFactor) + driftConstant + c.granularity
+}
+
+// validity is how long a lock of ttl is valid from the start of its
+// acquisition or extension.
+func (c *core) validity(ttl time.Duration) time.Duration { return ttl - c.drift(ttl) }
+
+// validUntil is the validity end of a lock of ttl whose acquisition or
+// extension started at start.
+func (c *core) validUntil(start time.Time, ttl time.Duration) time.Time {
+	return start.Add(c.validity(ttl))
+}
+
+// checkResource validates a resource name.
+func (c *core) checkResource(op, resource string) error {
+	if resource == "" {
+		return invalidf(op, resource, "empty resource name")
+	}
+	for _, v := range c.validators {
+		if err := v.ValidateResource(resource); err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				err = fmt.Errorf("%w: %w", ErrInvalid, err)
+			}
+			return &Error{Op: op, Resource: resource, Err: err}
+		}
+	}
+	return nil
+}
+
+// checkTTL validates a TTL: positive, not absurd, and long enough to leave
+// validity once drift and granularity are taken off.
+func (c *core) checkTTL(op, resource string, ttl time.Duration) error {
+	switch {
+	case ttl <= 0:
+		return invalidf(op, resource, "ttl is %v: want > 0", ttl)
+	case ttl > MaxTTL:
+		return invalidf(op, resource, "ttl is %v: want at most %v", ttl, MaxTTL)
+	case ttl <= c.drift(ttl):
+		return invalidf(op, resource, "ttl %v leaves no validity after the clock-drift and granularity allowance of %v", ttl, c.drift(ttl))
+	}
+	return nil
+}
+
+// checkContext refuses a nil context, which would otherwise panic deep
+// in a store call.
+func checkContext(ctx context.Context, op, resource string) error {
+	if ctx == nil {
+		return invalidf(op, resource, "nil context")
+	}
+	return nil
+}
+
+// checkQuery validates the arguments of IsLocked.
+func (c *core) checkQuery(ctx context.Context, op, resource string) error {
+	if err := checkContext(ctx, op, resource); err != nil {
+		return err
+	}
+	return c.checkResource(op, resource)
+}
+
+// checkLock validates the arguments of Lock and TryLock.
+func (c *core) checkLock(ctx context.Context, op, resource string, ttl time.Duration) error {
+	if err := checkContext(ctx, op, resource); err != nil {
+		return err
+	}
+	if c.closed.Load() {
+		return &Error{Op: op, Resource: resource, Err: ErrClosed}
+	}
+	if err := c.checkResource(op, resource); err != nil {
+		return err
+	}
+	return c.checkTTL(op, resource, ttl)
+}
+
+// checkHeld validates a Lock passed to Unlock or Extend.
+func (c *core) checkHeld(ctx context.Context, op string, l Lock) error {
+	switch {
+	case ctx == nil:
+		return invalidf(op, l.Resource, "nil context")
+	case l.IsZero():
+		return invalidf(op, "", "zero Lock")
+	case l.Resource == "":
+		return invalidf(op, "", "Lock has an empty resource name")
+	case l.Token == "":
+		return invalidf(op, l.Resource, "Lock has an empty token")
+	}
+	return nil
+}
+
+// checkExtend validates the arguments of Extend.
+func (c *core) checkExtend(ctx context.Context, op string, l Lock, ttl time.Duration) error {
+	if c.closed.Load() {
+		return &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
+	}
+	if err := c.checkHeld(ctx, op, l); err != nil {
+		return err
+	}
+	return c.checkTTL(op, l.Resource, ttl)
+}
+
+// policy returns the retry policy for one Lock call.
+func (c *core) policy(op, resource string, o callOptions) (Retry, error) {
+	if o.retry == nil {
+		return c.retry, nil
+	}
+	if err := o.retry.validate(); err != nil {
+		return Retry{}, invalidf(op, resource, "%v", err)
+	}
+	return *o.retry, nil
+}
