@@ -72,7 +72,7 @@ func (c *core) init(op string, o *Options, eng engine) error {
 		c.tokens = tokengen.Random{}
 	}
 	switch {
-	case o.DriftFactor < 0 || o.DriftFactor >= 0.5:
+	case !(o.DriftFactor >= 0 && o.DriftFactor < 0.5): // NaN too
 		return invalidf(op, "", "Options.DriftFactor is %v: want a value in [0, 0.5)", o.DriftFactor)
 	case o.DriftFactor == 0:
 		c.driftFactor = defaultDriftFactor

@@ -127,8 +127,8 @@ func MaxHold(d time.Duration) Option {
 	return func(o *callOptions) { o.maxHold = d }
 }
 
-// ExtendEvery sets how often [Run] extends its lock. Default: a third of the
-// TTL. Lock ignores it.
+// ExtendEvery sets how often [Run] extends its lock: at least 1ms.
+// Default: a third of the TTL. Lock ignores it.
 func ExtendEvery(d time.Duration) Option {
 	return func(o *callOptions) { o.extendEvery = d }
 }

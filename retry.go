@@ -18,8 +18,9 @@ type Retry struct {
 	// attempt only, [Forever] retries until the context is done.
 	Attempts int
 
-	// Delay is the wait before the first retry. Every wait is drawn at
-	// random from [d/2, d], so that waiters do not hit the stores in waves.
+	// Delay is the wait before the first retry: at least 1ms when there
+	// are retries. Every wait is drawn at random from [d/2, d], so that
+	// waiters do not hit the stores in waves.
 	Delay time.Duration
 
 	// MaxDelay, when greater than Delay, makes the waits double after each
@@ -29,6 +30,10 @@ type Retry struct {
 
 // Forever, as Retry.Attempts, retries until the context is done.
 const Forever = -1
+
+// minDelay is the shortest Retry.Delay, and the shortest interval of
+// Run's extensions: anything shorter makes a loop spin.
+const minDelay = time.Millisecond
 
 // DefaultRetry is the retry policy of Lock unless the locker's Options or
 // the call say otherwise: retry until the context is done, backing off from
@@ -46,6 +51,8 @@ func (r Retry) validate() error {
 		return fmt.Errorf("Retry.Delay is %v: want >= 0", r.Delay)
 	case r.Attempts != 0 && r.Delay == 0:
 		return errors.New("Retry.Delay is 0 with retries: want a positive delay")
+	case r.Attempts != 0 && r.Delay < minDelay:
+		return fmt.Errorf("Retry.Delay is %v: want at least %v, or the retries spin", r.Delay, minDelay)
 	case r.MaxDelay < 0:
 		return fmt.Errorf("Retry.MaxDelay is %v: want >= 0", r.MaxDelay)
 	case r.MaxDelay != 0 && r.MaxDelay < r.Delay:

@@ -40,8 +40,10 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 		return invalidf(op, resource, "nil function")
 	case o.maxHold < 0:
 		return invalidf(op, resource, "MaxHold is %v: want >= 0", o.maxHold)
-	case o.extendEvery < 0 || (ttl > 0 && o.extendEvery >= ttl):
-		return invalidf(op, resource, "ExtendEvery is %v: want > 0 and less than the ttl (%v)", o.extendEvery, ttl)
+	case o.extendEvery < 0 || (o.extendEvery > 0 && o.extendEvery < minDelay):
+		return invalidf(op, resource, "ExtendEvery is %v: want at least %v", o.extendEvery, minDelay)
+	case ttl > 0 && o.extendEvery >= ttl:
+		return invalidf(op, resource, "ExtendEvery is %v: want less than the ttl (%v)", o.extendEvery, ttl)
 	}
 	held, err := locker.Lock(ctx, resource, ttl, opts...)
 	if err != nil {

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,13 @@ func TestBadInputRefusedBeforeAnyStoreCall(t *testing.T) {
 		{"Run ExtendEvery beyond TTL", func(l lock.Locker) error {
 			return lock.Run(ctx, l, "r", time.Second, func(context.Context, lock.Lock) error { return nil }, lock.ExtendEvery(2*time.Second))
 		}, "ExtendEvery"},
+		{"Run ExtendEvery of 1ns", func(l lock.Locker) error {
+			return lock.Run(ctx, l, "r", time.Second, func(context.Context, lock.Lock) error { return nil }, lock.ExtendEvery(time.Nanosecond))
+		}, "ExtendEvery is 1ns"},
+		{"retry delay of 1ns", func(l lock.Locker) error {
+			_, err := l.Lock(ctx, "r", time.Second, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: time.Nanosecond}))
+			return err
+		}, "Retry.Delay is 1ns"},
 		{"Run negative MaxHold", func(l lock.Locker) error {
 			return lock.Run(ctx, l, "r", time.Second, func(context.Context, lock.Lock) error { return nil }, lock.MaxHold(-1))
 		}, "MaxHold"},
@@ -108,6 +116,7 @@ func TestBadConfigurationRefused(t *testing.T) {
 		{"typed nil store", func() error { _, err := lock.NewSingle(nilStore, nil); return err }, "store is nil"},
 		{"quorum on single", func() error { _, err := lock.NewSingle(a, &lock.Options{Quorum: quorum.Majority{}}); return err }, "Quorum"},
 		{"negative drift", func() error { _, err := lock.NewSingle(a, &lock.Options{DriftFactor: -0.1}); return err }, "DriftFactor"},
+		{"NaN drift", func() error { _, err := lock.NewSingle(a, &lock.Options{DriftFactor: math.NaN()}); return err }, "DriftFactor is NaN"},
 		{"huge drift", func() error { _, err := lock.NewSingle(a, &lock.Options{DriftFactor: 0.5}); return err }, "DriftFactor"},
 		{"negative store timeout", func() error { _, err := lock.NewSingle(a, &lock.Options{StoreTimeout: -1}); return err }, "StoreTimeout"},
 		{"invalid default retry", func() error {
