@@ -155,6 +155,8 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	err := s.store.ext.Extend(ctx, l.Resource, l.Token, ttl)
 	s.obs.storeCall(ctx, op, l.Resource, &s.store, "extend", start, err)
 	switch {
+	case err == nil && time.Since(start) >= s.validity(ttl):
+		err = &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, time.Since(start).Round(time.Microsecond))}
 	case err == nil:
 		l.ValidUntil = s.validUntil(start, ttl)
 		s.held.put(l)

@@ -290,3 +290,33 @@ func TestSingleCleanupRetriesFailedRelease(t *testing.T) {
 		c.Expire("res")
 	})
 }
+
+// An extension answered after the validity it would give has run out is
+// no extension: both lockers report the stores unavailable, as for an
+// acquisition answered too late, and neither returns an expired lock.
+func TestExtendAnsweredPastItsValidity(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single", true: "multi"}[multi], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ms, ls := memStores(3)
+				opts := &lock.Options{StoreTimeout: 5 * time.Second}
+				var l lock.Locker = mustSingle(t, ls[0], opts)
+				if multi {
+					l = mustMulti(t, ls, opts)
+				}
+				held, err := l.TryLock(t.Context(), "r", time.Minute)
+				wantNil(t, "TryLock(r)", err)
+				for _, m := range ms {
+					m.Inject(memory.Fault{Ops: memory.OpExtend, Delay: 2 * time.Second})
+				}
+				next, err := l.Extend(t.Context(), held, time.Second)
+				if !errors.Is(err, lock.ErrUnavailable) {
+					t.Fatalf("Extend(r, 1s) answered after 2s = %+v, %v; want ErrUnavailable", next, err)
+				}
+				if !next.IsZero() {
+					t.Errorf("Extend(r, 1s) answered after 2s returned %+v; want the zero Lock", next)
+				}
+			})
+		})
+	}
+}
