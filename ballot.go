@@ -173,7 +173,7 @@ func (b *ballot) release(ctx context.Context, op string) []error {
 		case <-ctx.Done():
 			return fill(errs, ctxErr(ctx))
 		}
-		return m.releaseAll(ctx, op, c)
+		return m.releaseAll(ctx, op, c, nil)
 	}
 	b.onAnswer = release
 	answered, votes := slices.Clone(b.answered), slices.Clone(b.errs)

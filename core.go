@@ -201,6 +201,37 @@ func (c *core) cleanupContext(ctx context.Context) (context.Context, context.Can
 // cleanupTries bounds the releases of a cleanup.
 const cleanupTries = 4
 
+// laterTries bounds the background tries of later.
+const laterTries = 3
+
+// later runs try in the background until it reports that nothing is left
+// to do: at most laterTries times, the first a store timeout from now and
+// each next one after twice the wait before (350ms in all by default). It
+// is for the releases that a store failure left undone: it ends on its
+// own, and between tries it is a timer, not a goroutine, so a
+// testing/synctest bubble may end while it waits. The calls are made
+// within ctx without its cancellation: a caller that gave up still wants
+// its locks released.
+//
+// It does nothing when the tokens are not unique (tokengen.Fixed): a late
+// release could then free a later lock taken under the same token.
+func (c *core) later(ctx context.Context, try func(ctx context.Context) (done bool)) {
+	if _, fixed := c.tokens.(tokengen.Fixed); fixed {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	wait, tries := c.storeTimeout, 0
+	var step func()
+	step = func() {
+		if tries++; try(ctx) || tries == laterTries {
+			return
+		}
+		wait *= 2
+		time.AfterFunc(wait, step)
+	}
+	time.AfterFunc(wait, step)
+}
+
 // defaultQuorum is used when Options.Quorum is nil.
 var defaultQuorum Quorum = quorum.Majority{}
 

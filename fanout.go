@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -95,13 +96,17 @@ func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, d
 	m.start(ctx, rctx, op, i, c, released)
 }
 
-// releaseAll releases c's token on every store (see releaseOn) and
-// returns their errors in store order.
-func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call) []error {
+// releaseAll releases c's token on every store, or with only set on the
+// stores i for which only(i) is true (see releaseOn), and returns their
+// errors in store order.
+func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call, only func(i int) bool) []error {
 	errs := make([]error, len(m.stores))
 	var wg sync.WaitGroup
-	wg.Add(len(m.stores))
 	for i := range m.stores {
+		if only != nil && !only(i) {
+			continue
+		}
+		wg.Add(1)
 		m.releaseOn(ctx, op, i, c, func(i int, err error) {
 			errs[i] = err
 			wg.Done()
@@ -109,6 +114,23 @@ func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call) []error
 	}
 	wg.Wait()
 	return errs
+}
+
+// releaseLater releases c's token in the background on the stores i for
+// which failed(i) is true — stores whose release failed — until they
+// answer (see core.later).
+func (m *MultiLocker) releaseLater(ctx context.Context, op string, c Call, failed []int) {
+	m.later(ctx, func(ctx context.Context) bool {
+		left := failed[:0]
+		errs := m.releaseAll(ctx, op, c, func(i int) bool { return slices.Contains(failed, i) })
+		for _, i := range failed {
+			if err := errs[i]; err != nil && !isOutcome(err) {
+				left = append(left, i)
+			}
+		}
+		failed = left
+		return len(failed) == 0
+	})
 }
 
 // fanoutFunc runs f, the storeOp of operation op, on every store

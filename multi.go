@@ -209,9 +209,12 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 	return false, nil
 }
 
-// Unlock implements [Locker]. It releases l on every store; it reports
-// ErrUnavailable if a store failed (it may hold the lock until its TTL runs
-// out) and ErrNotHeld if fewer than a quorum of stores still held it.
+// Unlock implements [Locker]. It releases l on every store, and succeeds
+// if a quorum of them released it: the stores that failed (they may hold
+// their copy until it expires) are asked again in the background, and the
+// hook sees those calls. It reports ErrNotHeld if fewer than a quorum of
+// stores still held the lock, and ErrUnavailable if failed stores leave it
+// undecided whether a quorum did.
 func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
 	if err := m.checkHeld(ctx, op, l); err != nil {
@@ -228,15 +231,26 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 
 func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 	errs := m.release(ctx, op, l)
+	n := len(m.stores)
 	released, failures := m.tally(errs)
-	if n := len(failures) - countOutcomes(failures); n > 0 {
-		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, n, len(m.stores)), failures)
+	var failed []int
+	for _, f := range failures {
+		if !isOutcome(f.Err) {
+			failed = append(failed, f.Index)
+		}
+	}
+	switch {
+	case m.quorum.Met(released, n):
+		m.held.remove(l)
+		if len(failed) > 0 {
+			m.releaseLater(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, failed)
+		}
+		return nil
+	case len(failed) > 0 && m.quorum.Met(released+len(failed), n):
+		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, len(failed), n), failures)
 	}
 	m.held.remove(l)
-	if !m.quorum.Met(released, len(m.stores)) {
-		return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
-	}
-	return nil
+	return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
 }
 
 // release releases l on every store and returns their errors in store
@@ -245,7 +259,7 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 func (m *MultiLocker) release(ctx context.Context, op string, l Lock) []error {
 	b := m.ballot(l)
 	if b == nil {
-		return m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token})
+		return m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, nil)
 	}
 	if err := b.haltBackfill(ctx, op); err != nil {
 		return fill(make([]error, len(m.stores)), err)
