@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/lockkit/lock/quorum"
@@ -26,7 +25,7 @@ type core struct {
 	noFence      bool
 	validators   []ResourceValidator
 	held         heldSet
-	closed       atomic.Bool
+	gate         gate
 	obs          observer
 }
 
@@ -68,6 +67,7 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	c.noFence = o.NoFence
 	c.obs = newObserver(o.Hook)
 	c.held.init()
+	c.gate.init()
 	if c.tokens == nil {
 		c.tokens = tokengen.Random{}
 	}
@@ -150,9 +150,19 @@ func (c *core) TryLock(ctx context.Context, resource string, ttl time.Duration) 
 }
 
 func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (Lock, error) {
+	if !c.gate.enter() {
+		return Lock{}, &Error{Op: op, Resource: resource, Err: ErrClosed}
+	}
+	defer c.gate.leave()
 	l, e := c.retryLoop(ctx, op, resource, ttl, retry)
 	if e != nil {
 		return Lock{}, e
+	}
+	if c.gate.isShut() {
+		// Shutdown began while the lock was being taken, and waits for
+		// this call to leave before it releases what the locker holds.
+		_ = c.eng.Unlock(ctx, l)
+		return Lock{}, &Error{Op: op, Resource: resource, Err: ErrClosed}
 	}
 	return l, nil
 }
@@ -171,12 +181,19 @@ func (c *core) UnlockAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Shutdown implements [Locker].
+// Shutdown implements [Locker]. It refuses new Lock, TryLock and Extend
+// calls, ends the Lock calls waiting for a held resource with ErrClosed,
+// waits for the calls under way (each bounded by the store timeout), and
+// then releases every lock the locker holds: once it returns, the locker
+// holds nothing.
 func (c *core) Shutdown(ctx context.Context) error {
-	if err := checkContext(ctx, "shutdown", ""); err != nil {
+	const op = "shutdown"
+	if err := checkContext(ctx, op, ""); err != nil {
 		return err
 	}
-	c.closed.Store(true)
+	if err := c.gate.shut(ctx); err != nil {
+		return &Error{Op: op, Err: ctxErr(ctx)}
+	}
 	return c.UnlockAll(ctx)
 }
 

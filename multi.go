@@ -282,9 +282,10 @@ func (m *MultiLocker) ballot(l Lock) *ballot {
 // continuously.
 func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	const op = "extend"
-	if err := m.checkExtend(ctx, op, l, ttl); err != nil {
+	if err := m.enterExtend(ctx, op, l, ttl); err != nil {
 		return Lock{}, err
 	}
+	defer m.gate.leave()
 	ctx = m.obs.begin(ctx, op, l.Resource)
 	start := time.Now()
 	next, err := m.extend(ctx, op, l, ttl)

@@ -82,6 +82,10 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	t0 := c.obs.start()
 	n := 0
 	for ; ; n++ {
+		if n > 0 && c.gate.isShut() {
+			e = &Error{Err: ErrClosed}
+			break
+		}
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: n + 1})
 		}
@@ -104,6 +108,10 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 			e = canceled(ctx, e)
 			break
 		}
+		if c.gate.isShut() {
+			e = &Error{Err: ErrClosed}
+			break
+		}
 	}
 	if e != nil {
 		e.Op, e.Resource = op, resource
@@ -119,11 +127,12 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 }
 
 // pause waits d, or until a release if waiting (the last attempt met
-// contention and the stores can notify releases). It reports whether ctx
-// is still alive.
+// contention and the stores can notify releases), or until Shutdown. It
+// reports whether ctx is still alive.
 func (c *core) pause(ctx context.Context, op, resource string, d time.Duration, last *Error, waiting bool) bool {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	defer context.AfterFunc(c.gate.closing, cancel)() // Shutdown ends the wait
 	if waiting && c.eng.wait(wctx, op, resource, last) {
 		return ctx.Err() == nil // woken by a release: try again at once
 	}

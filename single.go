@@ -144,9 +144,10 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 // Extend implements [Locker].
 func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	const op = "extend"
-	if err := s.checkExtend(ctx, op, l, ttl); err != nil {
+	if err := s.enterExtend(ctx, op, l, ttl); err != nil {
 		return Lock{}, err
 	}
+	defer s.gate.leave()
 	if s.store.ext == nil {
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%s cannot extend locks: %w", s.store.name, errors.ErrUnsupported)}
 	}

@@ -99,7 +99,7 @@ func (c *core) checkLock(ctx context.Context, op, resource string, ttl time.Dura
 	if err := checkContext(ctx, op, resource); err != nil {
 		return err
 	}
-	if c.closed.Load() {
+	if c.gate.isShut() {
 		return &Error{Op: op, Resource: resource, Err: ErrClosed}
 	}
 	if err := c.checkResource(op, resource); err != nil {
@@ -123,15 +123,19 @@ func (c *core) checkHeld(ctx context.Context, op string, l Lock) error {
 	return nil
 }
 
-// checkExtend validates the arguments of Extend.
-func (c *core) checkExtend(ctx context.Context, op string, l Lock, ttl time.Duration) error {
-	if c.closed.Load() {
-		return &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
-	}
+// enterExtend validates the arguments of Extend and admits the call
+// through the gate; if it returns nil, the caller must leave the gate.
+func (c *core) enterExtend(ctx context.Context, op string, l Lock, ttl time.Duration) error {
 	if err := c.checkHeld(ctx, op, l); err != nil {
 		return err
 	}
-	return c.checkTTL(op, l.Resource, ttl)
+	if err := c.checkTTL(op, l.Resource, ttl); err != nil {
+		return err
+	}
+	if !c.gate.enter() {
+		return &Error{Op: op, Resource: l.Resource, Err: ErrClosed}
+	}
+	return nil
 }
 
 // policy returns the retry policy for one Lock call.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -231,5 +233,59 @@ func TestNilContextRefused(t *testing.T) {
 				t.Errorf("%s(nil ctx), multi=%v: TryLock afterwards = %v; want nil", name, multi, err)
 			}
 		}
+	}
+}
+
+// Shutdown ends the Lock calls that wait for a held resource with
+// ErrClosed, waits for the calls under way, and leaves no lock of the
+// locker held once it returns — also a lock a waiting call would have
+// taken after it returned.
+func TestShutdownStopsWaitingLocks(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single", true: "multi"}[multi], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				ms, ls := memStores(3)
+				newLocker := func() lock.Locker {
+					if multi {
+						return mustMulti(t, ls, nil)
+					}
+					return mustSingle(t, ls[0], nil)
+				}
+				holder, l := newLocker(), newLocker()
+				held, err := holder.TryLock(ctx, "r", time.Hour)
+				wantNil(t, "holder TryLock(r)", err)
+				waiting := make(chan error, 1)
+				go func() {
+					_, err := l.Lock(ctx, "r", time.Minute)
+					waiting <- err
+				}()
+				// A call under way when Shutdown begins: its store answers
+				// 10ms later.
+				for _, m := range ms {
+					m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: 10 * time.Millisecond, Times: memory.Always})
+				}
+				inFlight := make(chan error, 1)
+				go func() {
+					_, err := l.TryLock(ctx, "s", time.Minute)
+					inFlight <- err
+				}()
+				time.Sleep(time.Millisecond)
+				wantNil(t, "Shutdown()", l.Shutdown(ctx))
+				wantIs(t, "Lock(r) waiting when Shutdown began", <-waiting, lock.ErrClosed)
+				wantIs(t, "TryLock(s) under way when Shutdown began", <-inFlight, lock.ErrClosed)
+				for _, m := range ms {
+					m.ClearFaults()
+				}
+				for _, m := range ms {
+					if got := m.Resources(); slices.Contains(got, "s") {
+						t.Errorf("%s holds %q after Shutdown; want only the other locker's r", m, got)
+					}
+				}
+				wantNil(t, "holder Unlock(r)", holder.Unlock(ctx, held))
+				time.Sleep(time.Minute)
+				noResidue(t, ms...)
+			})
+		})
 	}
 }

@@ -1,0 +1,60 @@
+package lock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// gate counts the calls of a locker that take or extend locks, so that
+// Shutdown can refuse new ones, stop those that wait, and wait for those
+// under way before it releases what the locker holds.
+type gate struct {
+	state    atomic.Int64       // calls in flight, plus closedBit once shut
+	closing  context.Context    // canceled by shut: ends the waits of Lock
+	close    context.CancelFunc //
+	idle     chan struct{}      // closed once shut with no call in flight
+	idleOnce sync.Once
+}
+
+const closedBit = 1 << 62
+
+func (g *gate) init() {
+	g.closing, g.close = context.WithCancel(context.Background())
+	g.idle = make(chan struct{})
+}
+
+// enter admits a call, unless the gate is shut. An admitted call must
+// leave.
+func (g *gate) enter() bool {
+	if g.state.Add(1)&closedBit != 0 {
+		g.leave()
+		return false
+	}
+	return true
+}
+
+func (g *gate) leave() {
+	if g.state.Add(-1) == closedBit {
+		g.idleOnce.Do(func() { close(g.idle) })
+	}
+}
+
+// shut refuses every later call, ends the waits of those in flight, and
+// waits for them to leave or ctx to end.
+func (g *gate) shut(ctx context.Context) error {
+	old := g.state.Or(closedBit)
+	g.close()
+	if old&^closedBit == 0 {
+		g.idleOnce.Do(func() { close(g.idle) })
+	}
+	select {
+	case <-g.idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// isShut reports whether shut was called.
+func (g *gate) isShut() bool { return g.state.Load()&closedBit != 0 }
