@@ -3,11 +3,13 @@ package lock
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // heldSet remembers the locks a locker acquired and has not released, for
-// UnlockAll. It is sharded so that goroutines locking distinct resources do
-// not contend on one mutex.
+// UnlockAll, until no store can hold them any more. It is sharded so that
+// goroutines locking distinct resources do not contend on one mutex.
 //
 // It keeps one lock per resource: the latest one this locker took. A
 // locker can take a resource again only once its earlier lock on it is
@@ -15,9 +17,20 @@ import (
 // record of the old one. Entries are keyed by resource and reused: once a
 // lock is released its entry stays, free, until its shard is swept, so
 // locking the same resource again costs no map insertion.
+//
+// Each entry carries the time after which no store can still hold its
+// lock. A lock that is never unlocked ("lock and let it expire") is
+// forgotten after that time: a shard sweeps out the free and expired
+// entries whenever it has doubled in size since its last sweep, and a
+// timer (the janitor) sweeps every shard once the earliest recorded lock
+// can have expired, so that memory stays bounded by the locks that can
+// still be held, whether the locker is busy or idle.
 type heldSet struct {
-	seed   maphash.Seed
-	shards [heldShards]heldShard
+	seed    maphash.Seed
+	armed   atomic.Bool // the janitor's timer is set
+	janitor *time.Timer
+	jmu     sync.Mutex // guards janitor
+	shards  [heldShards]heldShard
 }
 
 const heldShards = 32
@@ -25,19 +38,23 @@ const heldShards = 32
 type heldShard struct {
 	mu      sync.Mutex
 	locks   map[string]*heldEntry
-	sweepAt int      // sweep free entries when the map reaches this size
+	sweepAt int      // sweep when the map reaches this size
 	_       [40]byte // keep shards on separate cache lines
 }
 
-// heldEntry is a held lock and what the locker keeps with it, if
-// anything (a MultiLocker: the ballot of its acquisition while stores are
-// still answering or background work goes on). An entry whose lock was
-// released is free: inUse is false.
+// heldEntry is a held lock, the time after which no store can hold it,
+// and what the locker keeps with it, if anything (a MultiLocker: the
+// ballot of its acquisition while stores are still answering or
+// background work goes on). An entry whose lock was released is free:
+// inUse is false.
 type heldEntry struct {
 	lock     Lock
+	expires  time.Time
 	attached any
 	inUse    bool
 }
+
+func (e *heldEntry) live(now time.Time) bool { return e.inUse && now.Before(e.expires) }
 
 func (h *heldSet) init() { h.seed = maphash.MakeSeed() }
 
@@ -45,12 +62,12 @@ func (h *heldSet) shard(resource string) *heldShard {
 	return &h.shards[maphash.String(h.seed, resource)%heldShards]
 }
 
-// put records l. An extension (the same resource and token) keeps what
-// was attached to the lock.
-func (h *heldSet) put(l Lock) { h.putAttached(l, nil) }
+// put records l, which no store holds after expires. An extension (the
+// same resource and token) keeps what was attached to the lock.
+func (h *heldSet) put(l Lock, expires time.Time) { h.putAttached(l, expires, nil) }
 
-// putAttached records l with x attached.
-func (h *heldSet) putAttached(l Lock, x any) {
+// putAttached records l, as put does, with x attached.
+func (h *heldSet) putAttached(l Lock, expires time.Time, x any) {
 	s := h.shard(l.Resource)
 	s.mu.Lock()
 	e := s.locks[l.Resource]
@@ -60,25 +77,69 @@ func (h *heldSet) putAttached(l Lock, x any) {
 			s.locks = make(map[string]*heldEntry)
 		}
 		if len(s.locks) >= s.sweepAt {
-			s.sweep()
+			s.sweep(time.Now())
 		}
 		e = &heldEntry{}
 		s.locks[l.Resource] = e
 	case e.inUse && e.lock.Token == l.Token && x == nil:
 		x = e.attached
 	}
-	*e = heldEntry{lock: l, attached: x, inUse: true}
+	*e = heldEntry{lock: l, expires: expires, attached: x, inUse: true}
 	s.mu.Unlock()
+	if !h.armed.Load() {
+		h.arm(time.Until(expires))
+	}
 }
 
-// sweep deletes the free entries. Called with mu held.
-func (s *heldShard) sweep() {
+// sweep deletes the entries that are free or expired at now, and returns
+// the earliest expiry among those left (zero if none). Called with mu
+// held.
+func (s *heldShard) sweep(now time.Time) (next time.Time) {
 	for r, e := range s.locks {
-		if !e.inUse {
+		if !e.live(now) {
 			delete(s.locks, r)
+		} else if next.IsZero() || e.expires.Before(next) {
+			next = e.expires
 		}
 	}
 	s.sweepAt = 2*len(s.locks) + 64
+	return next
+}
+
+// arm sets the janitor to sweep in d, unless it is set already.
+func (h *heldSet) arm(d time.Duration) {
+	h.jmu.Lock()
+	defer h.jmu.Unlock()
+	if h.armed.Load() {
+		return
+	}
+	h.armed.Store(true)
+	if h.janitor == nil {
+		h.janitor = time.AfterFunc(d, h.tidy)
+	} else {
+		h.janitor.Reset(d)
+	}
+}
+
+// tidy is the janitor: it sweeps every shard and sets itself again for
+// the earliest expiry left, if any lock is left.
+func (h *heldSet) tidy() {
+	h.jmu.Lock()
+	h.armed.Store(false)
+	h.jmu.Unlock()
+	now := time.Now()
+	var next time.Time
+	for i := range h.shards {
+		s := &h.shards[i]
+		s.mu.Lock()
+		if t := s.sweep(now); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+		s.mu.Unlock()
+	}
+	if !next.IsZero() {
+		h.arm(next.Sub(now))
+	}
 }
 
 // attached returns what is attached to l, or nil.
@@ -102,13 +163,15 @@ func (h *heldSet) remove(l Lock) {
 	s.mu.Unlock()
 }
 
+// snapshot returns the locks that a store may still hold.
 func (h *heldSet) snapshot() []Lock {
+	now := time.Now()
 	var out []Lock
 	for i := range h.shards {
 		s := &h.shards[i]
 		s.mu.Lock()
 		for _, e := range s.locks {
-			if e.inUse {
+			if e.live(now) {
 				out = append(out, e.lock)
 			}
 		}

@@ -104,10 +104,13 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 			// those that failed are asked again in the background: Unlock
 			// and Extend wait for them (see ballot.go).
 			l := Lock{Resource: resource, Token: token, ValidUntil: m.validUntil(start, ttl)}
+			// Stores still answering, and backfill, take it for less than
+			// a store timeout from now.
+			expires := m.heldUntil(start.Add(elapsed+m.storeTimeout), ttl)
 			if b.grant(ctx, op, l, start.Add(ttl)) {
-				m.held.putAttached(l, b)
+				m.held.putAttached(l, expires, b)
 			} else {
-				m.held.put(l)
+				m.held.put(l, expires)
 			}
 			return l, nil
 		}
@@ -312,8 +315,8 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 	if m.quorum.Met(extended, n) {
 		next := l
 		next.ValidUntil = m.validUntil(start, ttl)
-		if time.Since(start) < m.validity(ttl) {
-			m.held.put(next)
+		if elapsed := time.Since(start); elapsed < m.validity(ttl) {
+			m.held.put(next, m.heldUntil(start.Add(elapsed), ttl))
 			return next, nil
 		}
 		return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, time.Since(start).Round(time.Microsecond)), failures)

@@ -70,12 +70,13 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 		}
 		return Lock{}, s.unavailable(err)
 	}
-	if elapsed := time.Since(start); elapsed >= s.validity(ttl) {
+	elapsed := time.Since(start)
+	if elapsed >= s.validity(ttl) {
 		s.cleanup(ctx, op, resource, token)
 		return Lock{}, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
 	}
 	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}
-	s.held.put(l)
+	s.held.put(l, s.heldUntil(start.Add(elapsed), ttl))
 	return l, nil
 }
 
@@ -155,12 +156,13 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	start := time.Now()
 	err := s.store.ext.Extend(ctx, l.Resource, l.Token, ttl)
 	s.obs.storeCall(ctx, op, l.Resource, &s.store, "extend", start, err)
+	elapsed := time.Since(start)
 	switch {
-	case err == nil && time.Since(start) >= s.validity(ttl):
-		err = &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, time.Since(start).Round(time.Microsecond))}
+	case err == nil && elapsed >= s.validity(ttl):
+		err = &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, elapsed.Round(time.Microsecond))}
 	case err == nil:
 		l.ValidUntil = s.validUntil(start, ttl)
-		s.held.put(l)
+		s.held.put(l, s.heldUntil(start.Add(elapsed), ttl))
 	case errors.Is(err, ErrNotHeld):
 		s.held.remove(l)
 		err = &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
@@ -168,7 +170,7 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 		err = s.fail(ctx, op, l.Resource, err)
 	}
 	if s.obs.on() {
-		s.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: l, Duration: time.Since(start), Err: err})
+		s.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: l, Duration: elapsed, Err: err})
 	}
 	if err != nil {
 		return Lock{}, err

@@ -1,0 +1,54 @@
+package lock_test
+
+import (
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// "Lock and let it expire" (deduplication, once-per-interval jobs): the
+// held set forgets locks once no store can still hold them, so its memory
+// stays bounded by the locks that can still be held, with the locker busy
+// or idle, and UnlockAll sends nothing for them.
+func TestHeldSetForgetsExpiredLocks(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single", true: "multi"}[multi], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				cs := []*counting{newCounting("c0"), newCounting("c1"), newCounting("c2")}
+				var l lock.Locker = mustSingle(t, cs[0], nil)
+				if multi {
+					l = mustMulti(t, []lock.Store{cs[0], cs[1], cs[2]}, nil)
+				}
+				const perRound = 1000
+				for round := range 10 {
+					for i := range perRound {
+						_, err := l.TryLock(ctx, "r"+strconv.Itoa(round*perRound+i), time.Second)
+						wantNil(t, "TryLock", err)
+					}
+					time.Sleep(time.Second)
+					// At most the last round's locks and the sweeping slack.
+					if n := lock.HeldCount(l); n > 3*perRound {
+						t.Fatalf("after %d rounds of %d locks left to expire, the held set records %d; want at most %d", round+1, perRound, n, 3*perRound)
+					}
+				}
+				time.Sleep(time.Minute) // idle: every lock expired long ago
+				if n := lock.HeldCount(l); n != 0 {
+					t.Errorf("a minute after the last lock expired, the held set records %d; want 0", n)
+				}
+				for _, c := range cs {
+					c.calls.Store(0)
+				}
+				wantNil(t, "UnlockAll()", l.UnlockAll(ctx))
+				for _, c := range cs {
+					if n := c.calls.Load(); n != 0 {
+						t.Errorf("UnlockAll of expired locks sent %d calls to %s; want none", n, c)
+					}
+				}
+			})
+		})
+	}
+}
