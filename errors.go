@@ -3,6 +3,7 @@ package lock
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -40,7 +41,7 @@ var (
 	// its function's context when the lock can no longer be kept: an
 	// extension reported it not held, or extensions failed until its
 	// validity ran out.
-	ErrLost = errors.New("lock: lock lost")
+	ErrLost = errors.New("lock: lost")
 
 	// ErrMaxHold is the cause with which [Run] cancels its function's
 	// context when the maximum hold time set with [MaxHold] is reached.
@@ -74,14 +75,22 @@ func (e StoreError) Error() string { return e.Store + ": " + trimPrefix(e.Err) }
 // Unwrap returns the store's error.
 func (e StoreError) Unwrap() error { return e.Err }
 
-// Error implements error.
+// Error implements error. It reads `op "resource": cause [store: error;
+// ...]`, such as `trylock "report": not acquired: held by another owner`.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("lock: ")
-	b.WriteString(e.Op)
-	if e.Resource != "" {
-		fmt.Fprintf(&b, " %q", e.Resource)
+	op := e.Op
+	if op == "new" {
+		op = "new locker"
 	}
+	if e.Resource != "" {
+		op += " " + strconv.Quote(e.Resource)
+	}
+	return op + e.tail()
+}
+
+// tail renders the cause and the stores' errors, after the operation.
+func (e *Error) tail() string {
+	var b strings.Builder
 	b.WriteString(": ")
 	b.WriteString(trimPrefix(e.Err))
 	for i, s := range e.Stores {
@@ -96,6 +105,16 @@ func (e *Error) Error() string {
 		}
 	}
 	return b.String()
+}
+
+// detail renders err inside another error's message, which names the
+// resource already: an *Error without its resource, others without the
+// package prefix.
+func detail(err error) string {
+	if e, ok := err.(*Error); ok {
+		return e.Op + e.tail()
+	}
+	return trimPrefix(err)
 }
 
 // Unwrap returns Err followed by the stores' errors that are failures

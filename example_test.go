@@ -51,7 +51,7 @@ func ExampleSingleLocker_TryLock() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// lock: trylock "report": not acquired: held by another owner
+	// trylock "report": not acquired: held by another owner
 	// <nil>
 }
 
@@ -183,6 +183,6 @@ func ExampleNewMulti() {
 	// Output:
 	// with 2 of 5 down: <nil>
 	// with 3 of 5 down: true
-	// lock: trylock "refunds": stores unavailable: 3 of 5 stores failed; quorum majority not met [node1: connection refused; node3: connection refused; node4: connection refused]
+	// trylock "refunds": stores unavailable: 3 of 5 stores failed; quorum majority not met [node1: connection refused; node3: connection refused; node4: connection refused]
 	// <nil>
 }

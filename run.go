@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -13,17 +14,21 @@ import (
 // after the release.
 //
 // Each extension sets the TTL to ttl from the moment it is made, every
-// ttl/3 unless [ExtendEvery] says otherwise. fn's context is canceled:
+// third of the lock's validity (ttl less the drift allowance; see
+// [Lock.ValidUntil]) unless [ExtendEvery] says otherwise; an interval that
+// is not shorter than the validity is refused. fn's context is canceled:
 //   - with cause [ErrLost] when an extension reports the lock not held, or
-//     extensions keep failing until the lock's validity runs out (if the
-//     store cannot extend locks, when the first validity runs out);
+//     when the lock's validity runs out before an extension succeeded
+//     (extensions keep failing, or the store cannot extend locks): from
+//     [Lock.ValidUntil] on, the context's Err reports it, and its Done
+//     channel closes at most a scheduling delay later;
 //   - with cause [ErrMaxHold] once the time set with [MaxHold] has passed
 //     since acquisition (the lock is no longer extended from then on);
 //   - when ctx is canceled.
 //
-// fn receives the lock as acquired: its Token and Fence stay the same for
-// the whole run, its ValidUntil is that of the first acquisition. fn should
-// watch its context and check it before each protected write.
+// fn receives the lock as acquired; [FromContext] on fn's context returns
+// it as of its latest extension, so that fn can check that it is still
+// valid, and read its fence, before each protected write.
 //
 // Run returns the error of Lock if the lock could not be acquired, and
 // otherwise fn's error joined with the loss cause (if the lock was lost
@@ -42,30 +47,45 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 		return invalidf(op, resource, "MaxHold is %v: want >= 0", o.maxHold)
 	case o.extendEvery < 0 || (o.extendEvery > 0 && o.extendEvery < minDelay):
 		return invalidf(op, resource, "ExtendEvery is %v: want at least %v", o.extendEvery, minDelay)
-	case ttl > 0 && o.extendEvery >= ttl:
-		return invalidf(op, resource, "ExtendEvery is %v: want less than the ttl (%v)", o.extendEvery, ttl)
+	}
+	v, known := locker.(interface{ validity(time.Duration) time.Duration })
+	if known && ttl > 0 {
+		if err := checkExtendEvery(op, resource, o.extendEvery, v.validity(ttl)); err != nil {
+			return err
+		}
 	}
 	held, err := locker.Lock(ctx, resource, ttl, opts...)
 	if err != nil {
 		return err
 	}
 	acquired := time.Now()
+	every := o.extendEvery
+	if !known {
+		// Another Locker (a wrapper of ours, say): the validity left
+		// right after acquisition is as close as Run can know it.
+		validity := held.ValidUntil.Sub(acquired)
+		if err := checkExtendEvery(op, resource, every, validity); err != nil {
+			_ = locker.Unlock(context.WithoutCancel(ctx), held)
+			return err
+		}
+		if every == 0 {
+			every = max(validity/3, minDelay)
+		}
+	} else if every == 0 {
+		every = max(v.validity(ttl)/3, minDelay)
+	}
 
-	runCtx, cancel := context.WithCancelCause(ctx)
+	inner, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	fnCtx := inner
 	var maxHoldAt time.Time
 	if o.maxHold > 0 {
 		maxHoldAt = acquired.Add(o.maxHold)
 		var cancelHold context.CancelFunc
-		runCtx, cancelHold = context.WithDeadlineCause(runCtx, maxHoldAt,
+		fnCtx, cancelHold = context.WithDeadlineCause(inner, maxHoldAt,
 			fmt.Errorf("%w: %q held for %v", ErrMaxHold, resource, o.maxHold))
 		defer cancelHold()
 	}
-	every := o.extendEvery
-	if every == 0 {
-		every = ttl / 3
-	}
-
 	k := &keeper{locker: locker, cur: held, ttl: ttl, every: every, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
 	exited := make(chan struct{})
 	go func() {
@@ -77,11 +97,60 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 		close(k.stop)
 		<-exited // no extension may outlive the release
 		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
-		uerr := locker.Unlock(uctx, k.cur)
+		uerr := locker.Unlock(uctx, k.current())
 		ucancel()
-		err = runResult(err, context.Cause(runCtx), uerr)
+		err = runResult(err, context.Cause(fnCtx), uerr)
 	}()
-	return fn(runCtx, held)
+	return fn(runContext{Context: fnCtx, k: k}, held)
+}
+
+// checkExtendEvery refuses an extension interval that is not shorter than
+// the lock's validity: the lock would run out before its extension.
+func checkExtendEvery(op, resource string, every, validity time.Duration) error {
+	if every >= validity {
+		return invalidf(op, resource, "ExtendEvery is %v: want less than the lock's validity (%v: the ttl less the drift allowance)", every, validity)
+	}
+	return nil
+}
+
+// FromContext returns the lock that [Run] holds for the function whose
+// context is ctx (or a context derived from it), as of its latest
+// extension: its ValidUntil moves with each extension, so that
+// FromContext(ctx).Valid() tells whether the lock may still be relied on.
+// It reports false for a context that does not come from Run.
+func FromContext(ctx context.Context) (Lock, bool) {
+	if k, ok := ctx.Value(keeperKey{}).(*keeper); ok {
+		return k.current(), true
+	}
+	return Lock{}, false
+}
+
+type keeperKey struct{}
+
+// runContext is the context Run gives its function: Err reports the loss
+// as soon as the lock's validity has run out, even before the keeper's
+// timer has fired, and Value carries the keeper for FromContext.
+type runContext struct {
+	context.Context
+	k *keeper
+}
+
+func (c runContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !c.k.current().Valid() {
+		c.k.expired()
+		return c.Context.Err()
+	}
+	return nil
+}
+
+func (c runContext) Value(key any) any {
+	if key == (keeperKey{}) {
+		return c.k
+	}
+	return c.Context.Value(key)
 }
 
 // runResult combines fn's error with the cause of a loss or of the hold
@@ -101,64 +170,122 @@ func runResult(fnErr, cause, unlockErr error) error {
 // keeper extends a lock in the background for Run.
 type keeper struct {
 	locker    Locker
-	cur       Lock // read by Run only after the keeper exited
 	ttl       time.Duration
 	every     time.Duration
 	maxHoldAt time.Time
 	lost      context.CancelCauseFunc
 	stop      chan struct{}
+	loseOnce  sync.Once
+
+	mu      sync.Mutex
+	cur     Lock  // the lock as of its latest extension
+	lastErr error // the last extension's failure, if it failed
+}
+
+func (k *keeper) current() Lock {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cur
 }
 
 func (k *keeper) run(ctx context.Context) {
-	t := time.NewTimer(k.every)
-	defer t.Stop()
+	next := time.NewTimer(k.every)
+	defer next.Stop()
+	// The end of the validity is watched apart from the extensions, which
+	// may be stuck in a store call.
+	end := time.AfterFunc(time.Until(k.cur.ValidUntil), k.expired)
+	defer end.Stop()
 	for {
 		select {
 		case <-k.stop:
 			return
-		case <-t.C:
+		case <-next.C:
 		}
 		if !k.maxHoldAt.IsZero() && !time.Now().Before(k.maxHoldAt) {
 			return // the hold limit canceled fn's context; let the lock run out
 		}
-		ectx, ecancel := context.WithDeadline(ctx, k.cur.ValidUntil)
-		next, err := k.locker.Extend(ectx, k.cur, k.ttl)
+		cur := k.current()
+		ectx, ecancel := context.WithDeadline(ctx, cur.ValidUntil)
+		extended, err := k.locker.Extend(ectx, cur, k.ttl)
 		ecancel()
 		switch {
 		case err == nil:
-			k.cur = next
-			t.Reset(k.every)
+			if !end.Stop() {
+				return // the validity ran out first: the loss is reported
+			}
+			k.mu.Lock()
+			k.cur, k.lastErr = extended, nil
+			k.mu.Unlock()
+			end.Reset(time.Until(extended.ValidUntil))
+			next.Reset(k.every)
 			continue
 		case ctx.Err() != nil:
 			return // fn's context is canceled with ctx
 		case errors.Is(err, errors.ErrUnsupported):
-			k.expireAt(ctx, k.cur.ValidUntil, err)
+			k.fail(err)
+			continue // no further extension: the lock runs out at its validity
+		case errors.Is(err, ErrNotHeld):
+			k.lose(ctx, "an extension found it not held", err)
 			return
-		case errors.Is(err, ErrNotHeld) || errors.Is(err, ErrClosed) || !k.cur.Valid():
-			k.lose(ctx, fmt.Errorf("%w: %q: %w", ErrLost, k.cur.Resource, err))
+		case errors.Is(err, ErrClosed):
+			k.lose(ctx, "the locker was shut down", err)
 			return
 		}
-		// A store failed but the lock is still valid: try again soon.
-		t.Reset(max(min(k.every/4, k.cur.Remaining()/2), time.Millisecond))
+		// A store failed but the lock may still be valid: try again soon.
+		// The end reports the loss if the validity runs out first.
+		k.fail(err)
+		next.Reset(max(min(k.every/4, time.Until(cur.ValidUntil)/2), minDelay))
 	}
 }
 
-// expireAt reports the lock lost when its validity runs out, unless Run
-// stops first: for stores that cannot extend.
-func (k *keeper) expireAt(ctx context.Context, end time.Time, why error) {
-	t := time.NewTimer(time.Until(end))
-	defer t.Stop()
-	select {
-	case <-k.stop:
-	case <-t.C:
-		k.lose(ctx, fmt.Errorf("%w: %q expired: %w", ErrLost, k.cur.Resource, why))
+// fail records an extension's failure, keeping the most telling one: a
+// store's own error says more than the deadline that ended a later try.
+func (k *keeper) fail(err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.lastErr == nil || !errors.Is(err, context.DeadlineExceeded) {
+		k.lastErr = err
 	}
 }
 
-// lose cancels fn's context with cause and tells the locker's hook.
-func (k *keeper) lose(ctx context.Context, cause error) {
-	k.lost(cause)
-	if o, ok := k.locker.(interface{ observer() observer }); ok {
-		o.observer().emit(ctx, Event{Kind: EventLost, Op: "run", Resource: k.cur.Resource, Lock: k.cur, Err: cause})
+// expired reports the lock lost because its validity ran out before an
+// extension succeeded.
+func (k *keeper) expired() {
+	k.mu.Lock()
+	err := k.lastErr
+	k.mu.Unlock()
+	why := "its validity ran out before an extension succeeded"
+	if errors.Is(err, errors.ErrUnsupported) {
+		why = "its validity ran out: the store cannot extend locks"
+	} else if err == nil {
+		err = errors.New("no extension answered in time")
 	}
+	k.lose(context.Background(), why, err)
 }
+
+// lose cancels fn's context with a loss cause, once, and tells the
+// locker's hook.
+func (k *keeper) lose(ctx context.Context, why string, err error) {
+	k.loseOnce.Do(func() {
+		cur := k.current()
+		cause := &lostError{resource: cur.Resource, why: why, err: err}
+		k.lost(cause)
+		if o, ok := k.locker.(interface{ observer() observer }); ok {
+			o.observer().emit(ctx, Event{Kind: EventLost, Op: "run", Resource: cur.Resource, Lock: cur, Err: cause})
+		}
+	})
+}
+
+// lostError is the cause with which Run cancels its function's context
+// when the lock is lost. It matches ErrLost and what the locker said.
+type lostError struct {
+	resource string
+	why      string
+	err      error
+}
+
+func (e *lostError) Error() string {
+	return fmt.Sprintf("lock %q lost: %s: %s", e.resource, e.why, detail(e.err))
+}
+
+func (e *lostError) Unwrap() []error { return []error{ErrLost, e.err} }

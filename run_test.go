@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -61,8 +62,10 @@ func TestRunReportsLossWithinOneExtension(t *testing.T) {
 		if !errors.Is(cause, lock.ErrLost) || !errors.Is(cause, lock.ErrNotHeld) {
 			t.Fatalf("function context cause = %v; want ErrLost (the lock was not held)", cause)
 		}
-		if lostAt != 500*time.Millisecond {
-			t.Errorf("loss reported %v after start; want 500ms, at the first extension after the loss", lostAt)
+		// Extensions come every third of the validity, 300ms − 1% − 2ms.
+		every := (300*time.Millisecond - 5*time.Millisecond) / 3
+		if lostAt != 5*every {
+			t.Errorf("loss reported %v after start; want %v, at the first extension after the loss", lostAt, 5*every)
 		}
 		wantIs(t, "Run() after losing its lock", err, lock.ErrLost)
 		wantNil(t, "the new owner's TryLock(res)", <-stolen)
@@ -200,5 +203,131 @@ func TestRunOnMultiLocker(t *testing.T) {
 		})
 		wantNil(t, "Run() on a multi-store locker", err)
 		noResidue(t, ms...)
+	})
+}
+
+// Run extends every third of the lock's validity, not of its TTL: with a
+// coarse store (memcached counts whole seconds) a 1.5s lock is valid for
+// less than 0.5s, so extending every 0.5s would lose it every time.
+func TestRunExtendsWithinTheValidity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, coarse{m, time.Second}, nil)
+		err := lock.Run(t.Context(), l, "res", 1500*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			for range 30 {
+				time.Sleep(100 * time.Millisecond)
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
+				}
+			}
+			return nil
+		})
+		wantNil(t, "Run(3s of work, 1.5s TTL, 1s granularity)", err)
+
+		c := newCounting("c")
+		l = mustSingle(t, coarse{c.Store, time.Second}, nil)
+		err = lock.Run(t.Context(), l, "res", 1500*time.Millisecond, func(context.Context, lock.Lock) error { return nil }, lock.ExtendEvery(600*time.Millisecond))
+		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "validity") {
+			t.Errorf("Run(1.5s TTL, 1s granularity, ExtendEvery 600ms) = %v; want ErrInvalid: the interval is not below the validity", err)
+		}
+		if n := c.calls.Load(); n != 0 {
+			t.Errorf("the refused Run made %d store calls; want none", n)
+		}
+	})
+}
+
+// stalling is a memory store whose extensions hang for an hour, whatever
+// their context says: a paused server behind a client that does not
+// honour deadlines.
+type stalling struct{ *memory.Store }
+
+func (s stalling) Extend(context.Context, string, string, time.Duration) error {
+	time.Sleep(time.Hour)
+	return errConnReset
+}
+
+// When extensions stall, fn's context reports the loss from ValidUntil
+// on, and its Done channel closes then: fn never runs past the validity
+// believing it holds the lock.
+func TestRunCancelsAtValidUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustSingle(t, stalling{memory.New()}, nil)
+		var atValidUntil error
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, held lock.Lock) error {
+			time.Sleep(time.Until(held.ValidUntil))
+			atValidUntil = ctx.Err()
+			return nil
+		})
+		if atValidUntil == nil {
+			t.Error("fn's ctx.Err() at ValidUntil = nil; want the loss")
+		}
+		wantIs(t, "Run() while extensions stall", err, lock.ErrLost)
+
+		var doneAt, validUntil time.Time
+		err = lock.Run(t.Context(), l, "other", 300*time.Millisecond, func(ctx context.Context, held lock.Lock) error {
+			validUntil = held.ValidUntil
+			<-ctx.Done()
+			doneAt = time.Now()
+			return nil
+		})
+		if !doneAt.Equal(validUntil) {
+			t.Errorf("fn's context done at ValidUntil%+v; want at ValidUntil", doneAt.Sub(validUntil))
+		}
+		wantIs(t, "Run() while extensions stall", err, lock.ErrLost)
+		time.Sleep(time.Hour) // the stalled extensions return
+	})
+}
+
+// When extensions fail until the validity runs out, the loss cause keeps
+// the store's own error, not only the deadline that ended the last try.
+func TestRunLossKeepsTheStoreError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		m.Inject(memory.Fault{Ops: memory.OpExtend, Err: errConnReset, Times: memory.Always})
+		var cause error
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return nil
+		})
+		if !errors.Is(cause, lock.ErrLost) || !errors.Is(cause, errConnReset) {
+			t.Errorf("cause = %v; want ErrLost keeping the store's error", cause)
+		}
+		if msg := cause.Error(); !strings.Contains(msg, "connection reset by peer") || strings.Count(msg, "lock") > 1 {
+			t.Errorf("cause = %q; want the store's error, and the word lock once", msg)
+		}
+		wantIs(t, "Run()", err, errConnReset)
+		m.ClearFaults()
+	})
+}
+
+// FromContext gives fn the lock as of its latest extension: it stays
+// valid while Run keeps it, where the Lock fn received goes stale.
+func TestFromContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustSingle(t, memory.New(), nil)
+		if _, ok := lock.FromContext(t.Context()); ok {
+			t.Error("FromContext(a context not from Run) reports a lock")
+		}
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, first lock.Lock) error {
+			for range 10 {
+				time.Sleep(100 * time.Millisecond)
+				cur, ok := lock.FromContext(ctx)
+				if !ok || !cur.Valid() || cur.Token != first.Token || cur.Fence != first.Fence {
+					t.Fatalf("FromContext(fn's ctx) = %+v, %v; want the lock, valid, with its token and fence", cur, ok)
+				}
+			}
+			if first.Valid() {
+				t.Error("the Lock fn received is still valid a second into a 300ms lock; the test shows nothing")
+			}
+			sub, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if cur, ok := lock.FromContext(sub); !ok || !cur.Valid() {
+				t.Errorf("FromContext(a context derived from fn's) = %+v, %v; want the lock", cur, ok)
+			}
+			return nil
+		})
+		wantNil(t, "Run()", err)
 	})
 }

@@ -43,6 +43,6 @@ func ExampleNew() {
 	fmt.Println(a.Unlock(ctx, held))
 	// Output:
 	// <nil> true
-	// lock: trylock "deploy": not acquired: held by another owner
+	// trylock "deploy": not acquired: held by another owner
 	// <nil>
 }

@@ -34,5 +34,5 @@ func Example() {
 	}
 	_, _ = locker.TryLock(ctx, "orders/42", time.Minute) // held: logged at Info
 	// Output:
-	// level=INFO msg="lock not acquired" op=trylock resource=orders/42 attempts=1 error="lock: trylock \"orders/42\": not acquired: held by another owner"
+	// level=INFO msg="lock not acquired" op=trylock resource=orders/42 attempts=1 error="trylock \"orders/42\": not acquired: held by another owner"
 }
