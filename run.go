@@ -48,7 +48,9 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 	case o.extendEvery < 0 || (o.extendEvery > 0 && o.extendEvery < minDelay):
 		return invalidf(op, resource, "ExtendEvery is %v: want at least %v", o.extendEvery, minDelay)
 	}
-	v, known := locker.(interface{ validity(time.Duration) time.Duration })
+	v, known := locker.(interface {
+		validity(time.Duration) time.Duration
+	})
 	if known && ttl > 0 {
 		if err := checkExtendEvery(op, resource, o.extendEvery, v.validity(ttl)); err != nil {
 			return err
