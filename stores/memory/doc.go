@@ -39,9 +39,10 @@
 // testing/synctest bubble it runs on the bubble's fake clock: tests of
 // expiry, retries and extension need no sleeps.
 //
-// Inject makes the next calls fail, slow down, or lose their reply after
-// taking effect, and Expire forces a lock to expire, so tests can exercise
-// their own error paths:
+// Inject makes the next calls fail, slow down, lose their reply after
+// taking effect, or land after their caller gave up (Fault.InFlight), and
+// Expire forces a lock to expire, so tests can exercise their own error
+// paths:
 //
 //	store.Inject(memory.Fault{Ops: memory.OpRelease, Err: errors.New("connection reset")})
 //	store.Expire("orders/42") // the holder's next Extend reports lock.ErrNotHeld

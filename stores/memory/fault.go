@@ -35,6 +35,13 @@ type Fault struct {
 	// AfterApply makes an affected call take effect and then return Err:
 	// a reply lost on its way back, the outcome a caller cannot tell.
 	AfterApply bool
+	// InFlight makes a delayed call behave as a request already on its
+	// way to a server: when the call's context ends during the Delay, the
+	// call returns the context's error at once but still takes effect
+	// once the Delay has passed (in a goroutine of its own). It lets a
+	// test check that a caller who gave up cleans up after a request that
+	// lands late.
+	InFlight bool
 	// Times is the number of calls affected: zero means one, Always means
 	// every call until ClearFaults.
 	Times int
@@ -103,10 +110,14 @@ func (fs *faults) before(ctx context.Context, op Op) (*Fault, error) {
 	}
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
+		lands := time.Now().Add(f.Delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
+			if f.InFlight && op&(OpAcquire|OpRelease|OpExtend|OpRaiseFence) != 0 {
+				return nil, errInFlight{lands: lands, err: ctx.Err()}
+			}
 			return nil, ctx.Err()
 		}
 	}
@@ -121,6 +132,27 @@ func (fs *faults) before(ctx context.Context, op Op) (*Fault, error) {
 func (f *Fault) after(err error) error {
 	if f != nil && f.AfterApply && f.Err != nil {
 		return f.Err
+	}
+	return err
+}
+
+// errInFlight is what before returns for an InFlight call whose context
+// ended: the call's error, and when the call takes effect.
+type errInFlight struct {
+	lands time.Time
+	err   error
+}
+
+func (e errInFlight) Error() string { return e.err.Error() }
+
+// landLate makes apply run when an InFlight call whose context ended takes
+// effect, if err (from before) says so, and returns the error for the
+// caller. A timer waits, not a goroutine, so a testing/synctest bubble may
+// end first.
+func landLate(err error, apply func()) error {
+	if e, ok := err.(errInFlight); ok {
+		time.AfterFunc(time.Until(e.lands), apply)
+		return e.err
 	}
 	return err
 }

@@ -106,14 +106,17 @@ func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) e
 	if err := check(ctx, resource, "-", 1); err != nil {
 		return err
 	}
+	raise := func() {
+		sh := s.shard(resource)
+		sh.mu.Lock()
+		sh.fence = max(sh.fence, fence)
+		sh.mu.Unlock()
+	}
 	f, err := s.faults.before(ctx, OpRaiseFence)
 	if err != nil {
-		return err
+		return landLate(err, raise)
 	}
-	sh := s.shard(resource)
-	sh.mu.Lock()
-	sh.fence = max(sh.fence, fence)
-	sh.mu.Unlock()
+	raise()
 	return f.after(nil)
 }
 
@@ -123,15 +126,21 @@ func (s *Store) acquire(ctx context.Context, op Op, resource, token string, ttl 
 	}
 	f, err := s.faults.before(ctx, op)
 	if err != nil {
-		return 0, err
+		return 0, landLate(err, func() { s.applyAcquire(resource, token, ttl) })
 	}
+	fence, err := s.applyAcquire(resource, token, ttl)
+	return fence, f.after(err)
+}
+
+// applyAcquire is the effect of Acquire.
+func (s *Store) applyAcquire(resource, token string, ttl time.Duration) (uint64, error) {
 	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	e := sh.locks[resource]
 	if e != nil && e.live(now) {
-		sh.mu.Unlock()
-		return 0, f.after(lock.ErrNotAcquired)
+		return 0, lock.ErrNotAcquired
 	}
 	if e == nil {
 		if sh.locks == nil {
@@ -144,10 +153,8 @@ func (s *Store) acquire(ctx context.Context, op Op, resource, token string, ttl 
 		sh.locks[resource] = e
 	}
 	sh.fence++
-	fence := sh.fence
 	e.token, e.expires = token, now.add(ttl)
-	sh.mu.Unlock()
-	return fence, f.after(nil)
+	return sh.fence, nil
 }
 
 // sweep removes the free entries of the shard. Called with mu held.
@@ -167,20 +174,24 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	}
 	f, err := s.faults.before(ctx, OpRelease)
 	if err != nil {
-		return err
+		return landLate(err, func() { s.applyRelease(resource, token) })
 	}
+	return f.after(s.applyRelease(resource, token))
+}
+
+// applyRelease is the effect of Release.
+func (s *Store) applyRelease(resource, token string) error {
 	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	e := sh.locks[resource]
 	if e == nil || !e.live(now) || e.token != token {
-		sh.mu.Unlock()
-		return f.after(lock.ErrNotHeld)
+		return lock.ErrNotHeld
 	}
 	e.free()
 	sh.wakeOne(resource)
-	sh.mu.Unlock()
-	return f.after(nil)
+	return nil
 }
 
 // Extend implements [lock.Extender].
@@ -190,19 +201,23 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	}
 	f, err := s.faults.before(ctx, OpExtend)
 	if err != nil {
-		return err
+		return landLate(err, func() { s.applyExtend(resource, token, ttl) })
 	}
+	return f.after(s.applyExtend(resource, token, ttl))
+}
+
+// applyExtend is the effect of Extend.
+func (s *Store) applyExtend(resource, token string, ttl time.Duration) error {
 	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	e := sh.locks[resource]
 	if e == nil || !e.live(now) || e.token != token {
-		sh.mu.Unlock()
-		return f.after(lock.ErrNotHeld)
+		return lock.ErrNotHeld
 	}
 	e.expires = now.add(ttl)
-	sh.mu.Unlock()
-	return f.after(nil)
+	return nil
 }
 
 // Exists implements [lock.Store].
