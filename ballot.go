@@ -8,49 +8,59 @@ import (
 	"time"
 )
 
-// A Redlock lock's life, from its attempt to its release.
+// A Redlock lock's life, from its attempt to its release: everything a
+// safety review needs is in this file.
 //
-// An attempt sends the same resource and a fresh token to every store at
-// once (see MultiLocker.attempt) and counts their answers in a ballot. The
-// ballot decides as soon as the quorum is met or can no longer be met, and
-// outlives the attempt: stores may still answer after it decided.
+// Attempt. An attempt sends the same resource and a fresh token to every
+// store at once (MultiLocker.attempt) and counts their answers in a
+// ballot. The ballot decides as soon as the quorum is met or can no longer
+// be met, and outlives the attempt: stores may still answer after it
+// decided. A failed attempt is reported once the kind of failure can no
+// longer change (contention, when refusals alone rule the quorum out; a
+// store failure, when the quorum is missed even if every store still
+// answering refuses), without waiting for the other stores.
 //
-// A failed attempt releases the token on every store that granted it or
-// whose answer was an error (it may have applied the acquisition), and on
-// the stores still answering once they answer; stores that refused hold
-// nothing of the token. See release.
+// Release. A store may hold the token if it granted it, if its answer was
+// an error (the acquisition may have been applied, its answer lost), or if
+// the background work below asked it; a store that refused holds nothing
+// of it. The release asks every store that may hold the token — the
+// stores still answering once they have answered, since a release sent
+// earlier could overtake their acquisition, find nothing, and leave them
+// holding the lock until its TTL runs out. A failed attempt waits for the
+// releases of the stores that had answered when it was decided (bounded
+// by the store timeout) and leaves the others to the background. A release
+// that fails, or that finds nothing after an acquisition whose outcome was
+// unknown (it may still land: a request already on its way when its
+// caller gave up), is tried again in the background (core.later).
 //
-// A granted lock is recorded in the held set with its ballot while stores
-// are still answering, or while background work on it goes on: the stores
-// that failed are asked again ("backfill"). Unlock and Extend first stop
-// that work and wait for the calls under way, and release (or extend)
-// stores still answering only once they have answered: a release sent
-// earlier could overtake a slow store's acquisition, find nothing, and
-// leave that store holding the lock until its TTL runs out.
-//
-// Backfill. A lock granted by a bare quorum, while other stores failed (a
-// timeout, a reset connection), has fewer votes than it could: one more
-// store loss drops it below quorum while its holder still relies on it.
-// Extend repairs missing votes (see MultiLocker.repair), but a lock that is
-// never extended would keep its reduced redundancy for its whole TTL. So,
-// once every store has answered the attempt, the stores that failed are
-// asked again in the background, under the same token, for the TTL the
-// granting stores have left: at most backfillTries times, a store timeout
-// apart, and only while the lock is valid. The work exists only when some
-// store failed: a lock granted by stores that all answered pays nothing.
+// Grant and background work. A granted lock is recorded in the held set
+// with its ballot while stores are still answering or background work
+// goes on. A lock granted by a bare quorum has fewer votes than it could:
+// one more store loss drops it below quorum while its holder relies on
+// it. Extend repairs missing votes (MultiLocker.repair), but a lock that
+// is never extended would keep its reduced redundancy for its whole TTL.
+// So, once every store has answered the attempt, the stores that did not
+// grant it are asked again in the background, under the same token, for
+// the TTL the granting stores have left: those that failed, and those that
+// refused because a competing attempt held them (it releases them once it
+// fails, so the lock climbs above a bare majority). At most backfillTries
+// rounds, a store timeout apart, only while the lock is valid, and on
+// timers: no goroutine waits between rounds. A store that failed and then
+// refuses is done (another owner, or this lock's own earlier write whose
+// answer was lost); a store that refused is asked until the tries are
+// spent. Stores whose call ended because the caller's context did are not
+// asked again: a caller that gives up wants no more calls made for it.
 //
 // This is safe for the same reason repair is: while a quorum holds the
 // lock, no other owner can hold a quorum, and a store that another owner
-// took in the meantime refuses (its refusal, like any refusal, ends the
-// retries on that store). Stores that refused during the attempt are held
-// by another owner and are not asked again. Stores whose call ended
-// because the caller's context did are not asked again either: a caller
-// that gives up wants no more calls made for it.
+// holds refuses (SET NX semantics).
+//
+// Unlock and Extend first halt the background work and wait for the calls
+// under way (each bounded by the store timeout), so that none overtakes a
+// release or an extension.
 
-// ballot collects the answers of the stores to one attempt. It decides
-// as soon as the quorum is met or can no longer be met, and wakes the
-// caller then, once: the stores' answers are counted on whatever
-// goroutine delivers them.
+// ballot is one attempt's answers and, if it granted the lock, the lock's
+// background work. Everything after mu is guarded by it.
 type ballot struct {
 	m        *MultiLocker
 	resource string
@@ -58,15 +68,17 @@ type ballot struct {
 	stop     context.CancelFunc // ends the attempt's store context
 
 	mu                       sync.Mutex
-	errs                     []error
+	votes                    []error // store i's answer, once answered[i]
 	answered                 []bool
+	mayHold                  []bool // store i may hold the token (see the top of this file)
+	ambiguous                []bool // an acquisition on store i failed: it may yet land
 	granted, refused, failed int
 	received                 int
-	decided, met             bool
+	decided, met, ready      bool
 	atDecision               [3]int                 // granted, refused, failed when it decided
-	onAnswer                 func(i int, err error) // for the answers still to come, once a release began; called with mu held
+	onAnswer                 func(i int, err error) // set once a release began; called with mu held
 	lock                     *grant                 // set once the attempt granted the lock
-	decision                 chan struct{}          // closed once decided
+	readyc                   chan struct{}          // closed once decided and, for a failure, its kind certain
 	done                     chan struct{}          // closed once every store answered
 }
 
@@ -74,8 +86,9 @@ func newBallot(m *MultiLocker, resource, token string, stop context.CancelFunc) 
 	n := len(m.stores)
 	return &ballot{
 		m: m, resource: resource, token: token, stop: stop,
-		errs: make([]error, n), answered: make([]bool, n),
-		decision: make(chan struct{}), done: make(chan struct{}),
+		votes: make([]error, n), answered: make([]bool, n),
+		mayHold: make([]bool, n), ambiguous: make([]bool, n),
+		readyc: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
@@ -83,23 +96,31 @@ func newBallot(m *MultiLocker, resource, token string, stop context.CancelFunc) 
 func (b *ballot) cast(i int, err error) {
 	n, q := len(b.m.stores), b.m.quorum
 	b.mu.Lock()
-	b.errs[i], b.answered[i] = err, true
+	b.votes[i], b.answered[i] = err, true
 	b.received++
 	switch {
 	case err == nil:
 		b.granted++
+		b.mayHold[i] = true
 	case errors.Is(err, ErrNotAcquired):
 		b.refused++
 	default:
 		b.failed++
+		b.mayHold[i], b.ambiguous[i] = true, true
 	}
 	if !b.decided {
 		b.met = q.Met(b.granted, n)
 		if b.met || !q.Met(n-b.refused-b.failed, n) {
 			b.decided = true
 			b.atDecision = [3]int{b.granted, b.refused, b.failed}
-			close(b.decision)
 		}
+	}
+	// A failure's kind is certain once refusals alone rule the quorum out,
+	// or once it is missed even if every store still answering refuses.
+	pending := n - b.received
+	if b.decided && !b.ready && (b.met || !q.Met(n-b.refused, n) || q.Met(n-b.refused-pending, n)) {
+		b.ready = true
+		close(b.readyc)
 	}
 	if b.onAnswer != nil {
 		// Under mu, so that every late answer is handled before done
@@ -107,34 +128,31 @@ func (b *ballot) cast(i int, err error) {
 		b.onAnswer(i, err)
 	}
 	last := b.received == n
-	var backfill func()
 	if last && b.lock != nil {
-		backfill = b.lock.startLocked(b)
+		b.lock.schedule(b)
 	}
 	b.mu.Unlock()
 	if last {
 		b.stop()
 		close(b.done)
 	}
-	if backfill != nil {
-		backfill()
-	}
 }
 
-// outcome returns whether the quorum was met and the counts it decided
-// on, once decided.
+// outcome waits until the attempt is decided and, if it failed, the kind
+// of failure certain; it returns whether the quorum was met and the counts
+// it decided on.
 func (b *ballot) outcome() (met bool, counts [3]int) {
-	<-b.decision
+	<-b.readyc
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.met, b.atDecision
 }
 
-// failures returns the stores that answered other than with a grant.
-// Called with mu held.
+// failures returns the stores that answered other than with a grant, and
+// the counts of refusals and failures. Called with mu held.
 func (b *ballot) failures() []StoreError {
 	var out []StoreError
-	for i, err := range b.errs {
+	for i, err := range b.votes {
 		if b.answered[i] && err != nil {
 			out = append(out, b.m.storeError(i, err))
 		}
@@ -142,49 +160,91 @@ func (b *ballot) failures() []StoreError {
 	return out
 }
 
-// release releases the ballot's token on every store that may hold it and
-// returns the stores' errors in store order: at once on the stores that
-// answered the attempt, and on the stores still answering once they have
-// answered (see releaseOn). Stores that refused the token hold nothing
-// of it: their error is ErrNotHeld, without a call.
-func (b *ballot) release(ctx context.Context, op string) []error {
+// storeResult is the outcome of one store's release.
+type storeResult struct {
+	i   int
+	err error
+}
+
+// release starts releasing the token on every store that may hold it (see
+// the top of this file) and returns a channel on which each store's
+// outcome arrives once — ErrNotHeld, without a call, for a store that
+// cannot hold it — and which stores had answered the attempt when it
+// began. It returns a nil channel if a release of the token is under way
+// already.
+func (b *ballot) release(ctx context.Context, op string) (results <-chan storeResult, answered []bool) {
 	m := b.m
-	n := len(m.stores)
 	c := Call{Op: CallRelease, Resource: b.resource, Token: b.token}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	wg.Add(n)
-	release := func(i int, vote error) {
-		if errors.Is(vote, ErrNotAcquired) {
-			errs[i] = ErrNotHeld
-			wg.Done()
+	out := make(chan storeResult, len(m.stores))
+	releaseOne := func(i int, mayHold, ambiguous bool) {
+		if !mayHold {
+			out <- storeResult{i, ErrNotHeld}
 			return
 		}
 		m.releaseOn(ctx, op, i, c, func(i int, err error) {
-			errs[i] = err
-			wg.Done()
+			if err != nil && (!isOutcome(err) || ambiguous) {
+				m.releaseLater(ctx, op, c, []int{i})
+			}
+			out <- storeResult{i, err}
 		})
 	}
 	b.mu.Lock()
-	if b.onAnswer != nil { // another release of the token is under way: wait for every answer
+	if b.onAnswer != nil {
 		b.mu.Unlock()
+		return nil, nil
+	}
+	b.onAnswer = func(i int, err error) { releaseOne(i, b.mayHold[i], b.ambiguous[i]) }
+	answered = slices.Clone(b.answered)
+	mayHold, ambiguous := slices.Clone(b.mayHold), slices.Clone(b.ambiguous)
+	b.mu.Unlock()
+	for i, ok := range answered {
+		if ok {
+			releaseOne(i, mayHold[i], ambiguous[i])
+		}
+	}
+	return out, answered
+}
+
+// releaseAll releases the token on every store that may hold it, waiting
+// for the stores still answering, and returns the stores' errors in store
+// order. If a release is under way already (a concurrent Unlock), it waits
+// for every answer and asks every store.
+func (b *ballot) releaseAll(ctx context.Context, op string) []error {
+	errs := make([]error, len(b.m.stores))
+	results, _ := b.release(ctx, op)
+	if results == nil {
 		select {
 		case <-b.done:
 		case <-ctx.Done():
 			return fill(errs, ctxErr(ctx))
 		}
-		return m.releaseAll(ctx, op, c, nil)
+		return b.m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: b.resource, Token: b.token}, nil)
 	}
-	b.onAnswer = release
-	answered, votes := slices.Clone(b.answered), slices.Clone(b.errs)
-	b.mu.Unlock()
-	for i, ok := range answered {
+	for range errs {
+		r := <-results
+		errs[r.i] = r.err
+	}
+	return errs
+}
+
+// releaseFailed releases what a failed attempt may hold, and waits for the
+// releases of the stores that had answered (the others are released in the
+// background once they answer).
+func (b *ballot) releaseFailed(ctx context.Context, op string) {
+	results, answered := b.release(ctx, op)
+	left := 0
+	for _, ok := range answered {
 		if ok {
-			release(i, votes[i])
+			left++
 		}
 	}
-	wg.Wait()
-	return errs
+	for ; left > 0; left-- {
+		for r := range results {
+			if answered[r.i] {
+				break
+			}
+		}
+	}
 }
 
 func fill(errs []error, err error) []error {
@@ -194,88 +254,108 @@ func fill(errs []error, err error) []error {
 	return errs
 }
 
-// backfillTries bounds the background retries of each failed store.
+// backfillTries bounds the background rounds of a granted lock.
 const backfillTries = 2
 
-// grant is a granted lock's part of its ballot: what the background
-// retries need. Its fields after op are guarded by the ballot's mu.
+// grant is a granted lock's part of its ballot: its background work.
 type grant struct {
-	ctx    context.Context // the caller's, to tell its cancellation from a store failure
-	op     string
-	lock   Lock
-	expiry time.Time     // when the lock expires on the stores that granted it
-	work   *pendingVotes // the retries, once started
-	halted bool          // Unlock or Extend came: start none
+	ctx     context.Context // the caller's, to tell its cancellation from a store failure
+	op      string
+	lock    Lock
+	expiry  time.Time   // when the lock expires on the stores that granted it
+	refused []bool      // store i refused during the attempt
+	todo    []int       // the stores to ask in the next round
+	tries   int         // rounds made
+	round   *time.Timer // the next round, once set
+	busy    chan struct{}
+	halted  bool // Unlock or Extend came: make no further round
 }
-
-// pendingVotes is the background work on a granted lock.
-type pendingVotes struct {
-	done     chan struct{} // closed once the work has ended
-	stop     chan struct{} // closed to start no further retry
-	stopOnce sync.Once
-}
-
-// halt makes the work start no further retry.
-func (p *pendingVotes) halt() { p.stopOnce.Do(func() { close(p.stop) }) }
 
 // grant records that the attempt granted l, which expires on the stores at
 // expiry, and reports whether Unlock and Extend must wait for the ballot:
-// stores are still answering, or the background retries of failed stores
-// have started. It reports false when every store answered and none
-// failed.
+// stores are still answering, or background work is set.
 func (b *ballot) grant(ctx context.Context, op string, l Lock, expiry time.Time) bool {
 	b.mu.Lock()
-	g := &grant{ctx: ctx, op: op, lock: l, expiry: expiry}
-	b.lock = g
-	var backfill func()
-	allIn := b.received == len(b.m.stores)
-	if allIn {
-		backfill = g.startLocked(b)
+	defer b.mu.Unlock()
+	b.lock = &grant{ctx: ctx, op: op, lock: l, expiry: expiry}
+	if b.received < len(b.m.stores) {
+		return true // the last answer schedules the work (see cast)
 	}
-	b.mu.Unlock()
-	if backfill == nil {
-		return !allIn // the last answer may start the retries (see cast)
+	return b.lock.schedule(b)
+}
+
+// schedule sets the first background round, once every store answered,
+// if some store did not grant the lock, and reports whether it did.
+// Called with b.mu held.
+func (g *grant) schedule(b *ballot) bool {
+	if g.halted || g.round != nil {
+		return false
 	}
-	backfill()
+	g.refused = make([]bool, len(b.votes))
+	for i, err := range b.votes {
+		g.refused[i] = errors.Is(err, ErrNotAcquired)
+		caller := g.ctx.Err() != nil && errors.Is(err, g.ctx.Err())
+		if err != nil && !errors.Is(err, ErrNotHeld) && !caller {
+			g.todo = append(g.todo, i)
+		}
+	}
+	if len(g.todo) == 0 {
+		return false
+	}
+	g.round = time.AfterFunc(b.m.storeTimeout, b.backfill)
 	return true
 }
 
-// retryable reports whether a store that answered err is worth asking
-// again.
-func (g *grant) retryable(err error) bool {
-	return err != nil && !isOutcome(err) && !(g.ctx.Err() != nil && errors.Is(err, g.ctx.Err()))
-}
-
-// startLocked, called with b.mu held once every store answered, prepares
-// the background retries of the stores that failed and returns the
-// function that starts them, or nil if there are none to make.
-func (g *grant) startLocked(b *ballot) func() {
-	if g.halted || g.work != nil {
-		return nil
+// backfill is one background round: it asks the stores to do for the lock,
+// under its token, for the TTL the granting stores have left, and sets the
+// next round if stores are left and tries remain.
+func (b *ballot) backfill() {
+	m := b.m
+	b.mu.Lock()
+	g := b.lock
+	remaining := time.Until(g.expiry)
+	if g.halted || remaining <= m.storeTimeout || time.Until(g.lock.ValidUntil) <= m.storeTimeout {
+		b.mu.Unlock()
+		return // halted, or too late to be of use
 	}
-	var failed []int
-	for i, err := range b.errs {
-		if g.retryable(err) {
-			failed = append(failed, i)
+	todo := slices.Clone(g.todo)
+	for _, i := range todo {
+		b.mayHold[i] = true
+	}
+	g.busy = make(chan struct{})
+	b.mu.Unlock()
+
+	// The caller's Lock call has returned: its context no longer bounds
+	// the work, the lock's validity does.
+	c := Call{Op: CallAcquire, Resource: b.resource, Token: b.token, TTL: remaining}
+	errs := m.fanout(context.WithoutCancel(g.ctx), g.op, c, func(i int) bool { return slices.Contains(todo, i) })
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g.todo = g.todo[:0]
+	for _, i := range todo {
+		err := errs[i]
+		switch {
+		case err == nil, errors.Is(err, ErrNotHeld):
+		case errors.Is(err, ErrNotAcquired):
+			if g.refused[i] {
+				g.todo = append(g.todo, i) // the competitor may still hold it
+			}
+		default:
+			b.ambiguous[i] = true
+			g.todo = append(g.todo, i)
 		}
 	}
-	if len(failed) == 0 {
-		return nil
-	}
-	p := &pendingVotes{done: make(chan struct{}), stop: make(chan struct{})}
-	g.work = p
-	return func() {
-		go func() {
-			defer close(p.done)
-			// The caller's Lock call has returned: its context no longer
-			// bounds the work, the lock's validity does.
-			b.m.retryFailed(context.WithoutCancel(g.ctx), g.op, g.lock, g.expiry, failed, p.stop)
-		}()
+	g.tries++
+	close(g.busy)
+	g.busy = nil
+	if !g.halted && len(g.todo) > 0 && g.tries < backfillTries {
+		g.round.Reset(m.storeTimeout)
 	}
 }
 
 // settle waits until every store has answered the acquisition (see the
-// top of this file) and stops the background retries, waiting for those
+// top of this file) and halts the background work, waiting for the calls
 // under way. Extend calls it first.
 func (b *ballot) settle(ctx context.Context, op string) error {
 	select {
@@ -283,62 +363,29 @@ func (b *ballot) settle(ctx context.Context, op string) error {
 	case <-ctx.Done():
 		return &Error{Op: op, Resource: b.resource, Err: ctxErr(ctx)}
 	}
-	return b.haltBackfill(ctx, op)
+	return b.halt(ctx, op)
 }
 
-// haltBackfill stops the background retries, if any, and waits for the
-// calls under way; Unlock and Extend call it first.
-func (b *ballot) haltBackfill(ctx context.Context, op string) error {
+// halt stops the background work, if any, and waits for the calls under
+// way; Unlock and Extend call it first.
+func (b *ballot) halt(ctx context.Context, op string) error {
 	b.mu.Lock()
-	var p *pendingVotes
+	var busy chan struct{}
 	if g := b.lock; g != nil {
 		g.halted = true
-		p = g.work
+		if g.round != nil {
+			g.round.Stop()
+		}
+		busy = g.busy
 	}
 	b.mu.Unlock()
-	if p == nil {
+	if busy == nil {
 		return nil
 	}
-	p.halt()
 	select {
-	case <-p.done:
+	case <-busy:
 		return nil
 	case <-ctx.Done():
 		return &Error{Op: op, Resource: b.resource, Err: ctxErr(ctx)}
-	}
-}
-
-// retryFailed asks the failed stores again for l, until they answer, the
-// tries are spent, stop closes, or l's validity is nearly over. expiry is
-// when the lock expires on the stores that granted it.
-func (m *MultiLocker) retryFailed(ctx context.Context, op string, l Lock, expiry time.Time, failed []int, stop <-chan struct{}) {
-	for try := 0; try < backfillTries && len(failed) > 0; try++ {
-		// A store that has just failed seldom answers at once.
-		t := time.NewTimer(m.storeTimeout)
-		select {
-		case <-stop:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		remaining := time.Until(expiry)
-		if remaining <= m.storeTimeout || time.Until(l.ValidUntil) <= m.storeTimeout {
-			return // too late to be of use
-		}
-		c := Call{Op: CallAcquire, Resource: l.Resource, Token: l.Token, TTL: remaining}
-		asked := make(map[int]bool, len(failed))
-		for _, i := range failed {
-			asked[i] = true
-		}
-		errs := m.fanout(ctx, op, c, func(i int) bool { return asked[i] })
-		still := failed[:0]
-		for _, i := range failed {
-			// Granted, or refused (another owner, or this lock's own
-			// earlier write whose answer was lost): either way, done.
-			if err := errs[i]; err != nil && !errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrNotHeld) {
-				still = append(still, i)
-			}
-		}
-		failed = still
 	}
 }

@@ -62,8 +62,8 @@ func (h *heldSet) shard(resource string) *heldShard {
 	return &h.shards[maphash.String(h.seed, resource)%heldShards]
 }
 
-// put records l, which no store holds after expires. An extension (the
-// same resource and token) keeps what was attached to the lock.
+// put records l, which no store holds after expires, with nothing
+// attached.
 func (h *heldSet) put(l Lock, expires time.Time) { h.putAttached(l, expires, nil) }
 
 // putAttached records l, as put does, with x attached.
@@ -81,8 +81,6 @@ func (h *heldSet) putAttached(l Lock, expires time.Time, x any) {
 		}
 		e = &heldEntry{}
 		s.locks[l.Resource] = e
-	case e.inUse && e.lock.Token == l.Token && x == nil:
-		x = e.attached
 	}
 	*e = heldEntry{lock: l, expires: expires, attached: x, inUse: true}
 	s.mu.Unlock()

@@ -15,17 +15,21 @@ import (
 // soon as the quorum is met or can no longer be met. The lock's validity is
 // ttl − elapsed − drift, where drift = ttl×DriftFactor + 2ms + the largest
 // TTL granularity among the stores; the lock is granted only if the quorum
-// is met and validity remains. After a failed attempt the locker releases
-// the lock on every store that granted it or whose answer was lost,
-// before retrying.
+// is met and validity remains. A failed attempt returns once the kind of
+// failure is certain (contention or store failures), after releasing the
+// lock on every store that answered and may hold it; the stores still
+// answering are released in the background once they answer.
 //
-// Once a lock is granted, the stores that failed during the attempt are
-// asked again in the background, under the same token and for the TTL the
-// others have left (twice at most, a store timeout apart, while the lock
-// is valid), and each Extend re-takes the lock on stores that lost it: so
-// the lock regains the redundancy it could have, and one more store loss
-// does not drop it below quorum. Unlock and Extend first stop that work
-// and wait for the calls under way.
+// Once a lock is granted, the stores that did not grant it — those that
+// failed, and those that a competing attempt held — are asked again in the
+// background, under the same token and for the TTL the others have left
+// (twice at most, a store timeout apart, while the lock is valid), and
+// each Extend re-takes the lock on stores that lost it: so the lock
+// regains the redundancy it could have, and one more store loss does not
+// drop it below quorum. Unlock and Extend first stop that work and wait
+// for the calls under way. Unlock succeeds once a quorum released the
+// lock; releases that failed are tried again in the background. The
+// lifecycle is in ballot.go.
 //
 // With a majority quorum, mutual exclusion survives the loss of a minority
 // of the stores, provided stores that restart do not come back empty while
@@ -116,10 +120,8 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 		}
 		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, time.Since(start).Round(time.Microsecond))
 	}
-	// The attempt failed: release what it may hold. That waits for the
-	// stores still due to answer, so the failure is classified on every
-	// answer, not on whichever came first.
-	b.release(context.WithoutCancel(ctx), op)
+	// The attempt failed: release what it may hold (see ballot.go).
+	b.releaseFailed(context.WithoutCancel(ctx), op)
 	b.mu.Lock()
 	refused, failed := b.refused, b.failed
 	failures := b.failures()
@@ -245,9 +247,6 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 	switch {
 	case m.quorum.Met(released, n):
 		m.held.remove(l)
-		if len(failed) > 0 {
-			m.releaseLater(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, failed)
-		}
 		return nil
 	case len(failed) > 0 && m.quorum.Met(released+len(failed), n):
 		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, len(failed), n), failures)
@@ -258,16 +257,28 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 
 // release releases l on every store and returns their errors in store
 // order; for a lock whose ballot is still attached (see ballot.go), it
-// stops the background work first and releases store by store.
+// halts the background work first and releases store by store. The stores
+// whose release failed are asked again in the background.
 func (m *MultiLocker) release(ctx context.Context, op string, l Lock) []error {
 	b := m.ballot(l)
 	if b == nil {
-		return m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, nil)
+		c := Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}
+		errs := m.releaseAll(ctx, op, c, nil)
+		var failed []int
+		for i, err := range errs {
+			if err != nil && !isOutcome(err) {
+				failed = append(failed, i)
+			}
+		}
+		if len(failed) > 0 {
+			m.releaseLater(ctx, op, c, failed)
+		}
+		return errs
 	}
-	if err := b.haltBackfill(ctx, op); err != nil {
+	if err := b.halt(ctx, op); err != nil {
 		return fill(make([]error, len(m.stores)), err)
 	}
-	return b.release(ctx, op)
+	return b.releaseAll(ctx, op)
 }
 
 // ballot returns the ballot attached to l in the held set, or nil.

@@ -63,6 +63,7 @@ func TestMultiQuorumWithFailingStores(t *testing.T) {
 			for _, m := range ms {
 				m.ClearFaults()
 			}
+			synctest.Wait() // stores still answering are released once they answer
 			noResidue(t, ms...) // the two stores that granted were released
 		})
 	})
@@ -79,6 +80,7 @@ func TestMultiContention(t *testing.T) {
 			l := mustMulti(t, ls, nil)
 			_, err := l.TryLock(ctx, "res", time.Second)
 			wantIs(t, "TryLock(res) held elsewhere on 3 of 5 stores", err, lock.ErrNotAcquired)
+			synctest.Wait() // the stores still answering are released once they answer
 			noResidue(t, ms[3:]...)
 			for _, m := range ms[:3] {
 				if r := m.Resources(); len(r) != 1 {
@@ -101,6 +103,7 @@ func TestMultiLostRepliesLeaveNothingBehind(t *testing.T) {
 			l := mustMulti(t, ls, nil)
 			_, err := l.TryLock(t.Context(), "res", time.Second)
 			wantIs(t, "TryLock(res) with 3 lost replies", err, lock.ErrUnavailable)
+			synctest.Wait() // stores still answering are released once they answer
 			noResidue(t, ms...)
 		})
 	})
@@ -120,6 +123,7 @@ func TestMultiFailedCleanupIsRetried(t *testing.T) {
 			l := mustMulti(t, ls, nil)
 			_, err := l.TryLock(t.Context(), "res", time.Second)
 			wantIs(t, "TryLock(res) with 2 of 3 replies lost", err, lock.ErrUnavailable)
+			synctest.Wait() // stores still answering are released once they answer
 			noResidue(t, ms...)
 		})
 	})
@@ -302,6 +306,7 @@ func TestMultiUnanimous(t *testing.T) {
 			_, err := l.TryLock(t.Context(), "res", time.Second)
 			wantIs(t, "TryLock(res) unanimous with a failing store", err, lock.ErrUnavailable)
 			ms[1].ClearFaults()
+			synctest.Wait() // stores still answering are released once they answer
 			noResidue(t, ms...)
 			_, err = l.TryLock(t.Context(), "res", time.Second)
 			wantNil(t, "TryLock(res) unanimous", err)
@@ -413,6 +418,31 @@ func TestMultiUnlockToleratesAFailedMinority(t *testing.T) {
 				t.Fatalf("store m3 holds %q right after Unlock; want the lock it failed to release", got)
 			}
 			time.Sleep(time.Second) // fake time: the background retries
+			noResidue(t, ms...)
+		})
+	})
+}
+
+// Unlock releases the stores an extension re-took: a store that refused
+// the attempt (a competitor held it) and that Extend repaired holds the
+// lock too.
+func TestMultiUnlockReleasesRepairedStores(t *testing.T) {
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			ms, ls := memStores(5)
+			l := mustMulti(t, ls, nil)
+			competitor := holdElsewhere(t, ms[3], "r", time.Hour)
+			ms[4].Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset}) // background work follows
+			held, err := l.TryLock(ctx, "r", time.Minute)
+			wantNil(t, "TryLock(r) with a store held by a competitor and one failing", err)
+			wantNil(t, "competitor's release", ms[3].Release(ctx, "r", competitor.Token))
+			held, err = l.Extend(ctx, held, time.Minute)
+			wantNil(t, "Extend(r)", err)
+			if got := holds(t, ms, "r"); !all(got) {
+				t.Fatalf("stores holding the lock after Extend = %v; want all five, repaired", got)
+			}
+			wantNil(t, "Unlock(r)", l.Unlock(ctx, held))
 			noResidue(t, ms...)
 		})
 	})

@@ -80,7 +80,7 @@ func (r Retry) delay(n int) time.Duration {
 func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (l Lock, e *Error) {
 	ctx = c.obs.begin(ctx, op, resource)
 	t0 := c.obs.start()
-	n := 0
+	n, wakes := 0, 0
 	for ; ; n++ {
 		if n > 0 && c.gate.isShut() {
 			e = &Error{Err: ErrClosed}
@@ -100,13 +100,22 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 			break
 		}
 		d := retry.delay(n)
-		waiting := c.canWait && errors.Is(e.Err, ErrNotAcquired)
+		// A wake is followed by an attempt at once, but not more than
+		// maxWakes times in a row: a store whose wait returns while the
+		// resource is still held must not make Lock spin.
+		waiting := c.canWait && errors.Is(e.Err, ErrNotAcquired) && wakes < maxWakes
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: d, Waiting: waiting, Err: e.Err})
 		}
-		if !c.pause(ctx, op, resource, d, e, waiting) {
+		alive, woken := c.pause(ctx, op, resource, d, e, waiting)
+		if !alive {
 			e = canceled(ctx, e)
 			break
+		}
+		if woken {
+			wakes++
+		} else {
+			wakes = 0
 		}
 		if c.gate.isShut() {
 			e = &Error{Err: ErrClosed}
@@ -126,18 +135,21 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	return l, nil
 }
 
+// maxWakes bounds the attempts made at once after a wake, in a row.
+const maxWakes = 3
+
 // pause waits d, or until a release if waiting (the last attempt met
 // contention and the stores can notify releases), or until Shutdown. It
-// reports whether ctx is still alive.
-func (c *core) pause(ctx context.Context, op, resource string, d time.Duration, last *Error, waiting bool) bool {
+// reports whether ctx is still alive, and whether a release woke it.
+func (c *core) pause(ctx context.Context, op, resource string, d time.Duration, last *Error, waiting bool) (alive, woken bool) {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	defer context.AfterFunc(c.gate.closing, cancel)() // Shutdown ends the wait
 	if waiting && c.eng.wait(wctx, op, resource, last) {
-		return ctx.Err() == nil // woken by a release: try again at once
+		return ctx.Err() == nil, true // woken by a release: try again at once
 	}
 	<-wctx.Done()
-	return ctx.Err() == nil
+	return ctx.Err() == nil, false
 }
 
 // canceled turns the last attempt's error into the error of a call whose

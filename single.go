@@ -88,18 +88,31 @@ func (s *SingleLocker) unavailable(err error) *Error {
 // release that fails is tried again, up to cleanupTries times within the
 // store timeout: the fault that broke the acquisition often broke more
 // than one connection of the client, and a release failing at once on
-// another of them would leave the lock held until its TTL runs out.
+// another of them would leave the lock held until its TTL runs out. A
+// release that finds nothing does not settle it either: the acquisition
+// may still be on its way to the store (its caller gave up, not the
+// request). Unless a release succeeded, it goes on in the background
+// (core.later).
 func (s *SingleLocker) cleanup(ctx context.Context, op, resource, token string) {
+	if s.release(ctx, op, resource, token) != nil {
+		s.later(ctx, func(ctx context.Context) bool { return s.release(ctx, op, resource, token) == nil })
+	}
+}
+
+// release releases token once, retrying a failure within a store
+// timeout, and returns the last outcome.
+func (s *SingleLocker) release(ctx context.Context, op, resource, token string) (err error) {
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
 	for range cleanupTries {
 		t0 := s.obs.start()
-		err := s.store.Release(cctx, resource, token)
+		err = s.store.Release(cctx, resource, token)
 		s.obs.storeCall(ctx, op, resource, &s.store, "release", t0, err)
 		if err == nil || errors.Is(err, ErrNotHeld) || cctx.Err() != nil {
-			return
+			return err
 		}
 	}
+	return err
 }
 
 // IsLocked implements [Locker].

@@ -47,10 +47,7 @@
 //	store.Inject(memory.Fault{Ops: memory.OpRelease, Err: errors.New("connection reset")})
 //	store.Expire("orders/42") // the holder's next Extend reports lock.ErrNotHeld
 //
-// A lock.MultiLocker asks the stores that failed while it granted a lock
-// again in the background, until the lock is unlocked or its validity
-// runs out. A synctest test that makes a store fail should therefore
-// Unlock its locks (or sleep past their TTL) before it returns: the fake
-// clock stops when the test's main goroutine returns, and a retry still
-// waiting then is reported as a deadlock.
+// The lockers' background work after a store failure (a MultiLocker
+// asking failed stores again, releases tried again later) waits on timers,
+// not in goroutines, so a synctest test may end while some is pending.
 package memory
