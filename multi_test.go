@@ -63,7 +63,7 @@ func TestMultiQuorumWithFailingStores(t *testing.T) {
 			for _, m := range ms {
 				m.ClearFaults()
 			}
-			synctest.Wait() // stores still answering are released once they answer
+			synctest.Wait()     // stores still answering are released once they answer
 			noResidue(t, ms...) // the two stores that granted were released
 		})
 	})
