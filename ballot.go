@@ -8,95 +8,103 @@ import (
 	"time"
 )
 
-// A Redlock lock's life, from its attempt to its release: everything a
-// safety review needs is in this file.
+// A Redlock lock's life, from its attempt to its release: what a safety
+// review needs is in this file.
 //
-// Attempt. An attempt sends the same resource and a fresh token to every
-// store at once (MultiLocker.attempt) and counts their answers in a
-// ballot. The ballot decides as soon as the quorum is met or can no longer
-// be met, and outlives the attempt: stores may still answer after it
-// decided. A failed attempt is reported once the kind of failure can no
-// longer change (contention, when refusals alone rule the quorum out; a
-// store failure, when the quorum is missed even if every store still
-// answering refuses), without waiting for the other stores.
+// Attempt. MultiLocker.attempt sends the resource and a fresh token to
+// every store at once; a ballot counts the answers. It decides as soon as
+// the quorum is met or can no longer be met, and outlives the attempt:
+// stores may answer after it decided. A failure is reported once its kind
+// can no longer change: contention, when refusals alone rule the quorum
+// out; store failures, when the quorum is missed even if every store
+// still answering refuses.
+//
+// Fence. Each store answers a fenced acquisition with a fence above every
+// fence it gave before for the resource. The lock's fence F is the largest
+// among the stores that granted it when the quorum was met, and the lock
+// is granted only once a quorum of the granting stores give fences above
+// F from then on: those that answered F do, the others are raised to F
+// (FenceRaiser). A later lock is granted by a quorum, which shares a store
+// s with that one; this lock held s from before s was raised (or answered
+// F) until it was released or expired, and the later lock took s only
+// after that, so s gave it a fence above F, and so did its quorum. No
+// clock is involved. Only granting stores count: a store that refused was
+// held by another attempt, which may have taken it before the raise. The
+// other stores are raised in the background, so that the stores' fences
+// stay equal and the next lock seldom needs a raise before it is granted.
 //
 // Release. A store may hold the token if it granted it, if its answer was
-// an error (the acquisition may have been applied, its answer lost), or if
-// the background work below asked it; a store that refused holds nothing
-// of it. The release asks every store that may hold the token — the
-// stores still answering once they have answered, since a release sent
-// earlier could overtake their acquisition, find nothing, and leave them
-// holding the lock until its TTL runs out. A failed attempt waits for the
-// releases of the stores that had answered when it was decided (bounded
-// by the store timeout) and leaves the others to the background. A release
-// that fails, or that finds nothing after an acquisition whose outcome was
-// unknown (it may still land: a request already on its way when its
-// caller gave up), is tried again in the background (core.later).
+// an error (applied, its answer lost), or if the background work asked it;
+// a store that refused holds nothing of it. A release asks every store
+// that may hold the token, those still answering once they answered (a
+// release sent earlier could overtake their acquisition and find
+// nothing). A failed attempt waits for the releases of the stores that had
+// answered, and leaves the others to the background. A release that
+// fails, or finds nothing after an acquisition whose outcome was unknown
+// (it may still land: a request on its way when its caller gave up), is
+// tried again in the background (core.later).
 //
-// Grant and background work. A granted lock is recorded in the held set
-// with its ballot while stores are still answering or background work
-// goes on. A lock granted by a bare quorum has fewer votes than it could:
-// one more store loss drops it below quorum while its holder relies on
-// it. Extend repairs missing votes (MultiLocker.repair), but a lock that
-// is never extended would keep its reduced redundancy for its whole TTL.
-// So, once every store has answered the attempt, the stores that did not
-// grant it are asked again in the background, under the same token, for
-// the TTL the granting stores have left: those that failed, and those that
-// refused because a competing attempt held them (it releases them once it
-// fails, so the lock climbs above a bare majority). At most backfillTries
-// rounds, a store timeout apart, only while the lock is valid, and on
-// timers: no goroutine waits between rounds. A store that failed and then
-// refuses is done (another owner, or this lock's own earlier write whose
-// answer was lost); a store that refused is asked until the tries are
-// spent. Stores whose call ended because the caller's context did are not
-// asked again: a caller that gives up wants no more calls made for it.
-//
-// This is safe for the same reason repair is: while a quorum holds the
-// lock, no other owner can hold a quorum, and a store that another owner
-// holds refuses (SET NX semantics).
-//
-// Unlock and Extend first halt the background work and wait for the calls
-// under way (each bounded by the store timeout), so that none overtakes a
-// release or an extension.
+// Background work. A lock granted by a bare quorum has fewer votes than it
+// could: one more store loss drops it below quorum. Extend repairs missing
+// votes (MultiLocker.repair), but a lock never extended would keep its
+// reduced redundancy. So, once every store answered, the stores that did
+// not grant the lock are asked again, under its token, for the TTL the
+// granting stores have left: those that failed, and those that refused
+// because a competing attempt held them (it releases them once it fails).
+// At most backfillTries rounds, a store timeout apart, while the lock is
+// valid, on timers (no goroutine waits between rounds). A store that
+// failed and then refuses is done (another owner, or this lock's own
+// earlier write); one that refused is asked until the tries are spent.
+// Stores whose call ended because the caller's context did are not asked
+// again. It is safe for the reason repair is: while a quorum holds the
+// lock, no other owner can, and a store another owner holds refuses.
+// Unlock and Extend first halt this work and wait for the calls under way,
+// so that none overtakes a release or an extension.
 
 // ballot is one attempt's answers and, if it granted the lock, the lock's
 // background work. Everything after mu is guarded by it.
 type ballot struct {
 	m        *MultiLocker
+	ctx      context.Context // the caller's
+	op       string
 	resource string
 	token    string
 	stop     context.CancelFunc // ends the attempt's store context
 
 	mu                       sync.Mutex
-	votes                    []error // store i's answer, once answered[i]
+	votes                    []error  // store i's answer, once answered[i]
+	fences                   []uint64 // store i's fence, if it granted a fenced acquisition
 	answered                 []bool
-	mayHold                  []bool // store i may hold the token (see the top of this file)
+	mayHold                  []bool // store i may hold the token
 	ambiguous                []bool // an acquisition on store i failed: it may yet land
 	granted, refused, failed int
 	received                 int
 	decided, met, ready      bool
 	atDecision               [3]int                 // granted, refused, failed when it decided
+	fence                    uint64                 // F, once the quorum is met
+	established, raising     int                    // granting stores above F, and raises under way
+	unfenced                 bool                   // met, but F could not be established
 	onAnswer                 func(i int, err error) // set once a release began; called with mu held
 	lock                     *grant                 // set once the attempt granted the lock
-	readyc                   chan struct{}          // closed once decided and, for a failure, its kind certain
+	readyc                   chan struct{}          // closed by checkReady
 	done                     chan struct{}          // closed once every store answered
 }
 
-func newBallot(m *MultiLocker, resource, token string, stop context.CancelFunc) *ballot {
+func newBallot(ctx context.Context, m *MultiLocker, op, resource, token string, stop context.CancelFunc) *ballot {
 	n := len(m.stores)
 	return &ballot{
-		m: m, resource: resource, token: token, stop: stop,
-		votes: make([]error, n), answered: make([]bool, n),
+		m: m, ctx: ctx, op: op, resource: resource, token: token, stop: stop,
+		votes: make([]error, n), fences: make([]uint64, n), answered: make([]bool, n),
 		mayHold: make([]bool, n), ambiguous: make([]bool, n),
 		readyc: make(chan struct{}), done: make(chan struct{}),
 	}
 }
 
 // cast counts store i's answer.
-func (b *ballot) cast(i int, err error) {
+func (b *ballot) cast(i int, fence uint64, err error) {
 	n, q := len(b.m.stores), b.m.quorum
 	b.mu.Lock()
-	b.votes[i], b.answered[i] = err, true
+	b.votes[i], b.fences[i], b.answered[i] = err, fence, true
 	b.received++
 	switch {
 	case err == nil:
@@ -108,48 +116,115 @@ func (b *ballot) cast(i int, err error) {
 		b.failed++
 		b.mayHold[i], b.ambiguous[i] = true, true
 	}
-	if !b.decided {
+	var raise []int
+	switch {
+	case !b.decided:
 		b.met = q.Met(b.granted, n)
 		if b.met || !q.Met(n-b.refused-b.failed, n) {
 			b.decided = true
 			b.atDecision = [3]int{b.granted, b.refused, b.failed}
 		}
+		if b.met && b.m.fenced {
+			for j, ok := range b.answered {
+				if ok && b.votes[j] == nil {
+					b.fence = max(b.fence, b.fences[j])
+				}
+			}
+			for j, ok := range b.answered {
+				if ok && b.placeFence(j) {
+					raise = append(raise, j)
+				}
+			}
+		}
+	case b.met && b.m.fenced && b.placeFence(i):
+		raise = append(raise, i)
 	}
-	// A failure's kind is certain once refusals alone rule the quorum out,
-	// or once it is missed even if every store still answering refuses.
-	pending := n - b.received
-	if b.decided && !b.ready && (b.met || !q.Met(n-b.refused, n) || q.Met(n-b.refused-pending, n)) {
-		b.ready = true
-		close(b.readyc)
-	}
+	b.checkReady()
 	if b.onAnswer != nil {
-		// Under mu, so that every late answer is handled before done
-		// closes (onAnswer must not wait for anything that takes mu).
-		b.onAnswer(i, err)
+		b.onAnswer(i, err) // under mu, so that every late answer is handled before done closes
 	}
 	last := b.received == n
 	if last && b.lock != nil {
 		b.lock.schedule(b)
 	}
+	f := b.fence
 	b.mu.Unlock()
+	for _, j := range raise {
+		b.raise(j, f)
+	}
 	if last {
 		b.stop()
 		close(b.done)
 	}
 }
 
-// outcome waits until the attempt is decided and, if it failed, the kind
-// of failure certain; it returns whether the quorum was met and the counts
-// it decided on.
-func (b *ballot) outcome() (met bool, counts [3]int) {
+// checkReady wakes the attempt once it is decided and, if the quorum was
+// met, its fence established; for a failure, once its kind is certain.
+// Called with mu held.
+func (b *ballot) checkReady() {
+	n, q := len(b.m.stores), b.m.quorum
+	pending := n - b.received
+	switch {
+	case !b.decided || b.ready:
+		return
+	case b.met && b.m.fenced && !q.Met(b.established, n):
+		if q.Met(b.established+b.raising+pending, n) {
+			return // raises under way, or stores still answering, may do it
+		}
+		b.met, b.unfenced = false, true
+	case !b.met && q.Met(n-b.refused, n) && !q.Met(n-b.refused-pending, n):
+		return
+	}
+	b.ready = true
+	close(b.readyc)
+}
+
+// placeFence counts store i toward the quorum that established F, or
+// reports that it must be raised. Called with mu held.
+func (b *ballot) placeFence(i int) (raise bool) {
+	switch {
+	case b.votes[i] == nil && b.fences[i] >= b.fence:
+		b.established++
+		return false
+	case b.votes[i] == nil:
+		b.raising++
+		return true
+	}
+	return b.ctx.Err() == nil // no call made for a caller who gave up
+}
+
+// raise raises store i's fences to f: for a granting store, to establish
+// the lock's fence; for the others, to keep the stores' fences equal.
+func (b *ballot) raise(i int, f uint64) {
+	ctx := context.WithoutCancel(b.ctx)
+	rctx, cancel := context.WithTimeout(ctx, b.m.storeTimeout)
+	c := Call{Op: CallRaiseFence, Resource: b.resource, Fence: f}
+	b.m.start(ctx, rctx, b.op, i, c, func(i int, _ uint64, err error) {
+		cancel()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.votes[i] == nil {
+			b.raising--
+			if err == nil {
+				b.established++
+			}
+			b.checkReady()
+		}
+	})
+}
+
+// outcome waits until checkReady wakes the attempt; it returns whether
+// the quorum was met (and its fence established), the lock's fence, and
+// the counts the quorum was decided on.
+func (b *ballot) outcome() (met bool, fence uint64, counts [3]int) {
 	<-b.readyc
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.met, b.atDecision
+	return b.met, b.fence, b.atDecision
 }
 
-// failures returns the stores that answered other than with a grant, and
-// the counts of refusals and failures. Called with mu held.
+// failures returns the stores that answered other than with a grant.
+// Called with mu held.
 func (b *ballot) failures() []StoreError {
 	var out []StoreError
 	for i, err := range b.votes {
@@ -160,96 +235,57 @@ func (b *ballot) failures() []StoreError {
 	return out
 }
 
-// storeResult is the outcome of one store's release.
-type storeResult struct {
-	i   int
-	err error
-}
-
-// release starts releasing the token on every store that may hold it (see
-// the top of this file) and returns a channel on which each store's
-// outcome arrives once — ErrNotHeld, without a call, for a store that
-// cannot hold it — and which stores had answered the attempt when it
-// began. It returns a nil channel if a release of the token is under way
-// already.
-func (b *ballot) release(ctx context.Context, op string) (results <-chan storeResult, answered []bool) {
+// release releases the token on every store that may hold it, and returns
+// the stores' errors in store order: ErrNotHeld, without a call, for a
+// store that cannot hold it. With all set it waits for every store;
+// otherwise (a failed attempt) only for those that had answered, and the
+// errors of the others are nil. A second release of the token (a
+// concurrent Unlock) waits for every answer and asks every store.
+func (b *ballot) release(ctx context.Context, op string, all bool) []error {
 	m := b.m
 	c := Call{Op: CallRelease, Resource: b.resource, Token: b.token}
-	out := make(chan storeResult, len(m.stores))
+	errs := make([]error, len(m.stores))
+	results := make(chan storeResult, len(m.stores))
 	releaseOne := func(i int, mayHold, ambiguous bool) {
 		if !mayHold {
-			out <- storeResult{i, ErrNotHeld}
+			results <- storeResult{i, ErrNotHeld}
 			return
 		}
 		m.releaseOn(ctx, op, i, c, func(i int, err error) {
 			if err != nil && (!isOutcome(err) || ambiguous) {
 				m.releaseLater(ctx, op, c, []int{i})
 			}
-			out <- storeResult{i, err}
+			results <- storeResult{i, err}
 		})
 	}
 	b.mu.Lock()
 	if b.onAnswer != nil {
 		b.mu.Unlock()
-		return nil, nil
-	}
-	b.onAnswer = func(i int, err error) { releaseOne(i, b.mayHold[i], b.ambiguous[i]) }
-	answered = slices.Clone(b.answered)
-	mayHold, ambiguous := slices.Clone(b.mayHold), slices.Clone(b.ambiguous)
-	b.mu.Unlock()
-	for i, ok := range answered {
-		if ok {
-			releaseOne(i, mayHold[i], ambiguous[i])
-		}
-	}
-	return out, answered
-}
-
-// releaseAll releases the token on every store that may hold it, waiting
-// for the stores still answering, and returns the stores' errors in store
-// order. If a release is under way already (a concurrent Unlock), it waits
-// for every answer and asks every store.
-func (b *ballot) releaseAll(ctx context.Context, op string) []error {
-	errs := make([]error, len(b.m.stores))
-	results, _ := b.release(ctx, op)
-	if results == nil {
 		select {
 		case <-b.done:
 		case <-ctx.Done():
 			return fill(errs, ctxErr(ctx))
 		}
-		return b.m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: b.resource, Token: b.token}, nil)
+		return m.releaseAll(ctx, op, c, nil)
 	}
-	for range errs {
-		r := <-results
-		errs[r.i] = r.err
-	}
-	return errs
-}
-
-// releaseFailed releases what a failed attempt may hold, and waits for the
-// releases of the stores that had answered (the others are released in the
-// background once they answer).
-func (b *ballot) releaseFailed(ctx context.Context, op string) {
-	results, answered := b.release(ctx, op)
-	left := 0
-	for _, ok := range answered {
+	b.onAnswer = func(i int, _ error) { releaseOne(i, b.mayHold[i], b.ambiguous[i]) }
+	answered := slices.Clone(b.answered)
+	mayHold, ambiguous := slices.Clone(b.mayHold), slices.Clone(b.ambiguous)
+	b.mu.Unlock()
+	wait := 0
+	for i, ok := range answered {
 		if ok {
-			left++
+			releaseOne(i, mayHold[i], ambiguous[i])
+		}
+		if ok || all {
+			wait++
 		}
 	}
-	for ; left > 0; left-- {
-		for r := range results {
-			if answered[r.i] {
-				break
-			}
+	for wait > 0 {
+		if r := <-results; all || answered[r.i] { // not a straggler's, unless all
+			errs[r.i] = r.err
+			wait--
 		}
-	}
-}
-
-func fill(errs []error, err error) []error {
-	for i := range errs {
-		errs[i] = err
 	}
 	return errs
 }
@@ -354,9 +390,8 @@ func (b *ballot) backfill() {
 	}
 }
 
-// settle waits until every store has answered the acquisition (see the
-// top of this file) and halts the background work, waiting for the calls
-// under way. Extend calls it first.
+// settle waits until every store has answered the acquisition and halts
+// the background work; Extend calls it first.
 func (b *ballot) settle(ctx context.Context, op string) error {
 	select {
 	case <-b.done:

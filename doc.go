@@ -75,7 +75,8 @@
 //   - [Extender] (Extend): without it, Extend reports errors.ErrUnsupported
 //     and Run ends the function's context when the validity runs out.
 //   - [Fencer] (fencing tokens): without it, or with Options.NoFence,
-//     Lock.Fence is 0.
+//     Lock.Fence is 0. A MultiLocker fences when every store is a
+//     [FenceRaiser].
 //   - [Waiter] (wait for release): without it, waiters sleep their delay.
 //   - [TTLReader] (remaining TTL): not needed by the lockers.
 //   - [Granular] (coarse expiry): without it, expiry is taken as exact.
@@ -101,7 +102,8 @@
 //     mutual exclusion survives the loss of a minority of the stores,
 //     provided a store that restarts does not come back empty while locks
 //     it granted are still valid, and clocks do not run faster than the
-//     drift allowance. Redlock locks carry no fence.
+//     drift allowance. Redlock locks carry fences when every store can
+//     raise them (FenceRaiser): the memory store can.
 //   - No lock with a TTL survives a holder that pauses (GC, swap, a
 //     stopped VM) past its validity and then writes: guard such writes
 //     with a fence (Lock.Fence) that the protected resource checks, and

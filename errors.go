@@ -46,6 +46,11 @@ var (
 	// ErrMaxHold is the cause with which [Run] cancels its function's
 	// context when the maximum hold time set with [MaxHold] is reached.
 	ErrMaxHold = errors.New("lock: maximum hold time reached")
+
+	// ErrStaleFence reports a write refused by a [FenceGuard]: its fence
+	// is lower than that of a write the guard let through, so the writer's
+	// lock had expired and been taken by another since.
+	ErrStaleFence = errors.New("lock: stale fence")
 )
 
 // Error is the error type returned by the lockers. It names the operation

@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -112,18 +113,6 @@ func ExampleRun() {
 	// still locked: false
 }
 
-// ledger is a resource guarded by fencing tokens: it refuses writes whose
-// fence is lower than the highest it has seen.
-type ledger struct{ highest uint64 }
-
-func (g *ledger) write(fence uint64, what string) error {
-	if fence < g.highest {
-		return fmt.Errorf("stale write %q refused: fence %d < %d", what, fence, g.highest)
-	}
-	g.highest = fence
-	return nil
-}
-
 // A fence protects the resource from a holder whose lock expired while it
 // was paused: the next holder's fence is higher, so the stale write is
 // refused.
@@ -131,19 +120,77 @@ func ExampleLock_fence() {
 	ctx := context.Background()
 	store := memory.New()
 	locker, _ := lock.NewSingle(store, nil)
-	var g ledger
+	var guard lock.FenceGuard // the resource's side: here, an in-process ledger
+	write := func(l lock.Lock, what string) error {
+		return guard.Do("ledger", l.Fence, func() error { return nil /* write what */ })
+	}
 
 	slow, _ := locker.Lock(ctx, "ledger", time.Minute)
 	store.Expire("ledger") // the slow holder is paused past its TTL...
 
 	fast, _ := locker.Lock(ctx, "ledger", time.Minute)
 	fmt.Println("fences increase:", fast.Fence > slow.Fence)
-	fmt.Println(g.write(fast.Fence, "new balance"))
-	fmt.Println(g.write(slow.Fence, "old balance")) // ...and wakes up to write
+	fmt.Println(write(fast, "new balance"))
+	err := write(slow, "old balance") // ...and wakes up to write
+	fmt.Println(errors.Is(err, lock.ErrStaleFence), err)
 	// Output:
 	// fences increase: true
 	// <nil>
-	// stale write "old balance" refused: fence 1 < 2
+	// true lock: stale fence: fence 1 for "ledger", which a holder with fence 2 wrote since
+}
+
+// Redlock locks carry fences too, when every store can raise them: each
+// lock's fence is above that of every earlier lock, whichever majority of
+// the stores granted each. FenceGuard refuses the write of the holder
+// whose lock was lost.
+func ExampleFenceGuard() {
+	ctx := context.Background()
+	var stores []lock.Store
+	var mems []*memory.Store
+	for i := range 3 {
+		m := memory.New(memory.WithName(fmt.Sprintf("node%d", i)))
+		mems, stores = append(mems, m), append(stores, m)
+	}
+	locker, _ := lock.NewMulti(stores, nil)
+	var guard lock.FenceGuard
+
+	first, _ := locker.Lock(ctx, "report", time.Minute)
+	for _, m := range mems {
+		m.Expire("report") // the first holder is paused past its TTL
+	}
+	second, _ := locker.Lock(ctx, "report", time.Minute)
+	fmt.Println(guard.Do("report", second.Fence, func() error { return nil }))
+	err := guard.Do("report", first.Fence, func() error { return nil })
+	fmt.Println(second.Fence > first.Fence, errors.Is(err, lock.ErrStaleFence))
+	// Output:
+	// <nil>
+	// true true
+}
+
+// A resource in a database makes the fence check in the same statement as
+// the write: the row keeps the fence of its last writer, and a write
+// carrying a lower fence matches no row. (It needs a database to run: db
+// stands for one opened with database/sql.)
+func Example_fencedSQL() {
+	var db *sql.DB // sql.Open("pgx", dsn), say
+	ctx := context.Background()
+	locker, _ := lock.NewSingle(memory.New(), nil)
+
+	err := lock.Run(ctx, locker, "account/42", 30*time.Second, func(ctx context.Context, l lock.Lock) error {
+		res, err := db.ExecContext(ctx,
+			`UPDATE accounts SET balance = balance - $1, fence = $2 WHERE id = $3 AND fence <= $2`,
+			100, l.Fence, 42)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("account 42: %w (or no such account)", lock.ErrStaleFence)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
 }
 
 // Redlock: the lock is held when a majority of independent stores granted

@@ -21,17 +21,17 @@ import (
 // moment before sctx does (a client whose socket deadline, set from sctx,
 // fires before sctx's own timer), so that no error of a live ctx matches
 // DeadlineExceeded.
-func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call, done func(i int, err error)) {
+func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call, done func(i int, fence uint64, err error)) {
 	s := &m.stores[i]
 	t0 := m.obs.start()
 	var answered atomic.Bool
-	finish := func(_ uint64, err error) {
+	finish := func(fence uint64, err error) {
 		if answered.Swap(true) {
 			return // a broken store's second answer
 		}
 		err = m.storeTimedOut(ctx, sctx, err)
 		m.obs.storeCall(ctx, op, c.Resource, s, c.Op.String(), t0, err)
-		done(i, err)
+		done(i, fence, err)
 	}
 	switch {
 	case c.Op == CallExtend && s.ext == nil:
@@ -65,7 +65,7 @@ func (m *MultiLocker) fanout(ctx context.Context, op string, c Call, only func(i
 	for i := range m.stores {
 		if only == nil || only(i) {
 			wg.Add(1)
-			m.start(ctx, sctx, op, i, c, func(i int, err error) {
+			m.start(ctx, sctx, op, i, c, func(i int, _ uint64, err error) {
 				errs[i] = err
 				wg.Done()
 			})
@@ -83,8 +83,8 @@ func (m *MultiLocker) fanout(ctx context.Context, op string, c Call, only func(i
 func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, done func(i int, err error)) {
 	rctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
 	tries := 1
-	var released func(int, error)
-	released = func(_ int, err error) {
+	var released func(int, uint64, error)
+	released = func(_ int, _ uint64, err error) {
 		if err != nil && !errors.Is(err, ErrNotHeld) && rctx.Err() == nil && tries < cleanupTries {
 			tries++
 			m.start(ctx, rctx, op, i, c, released)
@@ -131,6 +131,19 @@ func (m *MultiLocker) releaseLater(ctx context.Context, op string, c Call, faile
 		failed = left
 		return len(failed) == 0
 	})
+}
+
+// storeResult is the outcome of one store's call.
+type storeResult struct {
+	i   int
+	err error
+}
+
+func fill(errs []error, err error) []error {
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
 }
 
 // fanoutFunc runs f, the storeOp of operation op, on every store

@@ -134,7 +134,7 @@ func eachPath(t *testing.T, test func(t *testing.T, memStores storesFunc)) {
 		test(t, func(n int) ([]*memory.Store, []lock.Store) {
 			ms, ls := memStores(n)
 			for i, m := range ms {
-				ls[i] = withoutStart{m, m, m, m}
+				ls[i] = withoutStart{m, m, m, m, m}
 			}
 			return ms, ls
 		})
@@ -144,6 +144,7 @@ func eachPath(t *testing.T, test func(t *testing.T, memStores storesFunc)) {
 // withoutStart is a memory store without lock.Starter.
 type withoutStart struct {
 	lock.Store
+	lock.FenceRaiser
 	lock.Extender
 	lock.Waiter
 	fmt.Stringer

@@ -18,8 +18,10 @@ type Lock struct {
 	ValidUntil time.Time `json:"validUntil"`
 	// Fence is a fencing token: strictly greater than the fence of every
 	// earlier lock on the same resource, so a resource guarded by the lock
-	// can refuse writes from a holder whose lock has expired. It is 0 when
-	// the store cannot fence (see [Fencer]) and for multi-store locks.
+	// can refuse writes from a holder whose lock has expired (see
+	// [FenceGuard]). It is 0 with Options.NoFence, when the store cannot
+	// fence ([Fencer]), and for a MultiLocker unless every store can raise
+	// fences ([FenceRaiser]).
 	Fence uint64 `json:"fence,omitempty"`
 }
 

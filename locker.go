@@ -86,14 +86,15 @@ type Options struct {
 	// retry, acquisition, extension, release and loss. Default: none.
 	Hook Hook
 
-	// NoFence makes a SingleLocker acquire without fencing even when its
-	// store can fence ([Fencer]): its locks then carry Fence 0. Mutual
-	// exclusion does not depend on fences; they let a protected resource
-	// refuse a holder whose lock expired. Fencing is cheap on the memory
-	// store but not on Redis, where it turns SET NX PX into a script
-	// (about 10% of the lock+unlock throughput of a loaded server; see
-	// docs/performance.md). A MultiLocker never fences. Default: fence
-	// whenever the store can.
+	// NoFence makes a locker acquire without fencing: its locks carry
+	// Fence 0. A SingleLocker then makes plain acquisitions even when its
+	// store can fence ([Fencer]); a MultiLocker, whose locks are fenced
+	// when every store can raise fences ([FenceRaiser]), makes plain
+	// acquisitions and no raises. Mutual exclusion does not depend on
+	// fences; they let a protected resource refuse a holder whose lock
+	// expired. Fencing costs nothing on the memory store; on Redis it turns
+	// SET NX PX into a script (see docs/performance.md). Default: fence
+	// whenever the stores can.
 	NoFence bool
 }
 

@@ -141,6 +141,8 @@ func TestBackgroundWorkLetsASynctestEnd(t *testing.T) {
 		ms[2].Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset})
 		_, err := l.TryLock(t.Context(), "r", time.Minute)
 		wantNil(t, "TryLock(r) with a store failing", err)
+		ms, ls = memStores(3)
+		l = mustMulti(t, ls, nil)
 		held, err := l.TryLock(t.Context(), "s", time.Minute)
 		wantNil(t, "TryLock(s)", err)
 		ms[1].Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset, Times: memory.Always})

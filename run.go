@@ -207,6 +207,7 @@ func (k *keeper) run(ctx context.Context) {
 			return // the hold limit canceled fn's context; let the lock run out
 		}
 		cur := k.current()
+		began := time.Now()
 		ectx, ecancel := context.WithDeadline(ctx, cur.ValidUntil)
 		extended, err := k.locker.Extend(ectx, cur, k.ttl)
 		ecancel()
@@ -219,7 +220,7 @@ func (k *keeper) run(ctx context.Context) {
 			k.cur, k.lastErr = extended, nil
 			k.mu.Unlock()
 			end.Reset(time.Until(extended.ValidUntil))
-			next.Reset(k.every)
+			next.Reset(k.every - time.Since(began)) // every from the last start, however long it took
 			continue
 		case ctx.Err() != nil:
 			return // fn's context is canceled with ctx

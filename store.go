@@ -114,7 +114,10 @@ type ResourceValidator interface {
 // FenceRaiser is a [Fencer] whose fences can be raised. A [MultiLocker]
 // uses it to give a lock taken in several stores one fence that every
 // later lock sees: it takes the largest fence its stores answered and
-// raises the others to it.
+// raises the others to it. A store whose fences move only by its own
+// acquisitions and raises (a counter, not a clock) lets stores that see
+// the same acquisitions answer the same fences, so that the locker
+// seldom needs a raise before it grants a lock.
 //
 // RaiseFence makes every fence that AcquireFenced hands out for resource
 // from now on greater than fence; it changes nothing if they already are.

@@ -15,7 +15,6 @@ import (
 // A Store is safe for concurrent use.
 type Store struct {
 	name   string
-	seed   maphash.Seed
 	epoch  time.Time // the store's clock reads the time elapsed since epoch: see now
 	faults faults
 	shards [shardCount]shard
@@ -73,7 +72,7 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
 // New returns an empty Store.
 func New(opts ...Option) *Store {
-	s := &Store{name: "memory", seed: maphash.MakeSeed(), epoch: time.Now()}
+	s := &Store{name: "memory", epoch: time.Now()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -84,7 +83,7 @@ func New(opts ...Option) *Store {
 func (s *Store) String() string { return s.name }
 
 func (s *Store) shard(resource string) *shard {
-	return &s.shards[maphash.String(s.seed, resource)%shardCount]
+	return &s.shards[maphash.String(seed, resource)%shardCount]
 }
 
 // Acquire implements [lock.Store].
@@ -92,6 +91,13 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	_, err := s.acquire(ctx, OpAcquire, resource, token, ttl)
 	return err
 }
+
+// seed places resources in shards. It is the same for every Store of the
+// process, so that a resource lives in the same shard of each: stores
+// that see the same acquisitions (those of one lock.MultiLocker) then hand
+// out the same fences, and the locker need not raise them (see
+// lock.FenceRaiser).
+var seed = maphash.MakeSeed()
 
 // AcquireFenced implements [lock.Fencer]: fences increase strictly for each
 // resource (they are drawn from a counter shared by the resources of one
