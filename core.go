@@ -128,7 +128,7 @@ func (c *core) resolve(op string, stores []Store) ([]storeRef, error) {
 }
 
 // Lock implements [Locker].
-func (c *core) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error) {
+func (c *core) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...LockOption) (Lock, error) {
 	const op = "lock"
 	if err := c.checkLock(ctx, op, resource, ttl); err != nil {
 		return Lock{}, err

@@ -70,7 +70,7 @@ func ExampleWithRetry() {
 		_ = holder.Unlock(ctx, held)
 	}()
 
-	// Up to 50 retries, 10ms apart at most (each delay is drawn from
+	// Up to 50 attempts, 10ms apart at most (each delay is drawn from
 	// [5ms, 10ms]); the memory store wakes the waiter as soon as the holder
 	// releases.
 	l, err := waiter.Lock(ctx, "nightly-backup", time.Minute,

@@ -14,7 +14,7 @@ type Locker interface {
 	// [Retry] and [WithRetry]). On failure the error matches ErrNotAcquired
 	// (held by another after every allowed attempt), a context error, or
 	// ErrUnavailable (stores failed).
-	Lock(ctx context.Context, resource string, ttl time.Duration, opts ...Option) (Lock, error)
+	Lock(ctx context.Context, resource string, ttl time.Duration, opts ...LockOption) (Lock, error)
 
 	// TryLock makes exactly one attempt, whatever the retry policy.
 	TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error)
@@ -56,7 +56,9 @@ type TokenGenerator interface {
 	Token() (string, error)
 }
 
-// Options configures a locker. The zero value (or nil) gives the defaults.
+// Options configures a locker: pass it to [NewSingle] or [NewMulti]. The
+// zero value (or nil) gives the defaults. (The options of one Lock or
+// [Run] call are [LockOption] values.)
 type Options struct {
 	// Tokens makes owner tokens. Default: tokengen.Random.
 	Tokens TokenGenerator
@@ -107,8 +109,13 @@ const (
 // MaxTTL is the longest TTL the lockers accept.
 const MaxTTL = 365 * 24 * time.Hour
 
-// Option is a per-call option of Lock and [Run].
-type Option func(*callOptions)
+// LockOption is an option of one Lock or [Run] call: [WithRetry],
+// [MaxHold], [ExtendEvery]. (A locker's own configuration is [Options].)
+type LockOption func(*callOptions)
+
+// Option is LockOption's former name, kept for code written before the
+// rename; it will be removed before v1.
+type Option = LockOption
 
 type callOptions struct {
 	retry       *Retry
@@ -117,24 +124,24 @@ type callOptions struct {
 }
 
 // WithRetry sets the retry policy of one Lock or Run call.
-func WithRetry(r Retry) Option {
+func WithRetry(r Retry) LockOption {
 	return func(o *callOptions) { o.retry = &r }
 }
 
 // MaxHold limits how long [Run] keeps a lock: at d after acquisition it
 // stops extending it and cancels the function's context with cause
 // [ErrMaxHold]. Lock ignores it.
-func MaxHold(d time.Duration) Option {
+func MaxHold(d time.Duration) LockOption {
 	return func(o *callOptions) { o.maxHold = d }
 }
 
 // ExtendEvery sets how often [Run] extends its lock: at least 1ms.
 // Default: a third of the TTL. Lock ignores it.
-func ExtendEvery(d time.Duration) Option {
+func ExtendEvery(d time.Duration) LockOption {
 	return func(o *callOptions) { o.extendEvery = d }
 }
 
-func collect(opts []Option) callOptions {
+func collect(opts []LockOption) callOptions {
 	var o callOptions
 	for _, opt := range opts {
 		if opt != nil {

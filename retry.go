@@ -14,8 +14,9 @@ import (
 // when the store can notify it ([Waiter]), for at most the delay, and
 // otherwise sleeps the delay.
 type Retry struct {
-	// Attempts is the number of attempts after the first one: 0 makes one
-	// attempt only, [Forever] retries until the context is done.
+	// Attempts is the number of attempts in all, the first included:
+	// Retry{Attempts: 3} makes three. 0 and 1 make one attempt only;
+	// [Forever] retries until the context is done.
 	Attempts int
 
 	// Delay is the wait before the first retry: at least 1ms when there
@@ -49,9 +50,9 @@ func (r Retry) validate() error {
 		return fmt.Errorf("Retry.Attempts is %d: want >= 0, or Forever", r.Attempts)
 	case r.Delay < 0:
 		return fmt.Errorf("Retry.Delay is %v: want >= 0", r.Delay)
-	case r.Attempts != 0 && r.Delay == 0:
+	case r.retries() && r.Delay == 0:
 		return errors.New("Retry.Delay is 0 with retries: want a positive delay")
-	case r.Attempts != 0 && r.Delay < minDelay:
+	case r.retries() && r.Delay < minDelay:
 		return fmt.Errorf("Retry.Delay is %v: want at least %v, or the retries spin", r.Delay, minDelay)
 	case r.MaxDelay < 0:
 		return fmt.Errorf("Retry.MaxDelay is %v: want >= 0", r.MaxDelay)
@@ -60,6 +61,13 @@ func (r Retry) validate() error {
 	}
 	return nil
 }
+
+// retries reports whether r makes more than one attempt.
+func (r Retry) retries() bool { return r.Attempts == Forever || r.Attempts > 1 }
+
+// last reports whether the attempt numbered n (from 0) is the last r
+// allows.
+func (r Retry) last(n int) bool { return r.Attempts != Forever && n+1 >= r.Attempts }
 
 // delay returns the jittered wait after the attempt numbered n (from 0).
 func (r Retry) delay(n int) time.Duration {
@@ -96,7 +104,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 			e = canceled(ctx, e)
 			break
 		}
-		if errors.Is(e.Err, ErrInvalid) || (retry.Attempts != Forever && n >= retry.Attempts) {
+		if errors.Is(e.Err, ErrInvalid) || retry.last(n) {
 			break
 		}
 		d := retry.delay(n)

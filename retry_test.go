@@ -56,11 +56,11 @@ func TestRetryCountAndJitter(t *testing.T) {
 		var all []time.Duration
 		for range 5 {
 			r.times = nil
-			_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 4, Delay: 100 * time.Millisecond}))
-			wantIs(t, "Lock(res) held elsewhere, 4 retries", err, lock.ErrNotAcquired)
+			_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 5, Delay: 100 * time.Millisecond}))
+			wantIs(t, "Lock(res) held elsewhere, 5 attempts", err, lock.ErrNotAcquired)
 			gaps := r.gaps()
 			if len(gaps) != 4 {
-				t.Fatalf("%d attempts; want 1 + 4 retries", len(gaps)+1)
+				t.Fatalf("%d attempts; want 5 (Retry.Attempts counts the first)", len(gaps)+1)
 			}
 			for _, g := range gaps {
 				if g < 50*time.Millisecond || g > 100*time.Millisecond {
@@ -85,7 +85,7 @@ func TestRetryExponentialBackoffCapped(t *testing.T) {
 		holdElsewhere(t, r, "res", time.Hour)
 		r.times = nil
 		l := mustSingle(t, r, nil)
-		_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 5, Delay: 100 * time.Millisecond, MaxDelay: 400 * time.Millisecond}))
+		_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 6, Delay: 100 * time.Millisecond, MaxDelay: 400 * time.Millisecond}))
 		wantIs(t, "Lock(res) held elsewhere", err, lock.ErrNotAcquired)
 		caps := []time.Duration{100, 200, 400, 400, 400}
 		gaps := r.gaps()
@@ -163,8 +163,8 @@ func TestStoreErrorsAreRetried(t *testing.T) {
 		m := memory.New()
 		m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset, Times: 2})
 		l := mustSingle(t, m, nil)
-		_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 2, Delay: time.Millisecond}))
-		wantNil(t, "Lock(res) after two store failures, two retries", err)
+		_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 3, Delay: time.Millisecond}))
+		wantNil(t, "Lock(res) after two store failures, three attempts", err)
 
 		m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset})
 		_, err = l.TryLock(t.Context(), "other", time.Second)

@@ -33,7 +33,7 @@ import (
 // Run returns the error of Lock if the lock could not be acquired, and
 // otherwise fn's error joined with the loss cause (if the lock was lost
 // while fn ran) and with Unlock's error (if the release failed).
-func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration, fn func(ctx context.Context, l Lock) error, opts ...Option) (err error) {
+func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration, fn func(ctx context.Context, l Lock) error, opts ...LockOption) (err error) {
 	const op = "run"
 	o := collect(opts)
 	switch {
