@@ -29,6 +29,31 @@ func TestRandomUniqueURLSafe128Bits(t *testing.T) {
 	}
 }
 
+// Every bit of a token is random: over many tokens each of the first 21
+// characters (six bits each) takes all 64 values, and the last (the two
+// bits left of 128) takes four.
+func TestRandomUsesEveryBit(t *testing.T) {
+	var seen [22]map[byte]bool
+	for i := range seen {
+		seen[i] = make(map[byte]bool)
+	}
+	for range 20000 {
+		tok, _ := tokengen.Random{}.Token()
+		for i := range len(tok) {
+			seen[i][tok[i]] = true
+		}
+	}
+	for i, s := range seen {
+		want := 64
+		if i == 21 {
+			want = 4
+		}
+		if len(s) != want {
+			t.Errorf("character %d of 20000 tokens took %d values; want %d", i, len(s), want)
+		}
+	}
+}
+
 func TestFixed(t *testing.T) {
 	if tok, err := tokengen.Fixed("me").Token(); tok != "me" || err != nil {
 		t.Errorf(`Fixed("me").Token() = %q, %v; want "me", nil`, tok, err)

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,4 +66,41 @@ func pairs(b *testing.B, pair func(ctx context.Context, resource, token string) 
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}
+
+// BenchmarkFloor is the floor under the others: a mutex and a map, with
+// an insertion and a deletion per pair, as a lock store needs at the
+// least.
+func BenchmarkFloor(b *testing.B) {
+	var mu sync.Mutex
+	m := make(map[string]string)
+	pairs(b, func(_ context.Context, resource, token string) error {
+		mu.Lock()
+		m[resource] = token
+		mu.Unlock()
+		mu.Lock()
+		delete(m, resource)
+		mu.Unlock()
+		return nil
+	})
+}
+
+type noopHook struct{}
+
+func (noopHook) Observe(context.Context, lock.Event) {}
+
+// BenchmarkSingleLockerHook is BenchmarkSingleLocker with a hook that
+// does nothing: what observing costs.
+func BenchmarkSingleLockerHook(b *testing.B) {
+	l, err := lock.NewSingle(memory.New(), &lock.Options{Hook: noopHook{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pairs(b, func(ctx context.Context, resource, _ string) error {
+		held, err := l.TryLock(ctx, resource, time.Minute)
+		if err != nil {
+			return err
+		}
+		return l.Unlock(ctx, held)
+	})
 }
