@@ -26,15 +26,17 @@ type core struct {
 	validators   []ResourceValidator
 	held         heldSet
 	gate         gate
+	clock        clock
 	obs          observer
 }
 
 // engine is the half of a locker that talks to its stores.
 type engine interface {
-	// attempt makes one acquisition attempt with a fresh token and, on
-	// success, records the lock in the held set. On failure it returns an
+	// attempt makes one acquisition attempt with a fresh token, started at
+	// start, and, on success, records the lock in the held set. It returns
+	// how long the attempt took until it was decided, and on failure an
 	// *Error whose Op and Resource the caller fills in.
-	attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, *Error)
+	attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error)
 	// wait waits, within ctx, for resource to be released after the
 	// attempt that returned last found it held. It reports whether a
 	// release woke it (false: ctx ended, or no store could wait).
@@ -65,8 +67,7 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	c.storeTimeout = o.StoreTimeout
 	c.retry = DefaultRetry
 	c.noFence = o.NoFence
-	c.obs = newObserver(o.Hook)
-	c.held.init()
+	c.obs = newObserver(o.Hook, &c.clock)
 	c.gate.init()
 	if c.tokens == nil {
 		c.tokens = tokengen.Random{}

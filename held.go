@@ -1,32 +1,34 @@
 package lock
 
 import (
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockkit/lock/internal/shard"
 )
 
 // heldSet remembers the locks a locker acquired and has not released, for
 // UnlockAll, until no store can hold them any more. It is sharded so that
 // goroutines locking distinct resources do not contend on one mutex.
 //
-// It keeps one lock per resource: the latest one this locker took. A
-// locker can take a resource again only once its earlier lock on it is
-// no longer held (locks are not re-entrant), so a new lock replaces the
-// record of the old one. Entries are keyed by resource and reused: once a
-// lock is released its entry stays, free, until its shard is swept, so
-// locking the same resource again costs no map insertion.
+// Within a shard it keeps one lock per resource: the latest one taken
+// under a token of that shard. A locker can take a resource again only
+// once its earlier lock on it is no longer held (locks are not
+// re-entrant), so a new lock replaces the record of the old one; a record
+// in another shard is dropped once it expires, and UnlockAll's release of
+// it finds nothing. Entries are keyed by resource and reused: once a lock
+// is released its entry stays, free, until its shard is swept, so locking
+// the same resource again costs no map insertion.
 //
-// Each entry carries the time after which no store can still hold its
-// lock. A lock that is never unlocked ("lock and let it expire") is
-// forgotten after that time: a shard sweeps out the free and expired
-// entries whenever it has doubled in size since its last sweep, and a
-// timer (the janitor) sweeps every shard once the earliest recorded lock
-// can have expired, so that memory stays bounded by the locks that can
-// still be held, whether the locker is busy or idle.
+// Each entry carries how long after its lock's validity a store may still
+// hold it. A lock that is never unlocked ("lock and let it expire") is
+// forgotten once no store can hold it: a shard sweeps out the free and
+// expired entries whenever it has doubled in size since its last sweep,
+// and a timer (the janitor) sweeps every shard once the earliest recorded
+// lock can have expired, so that memory stays bounded by the locks that
+// can still be held, whether the locker is busy or idle.
 type heldSet struct {
-	seed    maphash.Seed
 	armed   atomic.Bool // the janitor's timer is set
 	janitor *time.Timer
 	jmu     sync.Mutex // guards janitor
@@ -42,37 +44,36 @@ type heldShard struct {
 	_       [40]byte // keep shards on separate cache lines
 }
 
-// heldEntry is a held lock, the time after which no store can hold it,
-// and what the locker keeps with it, if anything (a MultiLocker: the
-// ballot of its acquisition while stores are still answering or
+// heldEntry is a held lock, how long after its validity a store may still
+// hold it, and what the locker keeps with it, if anything (a MultiLocker:
+// the ballot of its acquisition while stores are still answering or
 // background work goes on). An entry whose lock was released is free:
 // inUse is false.
 type heldEntry struct {
 	lock     Lock
-	expires  time.Time
+	beyond   time.Duration
 	attached any
 	inUse    bool
 }
 
-func (e *heldEntry) live(now time.Time) bool { return e.inUse && now.Before(e.expires) }
+func (e *heldEntry) expires() time.Time { return e.lock.ValidUntil.Add(e.beyond) }
 
-func (h *heldSet) init() { h.seed = maphash.MakeSeed() }
+func (e *heldEntry) live(now time.Time) bool { return e.inUse && now.Before(e.expires()) }
 
-func (h *heldSet) shard(resource string) *heldShard {
-	return &h.shards[maphash.String(h.seed, resource)%heldShards]
+func (h *heldSet) shard(l Lock) *heldShard {
+	return &h.shards[shard.Of(l.Resource, heldShards)]
 }
 
-// put records l, which no store holds after expires, with nothing
-// attached.
-func (h *heldSet) put(l Lock, expires time.Time) { h.putAttached(l, expires, nil) }
+// put records l, which a store may hold until beyond after its validity,
+// with nothing attached.
+func (h *heldSet) put(l Lock, beyond time.Duration) { h.putAttached(l, beyond, nil) }
 
 // putAttached records l, as put does, with x attached.
-func (h *heldSet) putAttached(l Lock, expires time.Time, x any) {
-	s := h.shard(l.Resource)
+func (h *heldSet) putAttached(l Lock, beyond time.Duration, x any) {
+	s := h.shard(l)
 	s.mu.Lock()
 	e := s.locks[l.Resource]
-	switch {
-	case e == nil:
+	if e == nil {
 		if s.locks == nil {
 			s.locks = make(map[string]*heldEntry)
 		}
@@ -82,10 +83,10 @@ func (h *heldSet) putAttached(l Lock, expires time.Time, x any) {
 		e = &heldEntry{}
 		s.locks[l.Resource] = e
 	}
-	*e = heldEntry{lock: l, expires: expires, attached: x, inUse: true}
+	*e = heldEntry{lock: l, beyond: beyond, attached: x, inUse: true}
 	s.mu.Unlock()
 	if !h.armed.Load() {
-		h.arm(time.Until(expires))
+		h.arm(time.Until(l.ValidUntil) + beyond)
 	}
 }
 
@@ -96,8 +97,8 @@ func (s *heldShard) sweep(now time.Time) (next time.Time) {
 	for r, e := range s.locks {
 		if !e.live(now) {
 			delete(s.locks, r)
-		} else if next.IsZero() || e.expires.Before(next) {
-			next = e.expires
+		} else if next.IsZero() || e.expires().Before(next) {
+			next = e.expires()
 		}
 	}
 	s.sweepAt = 2*len(s.locks) + 64
@@ -142,7 +143,7 @@ func (h *heldSet) tidy() {
 
 // attached returns what is attached to l, or nil.
 func (h *heldSet) attached(l Lock) any {
-	s := h.shard(l.Resource)
+	s := h.shard(l)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.locks[l.Resource]; e != nil && e.inUse && e.lock.Token == l.Token {
@@ -153,7 +154,7 @@ func (h *heldSet) attached(l Lock) any {
 
 // remove forgets l, if it is the lock recorded for its resource.
 func (h *heldSet) remove(l Lock) {
-	s := h.shard(l.Resource)
+	s := h.shard(l)
 	s.mu.Lock()
 	if e := s.locks[l.Resource]; e != nil && e.inUse && e.lock.Token == l.Token {
 		*e = heldEntry{}

@@ -105,11 +105,12 @@ type Event struct {
 type observer struct {
 	hook  Hook
 	spans SpanHook // hook, if it is a SpanHook
+	clock *clock
 }
 
-func newObserver(h Hook) observer {
+func newObserver(h Hook, c *clock) observer {
 	sh, _ := h.(SpanHook)
-	return observer{hook: h, spans: sh}
+	return observer{hook: h, spans: sh, clock: c}
 }
 
 // begin tells a SpanHook that a call begins, and returns the context for
@@ -123,13 +124,13 @@ func (o observer) begin(ctx context.Context, op, resource string) context.Contex
 
 func (o observer) on() bool { return o.hook != nil }
 
-// start returns time.Now() if a hook is set, so that callers measure
+// start returns the time if a hook is set, so that callers measure
 // durations only when someone listens.
 func (o observer) start() time.Time {
 	if o.hook == nil {
 		return time.Time{}
 	}
-	return time.Now()
+	return o.clock.now()
 }
 
 func (o observer) emit(ctx context.Context, e Event) {
@@ -140,12 +141,19 @@ func (o observer) emit(ctx context.Context, e Event) {
 
 // storeCall reports a store call that began at t0.
 func (o observer) storeCall(ctx context.Context, op, resource string, s *storeRef, storeOp string, t0 time.Time, err error) {
+	if o.hook != nil {
+		o.storeCallTook(ctx, op, resource, s, storeOp, time.Since(t0), err)
+	}
+}
+
+// storeCallTook reports a store call that took d.
+func (o observer) storeCallTook(ctx context.Context, op, resource string, s *storeRef, storeOp string, d time.Duration, err error) {
 	if o.hook == nil {
 		return
 	}
 	o.hook.Observe(ctx, Event{
 		Kind: EventStoreCall, Op: op, Resource: resource,
 		Store: s.name, StoreIndex: s.index, StoreOp: storeOp,
-		Duration: time.Since(t0), Err: err,
+		Duration: d, Err: err,
 	})
 }

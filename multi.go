@@ -88,17 +88,16 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 	return m, nil
 }
 
-// attempt makes one Redlock attempt with a fresh token.
-func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, *Error) {
+// attempt implements engine: one Redlock attempt with a fresh token.
+func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
 	if ctx.Err() != nil {
-		return Lock{}, &Error{Err: ctxErr(ctx)}
+		return Lock{}, 0, &Error{Err: ctxErr(ctx)}
 	}
 	token, e := m.token()
 	if e != nil {
-		return Lock{}, e
+		return Lock{}, 0, e
 	}
 	n := len(m.stores)
-	start := time.Now()
 	sctx, stop := context.WithTimeout(ctx, m.storeTimeout)
 	b := newBallot(ctx, m, op, resource, token, stop)
 	acquire := Call{Op: CallAcquire, Resource: resource, Token: token, TTL: ttl}
@@ -109,6 +108,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 		m.start(ctx, sctx, op, i, acquire, b.cast)
 	}
 	met, fence, counts := b.outcome()
+	elapsed := time.Since(start)
 	if m.obs.on() {
 		var err error
 		if !met {
@@ -117,26 +117,26 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 				err = ErrUnavailable // failures, or a fence that could not be established
 			}
 		}
-		m.obs.emit(ctx, Event{Kind: EventQuorum, Op: op, Resource: resource, Granted: counts[0], Refused: counts[1], Failed: counts[2], Duration: time.Since(start), Err: err})
+		m.obs.emit(ctx, Event{Kind: EventQuorum, Op: op, Resource: resource, Granted: counts[0], Refused: counts[1], Failed: counts[2], Duration: elapsed, Err: err})
 	}
 	var cause error
 	if met {
-		if elapsed := time.Since(start); elapsed < m.validity(ttl) {
+		if elapsed < m.validity(ttl) {
 			// Stores still answering may yet take it under token, and
 			// those that failed are asked again in the background: Unlock
 			// and Extend wait for them (see ballot.go).
 			l := Lock{Resource: resource, Token: token, ValidUntil: m.validUntil(start, ttl), Fence: fence}
 			// Stores still answering, and backfill, take it for less than
 			// a store timeout from now.
-			expires := m.heldUntil(start.Add(elapsed+m.storeTimeout), ttl)
+			beyond := m.heldBeyond(elapsed+m.storeTimeout, ttl)
 			if b.grant(ctx, op, l, start.Add(ttl)) {
-				m.held.putAttached(l, expires, b)
+				m.held.putAttached(l, beyond, b)
 			} else {
-				m.held.put(l, expires)
+				m.held.put(l, beyond)
 			}
-			return l, nil
+			return l, elapsed, nil
 		}
-		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, time.Since(start).Round(time.Microsecond))
+		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, elapsed.Round(time.Microsecond))
 	}
 	// The attempt failed: release what it may hold (see ballot.go).
 	b.release(context.WithoutCancel(ctx), op, false)
@@ -155,7 +155,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	default:
 		cause = fmt.Errorf("%w: %d of %d stores failed; quorum %v not met", ErrUnavailable, failed, n, m.quorum)
 	}
-	return Lock{}, &Error{Err: cause, Stores: failures}
+	return Lock{}, elapsed, &Error{Err: cause, Stores: failures}
 }
 
 // wait implements engine: it waits on the stores that refused the last
@@ -321,7 +321,7 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 	}
 	defer m.gate.leave()
 	ctx = m.obs.begin(ctx, op, l.Resource)
-	start := time.Now()
+	start := m.obs.start()
 	next, err := m.extend(ctx, op, l, ttl)
 	if m.obs.on() {
 		m.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: next, Duration: time.Since(start), Err: err})
@@ -335,7 +335,7 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 			return Lock{}, err
 		}
 	}
-	start := time.Now()
+	start := m.clock.now()
 	errs := m.fanout(ctx, op, Call{Op: CallExtend, Resource: l.Resource, Token: l.Token, TTL: ttl}, nil)
 	extended, _ := m.tally(errs)
 	n := len(m.stores)
@@ -346,11 +346,12 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 	if m.quorum.Met(extended, n) {
 		next := l
 		next.ValidUntil = m.validUntil(start, ttl)
-		if elapsed := time.Since(start); elapsed < m.validity(ttl) {
-			m.held.put(next, m.heldUntil(start.Add(elapsed), ttl))
-			return next, nil
+		elapsed := time.Since(start)
+		if elapsed >= m.validity(ttl) {
+			return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, elapsed.Round(time.Microsecond)), failures)
 		}
-		return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, time.Since(start).Round(time.Microsecond)), failures)
+		m.held.put(next, m.heldBeyond(elapsed, ttl))
+		return next, nil
 	}
 	notHeld := countOutcomes(failures)
 	if !m.quorum.Met(n-notHeld, n) {

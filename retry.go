@@ -87,7 +87,8 @@ func (r Retry) delay(n int) time.Duration {
 // Resource set.
 func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (l Lock, e *Error) {
 	ctx = c.obs.begin(ctx, op, resource)
-	t0 := c.obs.start()
+	var first, start time.Time // the starts of the first and of the last attempt
+	var took time.Duration     // what the last attempt took
 	n, wakes := 0, 0
 	for ; ; n++ {
 		if n > 0 && c.gate.isShut() {
@@ -97,7 +98,10 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: n + 1})
 		}
-		if l, e = c.eng.attempt(ctx, op, resource, ttl); e == nil {
+		if start = c.clock.now(); n == 0 {
+			first = start
+		}
+		if l, took, e = c.eng.attempt(ctx, op, resource, ttl, start); e == nil {
 			break
 		}
 		if ctx.Err() != nil {
@@ -133,12 +137,12 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	if e != nil {
 		e.Op, e.Resource = op, resource
 		if c.obs.on() {
-			c.obs.emit(ctx, Event{Kind: EventNotAcquired, Op: op, Resource: resource, Attempt: n + 1, Duration: time.Since(t0), Err: e})
+			c.obs.emit(ctx, Event{Kind: EventNotAcquired, Op: op, Resource: resource, Attempt: n + 1, Duration: time.Since(first), Err: e})
 		}
 		return Lock{}, e
 	}
 	if c.obs.on() {
-		c.obs.emit(ctx, Event{Kind: EventAcquired, Op: op, Resource: resource, Lock: l, Attempt: n + 1, Duration: time.Since(t0)})
+		c.obs.emit(ctx, Event{Kind: EventAcquired, Op: op, Resource: resource, Lock: l, Attempt: n + 1, Duration: start.Sub(first) + took})
 	}
 	return l, nil
 }

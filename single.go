@@ -47,37 +47,35 @@ func (s *SingleLocker) wait(ctx context.Context, op, resource string, _ *Error) 
 	return err == nil
 }
 
-// attempt makes one acquisition attempt with a fresh token.
-func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, *Error) {
+// attempt implements engine.
+func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
 	if err := ctx.Err(); err != nil {
-		return Lock{}, &Error{Err: ctxErr(ctx)}
+		return Lock{}, 0, &Error{Err: ctxErr(ctx)}
 	}
 	token, e := s.token()
 	if e != nil {
-		return Lock{}, e
+		return Lock{}, 0, e
 	}
-	start := time.Now()
 	fence, err := acquireOn(ctx, s.store, resource, token, ttl)
-	s.obs.storeCall(ctx, op, resource, &s.store, "acquire", start, err)
-	if err != nil {
-		if errors.Is(err, ErrNotAcquired) {
-			return Lock{}, &Error{Err: ErrNotAcquired}
-		}
+	elapsed := time.Since(start)
+	s.obs.storeCallTook(ctx, op, resource, &s.store, "acquire", elapsed, err)
+	switch {
+	case errors.Is(err, ErrNotAcquired):
+		return Lock{}, elapsed, &Error{Err: ErrNotAcquired}
+	case err != nil:
 		// The outcome is unknown: the store may hold the lock under token.
 		s.cleanup(ctx, op, resource, token)
 		if ctx.Err() != nil {
-			return Lock{}, &Error{Err: ctxErr(ctx)}
+			return Lock{}, elapsed, &Error{Err: ctxErr(ctx)}
 		}
-		return Lock{}, s.unavailable(err)
-	}
-	elapsed := time.Since(start)
-	if elapsed >= s.validity(ttl) {
+		return Lock{}, elapsed, s.unavailable(err)
+	case elapsed >= s.validity(ttl):
 		s.cleanup(ctx, op, resource, token)
-		return Lock{}, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
+		return Lock{}, elapsed, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
 	}
 	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}
-	s.held.put(l, s.heldUntil(start.Add(elapsed), ttl))
-	return l, nil
+	s.held.put(l, s.heldBeyond(elapsed, ttl))
+	return l, elapsed, nil
 }
 
 func (s *SingleLocker) unavailable(err error) *Error {
@@ -139,7 +137,11 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 	ctx = s.obs.begin(ctx, op, l.Resource)
 	t0 := s.obs.start()
 	err := s.store.Release(ctx, l.Resource, l.Token)
-	s.obs.storeCall(ctx, op, l.Resource, &s.store, "release", t0, err)
+	var took time.Duration
+	if s.obs.on() {
+		took = time.Since(t0)
+		s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "release", took, err)
+	}
 	switch {
 	case err == nil:
 		s.held.remove(l)
@@ -150,7 +152,7 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 		err = s.fail(ctx, op, l.Resource, err)
 	}
 	if s.obs.on() {
-		s.obs.emit(ctx, Event{Kind: EventReleased, Op: op, Resource: l.Resource, Lock: l, Duration: time.Since(t0), Err: err})
+		s.obs.emit(ctx, Event{Kind: EventReleased, Op: op, Resource: l.Resource, Lock: l, Duration: took, Err: err})
 	}
 	return err
 }
@@ -166,16 +168,16 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%s cannot extend locks: %w", s.store.name, errors.ErrUnsupported)}
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
-	start := time.Now()
+	start := s.clock.now()
 	err := s.store.ext.Extend(ctx, l.Resource, l.Token, ttl)
-	s.obs.storeCall(ctx, op, l.Resource, &s.store, "extend", start, err)
 	elapsed := time.Since(start)
+	s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "extend", elapsed, err)
 	switch {
 	case err == nil && elapsed >= s.validity(ttl):
 		err = &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, elapsed.Round(time.Microsecond))}
 	case err == nil:
 		l.ValidUntil = s.validUntil(start, ttl)
-		s.held.put(l, s.heldUntil(start.Add(elapsed), ttl))
+		s.held.put(l, s.heldBeyond(elapsed, ttl))
 	case errors.Is(err, ErrNotHeld):
 		s.held.remove(l)
 		err = &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}

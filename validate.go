@@ -47,11 +47,12 @@ func (c *core) validUntil(start time.Time, ttl time.Duration) time.Time {
 	return start.Add(c.validity(ttl))
 }
 
-// heldUntil is the time after which no store can still hold a lock of
-// ttl whose last store answered at answered: a store's clock may run slow
-// by the drift allowance, and a coarse one round the TTL up.
-func (c *core) heldUntil(answered time.Time, ttl time.Duration) time.Time {
-	return answered.Add(ttl + c.drift(ttl))
+// heldBeyond is how long after its validity a store may still hold a
+// lock of ttl whose last store answered elapsed after the acquisition or
+// extension began: a store's clock may run slow by the drift allowance,
+// and a coarse one round the TTL up.
+func (c *core) heldBeyond(elapsed, ttl time.Duration) time.Duration {
+	return elapsed + 2*c.drift(ttl)
 }
 
 // checkResource validates a resource name.

@@ -3,12 +3,12 @@ package memory
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/lockkit/lock"
+	keyshard "github.com/lockkit/lock/internal/shard"
 )
 
 // Store is an in-memory lock store. The zero value is not usable; call New.
@@ -82,8 +82,13 @@ func New(opts ...Option) *Store {
 // String returns the store's name.
 func (s *Store) String() string { return s.name }
 
+// shard returns the shard of resource. A resource lives in the same
+// shard of every Store (package internal/shard hashes without a seed), so that stores
+// that see the same acquisitions (those of one lock.MultiLocker) hand out
+// the same fences, and the locker need not raise them (see
+// lock.FenceRaiser).
 func (s *Store) shard(resource string) *shard {
-	return &s.shards[maphash.String(seed, resource)%shardCount]
+	return &s.shards[keyshard.Of(resource, shardCount)]
 }
 
 // Acquire implements [lock.Store].
@@ -91,13 +96,6 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	_, err := s.acquire(ctx, OpAcquire, resource, token, ttl)
 	return err
 }
-
-// seed places resources in shards. It is the same for every Store of the
-// process, so that a resource lives in the same shard of each: stores
-// that see the same acquisitions (those of one lock.MultiLocker) then hand
-// out the same fences, and the locker need not raise them (see
-// lock.FenceRaiser).
-var seed = maphash.MakeSeed()
 
 // AcquireFenced implements [lock.Fencer]: fences increase strictly for each
 // resource (they are drawn from a counter shared by the resources of one
