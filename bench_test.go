@@ -2,7 +2,10 @@ package lock_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,4 +138,78 @@ func benchNames(b *testing.B, l lock.Locker, fresh bool, par int) {
 		b.RunParallel(func(pb *testing.PB) { run(pb.Next) })
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}
+
+// Contention on a store that cannot notify releases (memcached, here a
+// memory store without its Waiter): 16 workers lock one name, hold it 1ms
+// and unlock, again and again, for b.N acquisitions in all. "lockkit" is a SingleLocker with its
+// default policy; "backoff-500ms" is DefaultRetry itself, which backs off
+// from 10ms to 500ms (the default on such stores before); "poll-10ms"
+// tries every 10ms, the simple poller to match. Each worker pauses 1ms after its release before it locks again.
+// It reports the waits' p50, p99 and max and how many acquisitions
+// the least served worker got (min-per-worker: 0 means one starved).
+//
+//	go test -run '^$' -bench 'PollingContention' -benchtime 2000x -count 3 .
+func BenchmarkPollingContention(b *testing.B) {
+	const workers, hold = 16, time.Millisecond
+	policies := []struct {
+		name string
+		lock func(ctx context.Context, l lock.Locker) (lock.Lock, error)
+	}{
+		{"lockkit", func(ctx context.Context, l lock.Locker) (lock.Lock, error) {
+			return l.Lock(ctx, "contended", time.Minute)
+		}},
+		{"backoff-500ms", func(ctx context.Context, l lock.Locker) (lock.Lock, error) {
+			return l.Lock(ctx, "contended", time.Minute, lock.WithRetry(lock.DefaultRetry))
+		}},
+		{"poll-10ms", func(ctx context.Context, l lock.Locker) (lock.Lock, error) {
+			for {
+				held, err := l.TryLock(ctx, "contended", time.Minute)
+				if !errors.Is(err, lock.ErrNotAcquired) {
+					return held, err
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}},
+	}
+	for _, p := range policies {
+		b.Run(p.name, func(b *testing.B) {
+			l, _ := lock.NewSingle(basic{memory.New()}, nil)
+			ctx := context.Background()
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			waits := make([][]time.Duration, workers)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					for left.Add(-1) >= 0 {
+						t0 := time.Now()
+						held, err := p.lock(ctx, l)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						waits[w] = append(waits[w], time.Since(t0))
+						time.Sleep(hold)
+						_ = l.Unlock(ctx, held)
+						time.Sleep(hold)
+					}
+				})
+			}
+			wg.Wait()
+			var all []time.Duration
+			least := b.N
+			for _, ws := range waits {
+				all = append(all, ws...)
+				least = min(least, len(ws))
+			}
+			slices.Sort(all)
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			b.ReportMetric(ms(all[len(all)/2]), "p50-ms")
+			b.ReportMetric(ms(all[len(all)*99/100]), "p99-ms")
+			b.ReportMetric(ms(all[len(all)-1]), "max-ms")
+			b.ReportMetric(float64(least), "min-per-worker")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "acq/s")
+		})
+	}
 }

@@ -94,8 +94,9 @@ func (c *core) init(op string, o *Options, eng engine) error {
 }
 
 // resolve wraps each store with its capabilities and records the stores'
-// granularity, validators and ability to wait in c.
-func (c *core) resolve(op string, stores []Store) ([]storeRef, error) {
+// granularity, validators and ability to wait in c, which decides the
+// default retry policy (see DefaultRetry).
+func (c *core) resolve(op string, stores []Store, o *Options) ([]storeRef, error) {
 	refs := make([]storeRef, len(stores))
 	for i, s := range stores {
 		if s == nil || isNilPointer(s) {
@@ -125,6 +126,7 @@ func (c *core) resolve(op string, stores []Store) ([]storeRef, error) {
 		}
 		refs[i] = r
 	}
+	c.retry.poll = !c.canWait && (o == nil || o.Retry == nil) // see DefaultRetry
 	return refs, nil
 }
 

@@ -81,7 +81,8 @@ type Options struct {
 	StoreTimeout time.Duration
 
 	// Retry is the retry policy of Lock when a call passes none.
-	// Default: [DefaultRetry], which retries until the context is done.
+	// Default: [DefaultRetry], which retries until the context is done
+	// (polling every 5–10ms at first on stores that cannot notify).
 	Retry *Retry
 
 	// Hook, if set, is told about every store call, quorum decision,

@@ -64,7 +64,7 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 	if len(stores) == 0 {
 		return nil, invalidf(op, "", "no stores")
 	}
-	refs, err := m.resolve(op, stores)
+	refs, err := m.resolve(op, stores, opts)
 	if err != nil {
 		return nil, err
 	}

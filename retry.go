@@ -27,6 +27,8 @@ type Retry struct {
 	// MaxDelay, when greater than Delay, makes the waits double after each
 	// attempt up to MaxDelay (exponential backoff). Zero keeps them at Delay.
 	MaxDelay time.Duration
+
+	poll bool // the locker's default on a store that cannot notify: see DefaultRetry
 }
 
 // Forever, as Retry.Attempts, retries until the context is done.
@@ -38,7 +40,16 @@ const minDelay = time.Millisecond
 
 // DefaultRetry is the retry policy of Lock unless the locker's Options or
 // the call say otherwise: retry until the context is done, backing off from
-// 10ms to 500ms, woken early by a release where the store supports it.
+// 10ms to 500ms, woken early by a release where the store supports it
+// ([Waiter]).
+//
+// On stores that cannot notify releases (memcached), a locker without a
+// policy of its own polls every 5–10ms for the first quarter of a second
+// of a wait, and backs off only after that, doubling the delay every
+// quarter of a second up to 500ms: waiters that back off at once lose the
+// lock, again and again, to those that poll faster, so their waits grow
+// long and some are never served, while waiters that never back off load
+// the store.
 var DefaultRetry = Retry{Attempts: Forever, Delay: 10 * time.Millisecond, MaxDelay: 500 * time.Millisecond}
 
 // NoRetry makes Lock behave as TryLock.
@@ -60,6 +71,23 @@ func (r Retry) validate() error {
 		return fmt.Errorf("Retry.MaxDelay (%v) is less than Retry.Delay (%v)", r.MaxDelay, r.Delay)
 	}
 	return nil
+}
+
+// pollGrace is how long a Lock on a store that cannot notify releases
+// polls every Delay (with the default policy) before it backs off.
+const pollGrace = 250 * time.Millisecond
+
+// pollDelay is the jittered wait of the default policy on a store that
+// cannot notify releases, after waiting for waited: Delay for pollGrace,
+// then doubling every pollGrace up to MaxDelay.
+func pollDelay(r Retry, waited time.Duration) time.Duration {
+	d := r.Delay
+	for w := waited - pollGrace; w > 0 && d < r.MaxDelay; w -= pollGrace {
+		d *= 2
+	}
+	d = min(d, max(r.MaxDelay, r.Delay))
+	half := d / 2
+	return half + time.Duration(rand.Int64N(int64(d-half)+1))
 }
 
 // retries reports whether r makes more than one attempt.
@@ -112,6 +140,9 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 			break
 		}
 		d := retry.delay(n)
+		if retry.poll {
+			d = pollDelay(retry, c.clock.now().Sub(first))
+		}
 		// A wake is followed by an attempt at once, but not more than
 		// maxWakes times in a row: a store whose wait returns while the
 		// resource is still held must not make Lock spin.

@@ -227,3 +227,46 @@ func TestCancellationAtEachStage(t *testing.T) {
 		}
 	}
 }
+
+// On a store that cannot notify releases, the default policy polls every
+// 5–10ms for a quarter of a second, as a fixed poller would, and backs off
+// only after that: a waiter that backs off at once loses the lock, again
+// and again, to those that poll faster.
+func TestDefaultRetryPollsBeforeBackingOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recording{basic: basic{memory.New()}}
+		holdElsewhere(t, r, "res", 240*time.Millisecond)
+		r.times = nil
+		l := mustSingle(t, r, nil)
+		_, err := l.Lock(t.Context(), "res", time.Second)
+		wantNil(t, "Lock(res) held elsewhere for 240ms", err)
+		gaps := r.gaps()
+		for i, g := range gaps {
+			if g < 5*time.Millisecond || g > 10*time.Millisecond {
+				t.Fatalf("retry %d waited %v; want within [5ms, 10ms] on a store that cannot notify", i+1, g)
+			}
+		}
+		if len(gaps) < 24 {
+			t.Errorf("%d retries in 240ms; want one every 5-10ms", len(gaps))
+		}
+
+		// Waiting longer, it backs off, up to MaxDelay.
+		holdElsewhere(t, r, "long", 5*time.Second)
+		r.times = nil
+		_, err = l.Lock(t.Context(), "long", time.Second)
+		wantNil(t, "Lock(long) held elsewhere for 5s", err)
+		gaps = r.gaps()
+		if last := gaps[len(gaps)-1]; last < 250*time.Millisecond || last > 500*time.Millisecond {
+			t.Errorf("the last retry of a 5s wait waited %v; want within [250ms, 500ms]", last)
+		}
+
+		// A policy the caller set is kept as it is.
+		holdElsewhere(t, r, "other", 240*time.Millisecond)
+		r.times = nil
+		_, err = l.Lock(t.Context(), "other", time.Second, lock.WithRetry(lock.DefaultRetry))
+		wantNil(t, "Lock(other) with DefaultRetry given", err)
+		if gaps := r.gaps(); len(gaps) > 6 {
+			t.Errorf("%d retries in 240ms with DefaultRetry given; want it to back off from the start", len(gaps))
+		}
+	})
+}

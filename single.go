@@ -28,7 +28,7 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 	if opts != nil && opts.Quorum != nil {
 		return nil, invalidf(op, "", "Options.Quorum applies to NewMulti only")
 	}
-	refs, err := s.resolve(op, []Store{store})
+	refs, err := s.resolve(op, []Store{store}, opts)
 	if err != nil {
 		return nil, err
 	}
