@@ -27,8 +27,9 @@
 //	defer locker.Unlock(context.WithoutCancel(ctx), l)
 //
 // [Run] wraps the usual pattern: acquire, keep the lock extended while a
-// function runs, cancel the function's context if the lock is lost, and
-// always release.
+// function runs, cancel the function's context if the lock is lost (at
+// its validity's end at the latest), and always release; [FromContext]
+// gives the function the lock as of its latest extension.
 //
 // # Validity
 //
@@ -48,7 +49,9 @@
 // delay that is randomised (so waiters do not hit the stores in waves) and
 // can grow exponentially up to a cap. On stores that can notify releases
 // ([Waiter]), a waiter wakes when the lock is released instead of sleeping
-// out its delay.
+// out its delay; on the others the default policy polls every 5–10ms for a
+// quarter of a second before it backs off, so that no waiter starves.
+// Retry.Attempts counts every attempt: Retry{Attempts: 3} makes three.
 //
 // # Errors
 //
@@ -67,6 +70,7 @@
 //     what the store may hold.
 //   - [ErrInvalid]: bad input, refused before anything is sent to a store.
 //   - [ErrClosed]: the locker was shut down.
+//   - [ErrStaleFence]: a [FenceGuard] refused a write whose fence is stale.
 //
 // # Capabilities
 //
@@ -107,5 +111,7 @@
 //   - No lock with a TTL survives a holder that pauses (GC, swap, a
 //     stopped VM) past its validity and then writes: guard such writes
 //     with a fence (Lock.Fence) that the protected resource checks, and
-//     refuse writes carrying a fence lower than the highest seen.
+//     refuse writes carrying a fence lower than the highest seen
+//     ([FenceGuard] in process; the same check in SQL is in the
+//     examples).
 package lock
