@@ -190,11 +190,13 @@ func (b *ballot) placeFence(i int) (raise bool) {
 		b.raising++
 		return true
 	}
-	return b.ctx.Err() == nil // no call made for a caller who gave up
+	// A store that refused, raised to keep the stores' fences equal; not
+	// one that failed (likely to fail again), nor for a caller who gave up.
+	return errors.Is(b.votes[i], ErrNotAcquired) && b.ctx.Err() == nil
 }
 
 // raise raises store i's fences to f: for a granting store, to establish
-// the lock's fence; for the others, to keep the stores' fences equal.
+// the lock's fence; for one that refused, to keep the stores' fences equal.
 func (b *ballot) raise(i int, f uint64) {
 	ctx := context.WithoutCancel(b.ctx)
 	rctx, cancel := context.WithTimeout(ctx, b.m.storeTimeout)

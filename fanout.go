@@ -30,7 +30,7 @@ func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call,
 			return // a broken store's second answer
 		}
 		err = m.storeTimedOut(ctx, sctx, err)
-		m.obs.storeCall(ctx, op, c.Resource, s, c.Op.String(), t0, err)
+		m.obs.storeCall(ctx, op, c.Resource, s, storeOps[c.Op], t0, err)
 		done(i, fence, err)
 	}
 	switch {
@@ -41,6 +41,16 @@ func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call,
 	default:
 		go func() { finish(c.Run(sctx, s.Store)) }()
 	}
+}
+
+// storeOps names the calls in Event.StoreOp: as SingleLocker names them,
+// an acquisition fenced or not.
+var storeOps = [...]string{
+	CallAcquire:       "acquire",
+	CallAcquireFenced: "acquire",
+	CallRelease:       "release",
+	CallExtend:        "extend",
+	CallRaiseFence:    "raisefence",
 }
 
 // storeTimedOut turns err, the error of a store call made within sctx

@@ -18,7 +18,7 @@ import (
 type raises struct{ n atomic.Int64 }
 
 func (r *raises) Observe(_ context.Context, e lock.Event) {
-	if e.Kind == lock.EventStoreCall && e.StoreOp == "raise fence" {
+	if e.Kind == lock.EventStoreCall && e.StoreOp == "raisefence" {
 		r.n.Add(1)
 	}
 }

@@ -91,7 +91,7 @@ type Event struct {
 
 	Store      string        // EventStoreCall: the store's name
 	StoreIndex int           // EventStoreCall: its position among the locker's stores
-	StoreOp    string        // EventStoreCall: "acquire", "release", "extend", "exists", "wait"
+	StoreOp    string        // EventStoreCall: "acquire", "release", "extend", "exists", "wait", "raisefence"
 	Duration   time.Duration // how long the call, attempt or operation took
 	Err        error
 
