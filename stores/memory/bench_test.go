@@ -37,8 +37,10 @@ func BenchmarkStoreFenced(b *testing.B) {
 	})
 }
 
-func BenchmarkSingleLocker(b *testing.B) {
-	l, err := lock.NewSingle(memory.New(), nil)
+func BenchmarkSingleLocker(b *testing.B) { lockerPairs(b, nil) }
+
+func lockerPairs(b *testing.B, opts *lock.Options) {
+	l, err := lock.NewSingle(memory.New(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,16 +93,4 @@ func (noopHook) Observe(context.Context, lock.Event) {}
 
 // BenchmarkSingleLockerHook is BenchmarkSingleLocker with a hook that
 // does nothing: what observing costs.
-func BenchmarkSingleLockerHook(b *testing.B) {
-	l, err := lock.NewSingle(memory.New(), &lock.Options{Hook: noopHook{}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	pairs(b, func(ctx context.Context, resource, _ string) error {
-		held, err := l.TryLock(ctx, resource, time.Minute)
-		if err != nil {
-			return err
-		}
-		return l.Unlock(ctx, held)
-	})
-}
+func BenchmarkSingleLockerHook(b *testing.B) { lockerPairs(b, &lock.Options{Hook: noopHook{}}) }
