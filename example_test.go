@@ -121,8 +121,9 @@ func ExampleLock_fence() {
 	store := memory.New()
 	locker, _ := lock.NewSingle(store, nil)
 	var guard lock.FenceGuard // the resource's side: here, an in-process ledger
+	var balance string
 	write := func(l lock.Lock, what string) error {
-		return guard.Do("ledger", l.Fence, func() error { return nil /* write what */ })
+		return guard.Do("ledger", l.Fence, func() error { balance = what; return nil })
 	}
 
 	slow, _ := locker.Lock(ctx, "ledger", time.Minute)
@@ -133,10 +134,12 @@ func ExampleLock_fence() {
 	fmt.Println(write(fast, "new balance"))
 	err := write(slow, "old balance") // ...and wakes up to write
 	fmt.Println(errors.Is(err, lock.ErrStaleFence), err)
+	fmt.Println("balance:", balance)
 	// Output:
 	// fences increase: true
 	// <nil>
 	// true lock: stale fence: fence 1 for "ledger", which a holder with fence 2 wrote since
+	// balance: new balance
 }
 
 // Redlock locks carry fences too, when every store can raise them: each
