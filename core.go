@@ -164,7 +164,7 @@ func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Durati
 	if c.gate.isShut() {
 		// Shutdown began while the lock was being taken, and waits for
 		// this call to leave before it releases what the locker holds.
-		_ = c.eng.Unlock(ctx, l)
+		_ = c.eng.Unlock(context.WithoutCancel(ctx), l)
 		return Lock{}, &Error{Op: op, Resource: resource, Err: ErrClosed}
 	}
 	return l, nil
