@@ -239,26 +239,22 @@ func (b *ballot) failures() []StoreError {
 
 // release releases the token on every store that may hold it, and returns
 // the stores' errors in store order: ErrNotHeld, without a call, for a
-// store that cannot hold it. With all set it waits for every store;
-// otherwise (a failed attempt) only for those that had answered, and the
-// errors of the others are nil. A second release of the token (a
-// concurrent Unlock) waits for every answer and asks every store.
+// store that cannot hold it. With all set (Unlock) it returns once a
+// quorum released it, or once every store answered; otherwise (a failed
+// attempt) once the stores that had answered the attempt answered. The
+// other stores are released in the background once they answer (see
+// collect). A second release of the token (a concurrent Unlock) waits for
+// every answer and asks every store.
 func (b *ballot) release(ctx context.Context, op string, all bool) []error {
 	m := b.m
 	c := Call{Op: CallRelease, Resource: b.resource, Token: b.token}
-	errs := make([]error, len(m.stores))
 	results := make(chan storeResult, len(m.stores))
 	releaseOne := func(i int, mayHold, ambiguous bool) {
 		if !mayHold {
 			results <- storeResult{i, ErrNotHeld}
 			return
 		}
-		m.releaseOn(ctx, op, i, c, func(i int, err error) {
-			if err != nil && (!isOutcome(err) || ambiguous) {
-				m.releaseLater(ctx, op, c, []int{i})
-			}
-			results <- storeResult{i, err}
-		})
+		m.releaseOn(ctx, op, i, c, true, ambiguous, results)
 	}
 	b.mu.Lock()
 	if b.onAnswer != nil {
@@ -266,30 +262,21 @@ func (b *ballot) release(ctx context.Context, op string, all bool) []error {
 		select {
 		case <-b.done:
 		case <-ctx.Done():
-			return fill(errs, ctxErr(ctx))
+			return fill(make([]error, len(m.stores)), ctxErr(ctx))
 		}
-		return m.releaseAll(ctx, op, c, nil)
+		return m.releaseAll(ctx, op, c, nil, true, true)
 	}
 	b.onAnswer = func(i int, _ error) { releaseOne(i, b.mayHold[i], b.ambiguous[i]) }
-	answered := slices.Clone(b.answered)
+	wait := slices.Clone(b.answered)
 	mayHold, ambiguous := slices.Clone(b.mayHold), slices.Clone(b.ambiguous)
 	b.mu.Unlock()
-	wait := 0
-	for i, ok := range answered {
+	for i, ok := range wait {
 		if ok {
 			releaseOne(i, mayHold[i], ambiguous[i])
 		}
-		if ok || all {
-			wait++
-		}
+		wait[i] = wait[i] || all
 	}
-	for wait > 0 {
-		if r := <-results; all || answered[r.i] { // not a straggler's, unless all
-			errs[r.i] = r.err
-			wait--
-		}
-	}
-	return errs
+	return m.collect(results, wait, all)
 }
 
 // backfillTries bounds the background rounds of a granted lock.

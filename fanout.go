@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -86,11 +85,13 @@ func (m *MultiLocker) fanout(ctx context.Context, op string, c Call, only func(i
 }
 
 // releaseOn releases c's token on store i, within a store timeout of
-// being asked, and calls done once with the outcome. A release that fails
-// is tried again, up to cleanupTries times within that timeout: the fault
+// being asked, and sends the outcome to results. A release that fails is
+// tried again, up to cleanupTries times within that timeout: the fault
 // that made a store fail often broke the connection the release goes out
-// on too.
-func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, done func(i int, err error)) {
+// on too. With later set, a release that still fails, or that finds
+// nothing where ambiguous says an acquisition may yet land there, goes on
+// in the background (releaseLater).
+func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, later, ambiguous bool, results chan<- storeResult) {
 	rctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
 	tries := 1
 	var released func(int, uint64, error)
@@ -101,45 +102,67 @@ func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, d
 			return
 		}
 		cancel()
-		done(i, err)
+		if later && err != nil && (!isOutcome(err) || ambiguous) {
+			m.releaseLater(ctx, op, c, i, ambiguous)
+		}
+		results <- storeResult{i, err}
 	}
 	m.start(ctx, rctx, op, i, c, released)
 }
 
 // releaseAll releases c's token on every store, or with only set on the
 // stores i for which only(i) is true (see releaseOn), and returns their
-// errors in store order.
-func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call, only func(i int) bool) []error {
-	errs := make([]error, len(m.stores))
-	var wg sync.WaitGroup
+// errors in store order; see collect for early.
+func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call, only func(i int) bool, later, early bool) []error {
+	results := make(chan storeResult, len(m.stores))
+	asked := make([]bool, len(m.stores))
 	for i := range m.stores {
-		if only != nil && !only(i) {
-			continue
+		if asked[i] = only == nil || only(i); asked[i] {
+			m.releaseOn(ctx, op, i, c, later, false, results)
 		}
-		wg.Add(1)
-		m.releaseOn(ctx, op, i, c, func(i int, err error) {
-			errs[i] = err
-			wg.Done()
-		})
 	}
-	wg.Wait()
+	return m.collect(results, asked, early)
+}
+
+// errAnswering stands for the outcome of a store still answering when
+// collect returned.
+var errAnswering = errors.New("still answering")
+
+// collect receives from results the outcomes of the stores i for which
+// wait[i] is true and returns them in store order. With early set, it
+// returns as soon as a quorum of the stores succeeded, and the outcomes
+// still to come are errAnswering: a release that a quorum applied is a
+// success, whatever a slow store answers.
+func (m *MultiLocker) collect(results <-chan storeResult, wait []bool, early bool) []error {
+	errs := make([]error, len(m.stores))
+	left, ok := 0, 0
+	for i, w := range wait {
+		if w {
+			errs[i] = errAnswering
+			left++
+		}
+	}
+	for ; left > 0 && !(early && m.quorum.Met(ok, len(m.stores))); left-- {
+		r := <-results
+		for !wait[r.i] { // another store's, not waited for
+			r = <-results
+		}
+		if errs[r.i] = r.err; r.err == nil {
+			ok++
+		}
+	}
 	return errs
 }
 
-// releaseLater releases c's token in the background on the stores i for
-// which failed(i) is true — stores whose release failed — until they
-// answer (see core.later).
-func (m *MultiLocker) releaseLater(ctx context.Context, op string, c Call, failed []int) {
+// releaseLater releases c's token in the background on store i, whose
+// release failed, or found nothing where ambiguous says an acquisition
+// may yet land there (see core.later): until it releases, or, unless
+// ambiguous, finds nothing.
+func (m *MultiLocker) releaseLater(ctx context.Context, op string, c Call, i int, ambiguous bool) {
+	only := func(j int) bool { return j == i }
 	m.later(ctx, func(ctx context.Context) bool {
-		left := failed[:0]
-		errs := m.releaseAll(ctx, op, c, func(i int) bool { return slices.Contains(failed, i) })
-		for _, i := range failed {
-			if err := errs[i]; err != nil && !isOutcome(err) {
-				left = append(left, i)
-			}
-		}
-		failed = left
-		return len(failed) == 0
+		err := m.releaseAll(ctx, op, c, only, false, false)[i]
+		return err == nil || (!ambiguous && isOutcome(err))
 	})
 }
 

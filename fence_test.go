@@ -124,6 +124,7 @@ func TestMultiFenceNeedsNoSecondRound(t *testing.T) {
 					last = held.Fence
 				}
 				wantNil(t, "Unlock("+name+")", l.Unlock(ctx, held))
+				synctest.Wait() // every store saw the release (Unlock returns once a quorum did)
 			}
 			if n := r.n.Load(); n != 0 {
 				t.Errorf("200 locks on stores whose fences were equal made %d RaiseFence calls; want none", n)

@@ -276,24 +276,14 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 }
 
 // release releases l on every store and returns their errors in store
-// order; for a lock whose ballot is still attached (see ballot.go), it
-// halts the background work first and releases store by store. The stores
-// whose release failed are asked again in the background.
+// order, once a quorum released it or every store answered; for a lock
+// whose ballot is still attached (see ballot.go), it halts the background
+// work first and releases store by store. The stores whose release failed
+// are asked again in the background.
 func (m *MultiLocker) release(ctx context.Context, op string, l Lock) []error {
 	b := m.ballot(l)
 	if b == nil {
-		c := Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}
-		errs := m.releaseAll(ctx, op, c, nil)
-		var failed []int
-		for i, err := range errs {
-			if err != nil && !isOutcome(err) {
-				failed = append(failed, i)
-			}
-		}
-		if len(failed) > 0 {
-			m.releaseLater(ctx, op, c, failed)
-		}
-		return errs
+		return m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, nil, true, true)
 	}
 	if err := b.halt(ctx, op); err != nil {
 		return fill(make([]error, len(m.stores)), err)

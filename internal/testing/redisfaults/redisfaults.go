@@ -288,8 +288,8 @@ func (f Factory) testRedlockPausedMaster(t *testing.T) {
 		if took := time.Since(start); took > bound {
 			t.Errorf("Unlock %d took %v with a store paused; want under %v", i, took, bound)
 		}
-		if !errors.Is(err, lock.ErrUnavailable) {
-			t.Errorf("Unlock %d with a store paused = %v; want lock.ErrUnavailable naming the paused store", i, err)
+		if err != nil {
+			t.Errorf("Unlock %d with 1 of 5 stores paused = %v; want nil: a quorum released it", i, err)
 		}
 	}
 	t.Logf("slowest TryLock with a store paused: %v (store timeout %v)", slowest, storeTimeout)
