@@ -239,11 +239,11 @@ func (b *ballot) failures() []StoreError {
 
 // release releases the token on every store that may hold it, and returns
 // the stores' errors in store order: ErrNotHeld, without a call, for a
-// store that cannot hold it. With all set (Unlock) it returns once a
-// quorum released it, or once every store answered; otherwise (a failed
-// attempt) once the stores that had answered the attempt answered. The
-// other stores are released in the background once they answer (see
-// collect). A second release of the token (a concurrent Unlock) waits for
+// store that cannot hold it. With all set (Unlock) it waits for every
+// store, or for a store timeout if a quorum released it by then (see
+// collect); otherwise (a failed attempt) for the stores that had answered
+// the attempt. The other stores are released in the background once they
+// answer. A second release of the token (a concurrent Unlock) waits for
 // every answer and asks every store.
 func (b *ballot) release(ctx context.Context, op string, all bool) []error {
 	m := b.m
@@ -264,7 +264,7 @@ func (b *ballot) release(ctx context.Context, op string, all bool) []error {
 		case <-ctx.Done():
 			return fill(make([]error, len(m.stores)), ctxErr(ctx))
 		}
-		return m.releaseAll(ctx, op, c, nil, true, true)
+		return m.releaseAll(ctx, op, c, nil, true, false)
 	}
 	b.onAnswer = func(i int, _ error) { releaseOne(i, b.mayHold[i], b.ambiguous[i]) }
 	wait := slices.Clone(b.answered)
@@ -276,7 +276,7 @@ func (b *ballot) release(ctx context.Context, op string, all bool) []error {
 		}
 		wait[i] = wait[i] || all
 	}
-	return m.collect(results, wait, all)
+	return m.collect(results, wait, !all)
 }
 
 // backfillTries bounds the background rounds of a granted lock.

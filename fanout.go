@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The fan-out of a MultiLocker: how one locker operation becomes calls to
@@ -112,8 +113,8 @@ func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, l
 
 // releaseAll releases c's token on every store, or with only set on the
 // stores i for which only(i) is true (see releaseOn), and returns their
-// errors in store order; see collect for early.
-func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call, only func(i int) bool, later, early bool) []error {
+// errors in store order; see collect for patient.
+func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call, only func(i int) bool, later, patient bool) []error {
 	results := make(chan storeResult, len(m.stores))
 	asked := make([]bool, len(m.stores))
 	for i := range m.stores {
@@ -121,7 +122,7 @@ func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call, only fu
 			m.releaseOn(ctx, op, i, c, later, false, results)
 		}
 	}
-	return m.collect(results, asked, early)
+	return m.collect(results, asked, patient)
 }
 
 // errAnswering stands for the outcome of a store still answering when
@@ -129,11 +130,13 @@ func (m *MultiLocker) releaseAll(ctx context.Context, op string, c Call, only fu
 var errAnswering = errors.New("still answering")
 
 // collect receives from results the outcomes of the stores i for which
-// wait[i] is true and returns them in store order. With early set, it
-// returns as soon as a quorum of the stores succeeded, and the outcomes
-// still to come are errAnswering: a release that a quorum applied is a
-// success, whatever a slow store answers.
-func (m *MultiLocker) collect(results <-chan storeResult, wait []bool, early bool) []error {
+// wait[i] is true and returns them in store order. With patient unset, it
+// returns once a quorum of the stores succeeded and a store timeout has
+// passed, and the outcomes still to come are errAnswering: a release that
+// a quorum applied is a success, and a store that answers in time is
+// released before the caller goes on, but a paused or slow store (or one
+// that answers past its calls' deadlines) does not hold the caller up.
+func (m *MultiLocker) collect(results <-chan storeResult, wait []bool, patient bool) []error {
 	errs := make([]error, len(m.stores))
 	left, ok := 0, 0
 	for i, w := range wait {
@@ -142,13 +145,27 @@ func (m *MultiLocker) collect(results <-chan storeResult, wait []bool, early boo
 			left++
 		}
 	}
-	for ; left > 0 && !(early && m.quorum.Met(ok, len(m.stores))); left-- {
-		r := <-results
-		for !wait[r.i] { // another store's, not waited for
-			r = <-results
-		}
-		if errs[r.i] = r.err; r.err == nil {
-			ok++
+	var late <-chan time.Time
+	if !patient {
+		t := time.NewTimer(m.storeTimeout)
+		defer t.Stop()
+		late = t.C
+	}
+	for left > 0 {
+		select {
+		case r := <-results:
+			if !wait[r.i] {
+				continue // another store's, not waited for
+			}
+			if errs[r.i] = r.err; r.err == nil {
+				ok++
+			}
+			left--
+		case <-late:
+			if m.quorum.Met(ok, len(m.stores)) {
+				return errs
+			}
+			late = nil
 		}
 	}
 	return errs
@@ -161,7 +178,7 @@ func (m *MultiLocker) collect(results <-chan storeResult, wait []bool, early boo
 func (m *MultiLocker) releaseLater(ctx context.Context, op string, c Call, i int, ambiguous bool) {
 	only := func(j int) bool { return j == i }
 	m.later(ctx, func(ctx context.Context) bool {
-		err := m.releaseAll(ctx, op, c, only, false, false)[i]
+		err := m.releaseAll(ctx, op, c, only, false, true)[i]
 		return err == nil || (!ambiguous && isOutcome(err))
 	})
 }

@@ -276,14 +276,15 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 }
 
 // release releases l on every store and returns their errors in store
-// order, once a quorum released it or every store answered; for a lock
+// order, once every store answered, or a store timeout passed with a
+// quorum released (see collect); for a lock
 // whose ballot is still attached (see ballot.go), it halts the background
 // work first and releases store by store. The stores whose release failed
 // are asked again in the background.
 func (m *MultiLocker) release(ctx context.Context, op string, l Lock) []error {
 	b := m.ballot(l)
 	if b == nil {
-		return m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, nil, true, true)
+		return m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, nil, true, false)
 	}
 	if err := b.halt(ctx, op); err != nil {
 		return fill(make([]error, len(m.stores)), err)

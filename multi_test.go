@@ -443,6 +443,7 @@ func TestMultiUnlockReleasesRepairedStores(t *testing.T) {
 				t.Fatalf("stores holding the lock after Extend = %v; want all five, repaired", got)
 			}
 			wantNil(t, "Unlock(r)", l.Unlock(ctx, held))
+			synctest.Wait()
 			noResidue(t, ms...)
 		})
 	})
