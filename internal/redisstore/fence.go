@@ -143,4 +143,3 @@ func (s *Store) LastFence(ctx context.Context, resource string) (uint64, bool, e
 	}
 	return fence, true, nil
 }
-

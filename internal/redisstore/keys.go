@@ -122,4 +122,3 @@ func CheckPrefix(option, prefix string) error {
 	}
 	return nil
 }
-

@@ -50,7 +50,6 @@ func New(c rueidis.Client, opts ...Option) (*Store, error) {
 	return &Store{s}, nil
 }
 
-
 // defaultName names a store after the node its client talks to.
 func defaultName(client rueidis.Client) string {
 	addrs := make([]string, 0, 8)
