@@ -389,9 +389,9 @@ func (f Factory) testCanceledLockLeavesNothing(t *testing.T) {
 	}
 	ctx := ctxFor(t, 60*time.Second)
 	canceled := 0
-	for i := range 1500 {
+	for i := range 3000 {
 		lctx, cancel := context.WithCancel(ctx)
-		time.AfterFunc(time.Duration(i%30)*50*time.Microsecond, cancel)
+		time.AfterFunc(time.Duration(i%40)*5*time.Microsecond, cancel)
 		held, err := l.Lock(lctx, fmt.Sprintf("r%d", i), 10*time.Second)
 		cancel()
 		if err == nil {
@@ -412,7 +412,7 @@ func (f Factory) testCanceledLockLeavesNothing(t *testing.T) {
 	if len(keys) != 0 {
 		t.Errorf("%d of %d canceled Lock calls left their lock held: %v", len(keys), canceled, keys[:min(len(keys), 5)])
 	}
-	t.Logf("%d of 1500 Lock calls canceled", canceled)
+	t.Logf("%d of 3000 Lock calls canceled", canceled)
 }
 
 // testReleaseHandsOff: a Release that wakes a waiter records a head start
