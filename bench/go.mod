@@ -8,7 +8,8 @@ require (
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.17.0
 	github.com/lockkit/lock v0.1.0
-	github.com/redis/go-redis/v9 v9.21.0
+	github.com/lockkit/lock/stores/goredis v0.1.0
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/redis/rueidis v1.0.79
 	github.com/redis/rueidis/rueidiscompat v1.0.76
 )

@@ -19,12 +19,12 @@ type Client interface {
 
 	// DoMulti sends cmds in one round trip, in order, on one connection
 	// to the node serving their keys (the store only puts commands on one
-	// slot together when their order matters), and returns their replies
-	// in order, bounded by ctx. With exclusive, no other caller's command
-	// may share the connection meanwhile and a cluster redirect is an
-	// error rather than followed: WAIT counts the writes of its
-	// connection.
-	DoMulti(ctx context.Context, cmds []Cmd, exclusive bool) []Reply
+	// slot together when their order matters), and writes their replies
+	// to replies (as long as cmds), bounded by ctx. With exclusive, no
+	// other caller's command may share the connection meanwhile and a
+	// cluster redirect is an error rather than followed: WAIT counts the
+	// writes of its connection.
+	DoMulti(ctx context.Context, cmds []Cmd, replies []Reply, exclusive bool)
 
 	// Subscribe subscribes to a shard channel (SSUBSCRIBE) and runs the
 	// subscription until ctx ends or it breaks: it calls confirmed for
@@ -60,7 +60,7 @@ type Cmd struct {
 	NKeys uint8
 	NArgs uint8
 	Keys  [3]string
-	Args  [4]string
+	Args  [5]string
 }
 
 // KeyList returns the command's keys.

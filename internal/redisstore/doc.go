@@ -43,29 +43,31 @@
 // Why fences keep increasing when the counter is lost or behind — a
 // restart without persistence, a failover to a replica that had not
 // received the last INCRs, a restart under the restart guard: fences are
-// kept at or above the server's clock in microseconds. When the INCR
-// answers less than the clock (PEXPIRETIME - ttl, in whole milliseconds,
-// times 1000), the store lifts the counter (liftScript: INCR, then SET
-// to TIME in microseconds if that is more) and takes the lifted value as
-// the fence. A counter that is never behind the clock by more than a
-// millisecond, and never ahead of it (it grows by one per acquisition, a
-// million times slower than the clock at most), hands out fences that are
-// never more than about a millisecond above the clock of the server
-// that granted them. A server that lost the counter, or a promoted
+// kept near the server's clock in microseconds. When the INCR answers less
+// than the clock (PEXPIRETIME - ttl, in whole milliseconds, times 1000),
+// the store lifts the counter (liftScript: INCR, then SET to TIME plus
+// LiftAhead, 50ms, if that is more) and takes the lifted value as the
+// fence. So fences are never more than LiftAhead (and the acquisitions of
+// a few ms) ahead of the clock of the server that granted them — the
+// counter grows by one per acquisition, a million times slower than the
+// clock at most — and a server that lost the counter, or a promoted
 // replica behind it, lifts it to its own clock before its first fence:
 // above every fence handed out before, including those the old master
 // granted but never replicated, provided
 //
 //   - the new server's clock, at its first grant, is ahead of the old
-//     server's clock at its last grant by more than a few milliseconds:
-//     true unless their clocks are skewed by about the failover time
-//     (seconds with Sentinel or Cluster; a restart takes milliseconds at
-//     least), and
+//     server's clock at its last grant by more than LiftAhead: true unless
+//     their clocks are skewed by about the failover time (seconds with
+//     Sentinel or Cluster) less LiftAhead; a counter lost altogether is
+//     lifted whatever the time, and a persisted restart that loses its
+//     last writes must take longer than LiftAhead;
 //   - no server's clock is set back by that much between a failover or
-//     restart and the previous grant, and
+//     restart and the previous grant; and
 //   - a server hands out fewer than a million fences a second (Redis
 //     cannot: a fenced acquisition and its release cost several
 //     microseconds of its single thread).
+//
+// docs/fencing.md has the argument for users.
 //
 // The counter never goes down (INCR, and a lift only raises it), so a
 // clock set back on a server that keeps its data changes nothing: the

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"sync"
 	"context"
 	"fmt"
 	"strconv"
@@ -28,11 +29,21 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 	if s.replicas > 0 {
 		return s.acquireReplicated(ctx, true, key, token, ttl)
 	}
-	var cmds [3]Cmd
-	n := s.fencedCmds(&cmds, key, token, ttl)
-	r := s.client.DoMulti(ctx, cmds[:n], false)
-	return s.fenced(ctx, key, token, ttl, r)
+	b := batches.Get().(*batch)
+	defer batches.Put(b)
+	n := s.fencedCmds((*[3]Cmd)(b.cmds[:3]), key, token, ttl)
+	s.client.DoMulti(ctx, b.cmds[:n], b.replies[:n], false)
+	return s.fenced(ctx, key, token, ttl, b.replies[:n])
 }
+
+// batch holds the commands and replies of one pipeline of a call: pooled,
+// as a slice passed through Client escapes to the heap.
+type batch struct {
+	cmds    [4]Cmd
+	replies [4]Reply
+}
+
+var batches = sync.Pool{New: func() any { return new(batch) }}
 
 // fencedCmds writes the commands of a fenced acquisition of the lock at
 // key into cmds and returns how many there are: SET NX PX, INCR of the
@@ -73,7 +84,7 @@ func (s *Store) fenced(ctx context.Context, key, token string, ttl time.Duration
 		case e.Int < 0:
 			return 0, fmt.Errorf("%s: the lock %q expired before its fence was taken (PEXPIRETIME %d): its TTL is shorter than the server took to answer", s.kind, key, e.Int)
 		default:
-			lift = counter.Int < (e.Int-Millis(ttl))*1000
+			lift = behind(counter.Int, e.Int, ttl)
 		}
 	}
 	if !lift {
@@ -82,10 +93,27 @@ func (s *Store) fenced(ctx context.Context, key, token string, ttl time.Duration
 	return s.lift(ctx, s.counterKey(key), 0)
 }
 
+// behind reports whether a fence counter's value c, taken with a lock of
+// the given TTL whose PEXPIRETIME was expireAt, is behind the server's
+// clock at that moment (in whole ms, as µs), so that it must be lifted.
+// liftScript puts a counter LiftAhead ahead of the clock: it is behind
+// again about LiftAhead later, so lifts are rare (and come in bursts of
+// the calls in flight), and fences stay within LiftAhead of the clock.
+func behind(c, expireAt int64, ttl time.Duration) bool {
+	return c < (expireAt-Millis(ttl))*1000
+}
+
+// LiftAhead is how far ahead of the server's clock a lift puts a fence
+// counter, in microseconds (50ms): see the package documentation on
+// fencing for what it bounds.
+const LiftAhead = 50_000
+
+var liftAheadArg = itoa(LiftAhead)
+
 // lift takes the next value of counter, lifted to at least the server's
 // clock in microseconds and to min: see liftScript.
 func (s *Store) lift(ctx context.Context, counter string, min uint64) (uint64, error) {
-	r := s.eval(ctx, liftScript, []string{counter}, strconv.FormatUint(min, 10))
+	r := s.eval(ctx, liftScript, []string{counter}, strconv.FormatUint(min, 10), liftAheadArg)
 	if r.Err != nil {
 		return 0, s.failed(ctx, fmt.Errorf("%s: fence counter: %w", s.kind, r.Err))
 	}

@@ -27,7 +27,7 @@ func (s *Store) guardedCmd(fenced bool, key, token string, ttl time.Duration) Cm
 	if fenced {
 		flag = "1"
 	}
-	return script(guardedScript, []string{key, s.counterKey(key), GuardKey}, token, s.ttlArg(ttl), s.guardArg, flag)
+	return script(guardedScript, []string{key, s.counterKey(key), GuardKey}, token, s.ttlArg(ttl), s.guardArg, flag, liftAheadArg)
 }
 
 // acquireGuarded is Acquire and AcquireFenced under the restart guard:

@@ -19,15 +19,17 @@ var ErrNotReplicated = fmt.Errorf("redis: lock not confirmed by enough replicas:
 // it, on a connection of its own (Client.DoMulti with exclusive), in one
 // round trip: WAIT counts the writes of the connection it runs on.
 func (s *Store) acquireReplicated(ctx context.Context, fenced bool, key, token string, ttl time.Duration) (uint64, error) {
-	var cmds [4]Cmd
+	b := batches.Get().(*batch)
+	defer batches.Put(b)
 	n := 1
 	if fenced {
-		n = s.fencedCmds((*[3]Cmd)(cmds[:3]), key, token, ttl)
+		n = s.fencedCmds((*[3]Cmd)(b.cmds[:3]), key, token, ttl)
 	} else {
-		cmds[0] = s.setNX(key, token, ttl)
+		b.cmds[0] = s.setNX(key, token, ttl)
 	}
-	cmds[n] = command("WAIT", nil, itoa(int64(s.replicas)), itoa(Millis(s.replicaTimeout)))
-	r := s.client.DoMulti(ctx, cmds[:n+1], true)
+	b.cmds[n] = command("WAIT", nil, itoa(int64(s.replicas)), itoa(Millis(s.replicaTimeout)))
+	s.client.DoMulti(ctx, b.cmds[:n+1], b.replies[:n+1], true)
+	r := b.replies[:n+1]
 	acquired, waited := r[0], r[n]
 
 	var fence uint64

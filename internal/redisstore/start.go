@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"strconv"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -124,7 +125,7 @@ func (s *Store) commands(sc *startedCall) int {
 	case lock.CallExtend:
 		sc.cmds[0] = script(extendScript, []string{sc.key}, c.Token, s.ttlArg(c.TTL))
 	case lock.CallRaiseFence:
-		sc.cmds[0] = script(liftScript, []string{s.counterKey(sc.key)}, itoa(int64(c.Fence)))
+		sc.cmds[0] = script(liftScript, []string{s.counterKey(sc.key)}, strconv.FormatUint(c.Fence, 10), liftAheadArg)
 	}
 	return 1
 }
@@ -184,7 +185,8 @@ func (s *Store) send(batch []*startedCall) {
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	replies := s.client.DoMulti(ctx, cmds, false)
+	replies := make([]Reply, len(cmds))
+	s.client.DoMulti(ctx, cmds, replies, false)
 
 	// Scripts the server does not know (after SCRIPT FLUSH, a restart or a
 	// failover) are sent again in full; commands that never left (see
@@ -204,7 +206,9 @@ func (s *Store) send(batch []*startedCall) {
 		for j, i := range again {
 			resend[j] = cmds[i]
 		}
-		for j, r := range s.client.DoMulti(ctx, resend, false) {
+		answers := make([]Reply, len(resend))
+		s.client.DoMulti(ctx, resend, answers, false)
+		for j, r := range answers {
 			replies[again[j]] = r
 		}
 	}
@@ -233,7 +237,7 @@ func (s *Store) needsMore(sc *startedCall, r []Reply) bool {
 		if s.guard > 0 {
 			return r[0].Int == 0 && r[0].Resent
 		}
-		return r[0].Nil || len(r) < 3 || r[1].Err != nil || r[2].Err != nil || r[1].Int < (r[2].Int-Millis(sc.call.TTL))*1000
+		return r[0].Nil || len(r) < 3 || r[1].Err != nil || r[2].Err != nil || behind(r[1].Int, r[2].Int, sc.call.TTL)
 	}
 	return false
 }

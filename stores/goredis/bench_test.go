@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,9 +20,9 @@ import (
 )
 
 // The benchmarks measure lock+unlock pairs per second with 64 goroutines,
-// each on its own resource (uncontended: this measures the store's cost,
-// not waiting), against a local redis-server — as the rueidis store's do,
-// so the numbers compare.
+// uncontended, against a local redis-server — as the rueidis store's do,
+// so the numbers compare: a fresh resource name per lock by default,
+// one name per goroutine with LOCKKIT_BENCH_REUSE=1.
 
 const benchGoroutines = 64
 
@@ -31,13 +33,17 @@ func parallel(b *testing.B, pair func(ctx context.Context, resource, token strin
 	ctx := context.Background()
 	b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
 	b.ReportAllocs()
-	var ids atomic.Int64
+	var ids, seq atomic.Int64
+	reuse := os.Getenv("LOCKKIT_BENCH_REUSE") == "1"
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		id := ids.Add(1)
 		resource := fmt.Sprintf("bench-%d", id)
 		token := fmt.Sprintf("token-%d", id)
 		for pb.Next() {
+			if !reuse {
+				resource = "bench-" + strconv.FormatInt(seq.Add(1), 10)
+			}
 			if err := pair(ctx, resource, token); err != nil {
 				b.Error(err)
 				return

@@ -181,9 +181,7 @@ func (c client) Do(ctx context.Context, cmd redisstore.Cmd) redisstore.Reply {
 // cluster client that sends reads to replicas, the pipeline goes to the
 // master of its first key's slot (commands of other slots go in pipelines
 // of their own, one after another).
-func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, exclusive bool) []redisstore.Reply {
-	all := make([]redisstore.Reply, len(cmds))
-	out := all
+func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, out []redisstore.Reply, exclusive bool) {
 	for len(cmds) > 0 {
 		n := len(cmds)
 		if c.cluster && (exclusive || c.readsReplicas) {
@@ -196,7 +194,6 @@ func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, exclusive bo
 		c.pipeline(ctx, cmds[:n], out[:n], exclusive)
 		cmds, out = cmds[n:], out[n:]
 	}
-	return all
 }
 
 // pipeline sends cmds, of one slot if pinned to a node, in one pipeline.

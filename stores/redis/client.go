@@ -111,12 +111,15 @@ func (c client) doQueued(ctx context.Context, cmd *redisstore.Cmd) redisstore.Re
 // DoMulti implements redisstore.Client: one DoMulti, which rueidis writes
 // to one connection in one go; with exclusive, on a dedicated connection,
 // which reports a cluster redirect as an error rather than following it.
-func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, exclusive bool) []redisstore.Reply {
-	built := make([]rueidis.Completed, len(cmds))
-	for i := range cmds {
-		built[i] = c.build(&cmds[i])
+func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, replies []redisstore.Reply, exclusive bool) {
+	var small [4]rueidis.Completed
+	built := small[:0]
+	if len(cmds) > len(small) {
+		built = make([]rueidis.Completed, 0, len(cmds))
 	}
-	out := make([]redisstore.Reply, len(cmds))
+	for i := range cmds {
+		built = append(built, c.build(&cmds[i]))
+	}
 	var results []rueidis.RedisResult
 	if exclusive {
 		err := c.c.Dedicated(func(d rueidis.DedicatedClient) error {
@@ -124,18 +127,17 @@ func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, exclusive bo
 			return nil
 		})
 		if err != nil {
-			for i := range out {
-				out[i].Err = err
+			for i := range replies {
+				replies[i] = redisstore.Reply{Err: err}
 			}
-			return out
+			return
 		}
 	} else {
 		results = c.c.DoMulti(ctx, built...)
 	}
 	for i, r := range results {
-		out[i] = reply(r)
+		replies[i] = reply(r)
 	}
-	return out
 }
 
 // NotSent implements redisstore.Client. A command never left the process

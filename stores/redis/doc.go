@@ -93,17 +93,16 @@
 // connection runs the commands in order and a holder releases only once
 // it has its fence.
 //
-// Fences are kept at or above the server's clock in microseconds: when
-// the counter is behind the clock (PEXPIRETIME tells the server's time),
-// a second round trip lifts it, about once a millisecond under load. So
+// Fences are kept near the server's clock in microseconds: when the
+// counter is behind the clock (PEXPIRETIME tells the server's time), a
+// second round trip lifts it 50ms ahead of it, so lifts are rare. So
 // fences look like timestamps (about 1.8e15 now, far below 2^53: they
 // survive JSON), and they keep increasing when the counter is lost or
 // behind: after a restart without persistence, after a failover to a
 // replica that had not received the last increments, after a restart
 // under WithRestartGuard. That holds provided the new server's clock is
-// not behind the old one's by about the failover time (seconds with
-// Sentinel or Cluster, at least milliseconds for a restart) and no clock
-// is set back by that much; a clock set back on a server that keeps its
+// not behind the old one's by about the failover time less 50ms (seconds
+// with Sentinel or Cluster) and no clock is set back by that much; a clock set back on a server that keeps its
 // data is harmless, as the counter never goes down. docs/fencing.md
 // argues both points in full. On Redis before 7.0 (no PEXPIRETIME) every
 // fenced acquisition takes the second round trip.

@@ -1,11 +1,11 @@
 -- Guarded: an acquisition behind the restart guard (see WithRestartGuard).
 -- The marker holds the server time, in ms, at which a guarded store first
 -- saw the server; until maxTTL has passed since, nothing is granted. A
--- fenced acquisition takes the next value of the fence counter, lifted to
--- the server's clock as Lift does.
+-- fenced acquisition takes the next value of the fence counter, lifted
+-- when behind the server's clock as Lift does.
 --
 -- KEYS: lock, counter, marker. ARGV: token, ttl (ms), maxTTL (ms), "1" to
--- hand out a fence.
+-- hand out a fence, lead of a lift (µs).
 -- Returns -ms while the server recovers (ms to wait, at least 1), 0 if
 -- the resource is held, and otherwise the fence (1 when not fenced).
 local t = redis.call('TIME')
@@ -31,6 +31,7 @@ end
 local c = redis.call('INCR', KEYS[2])
 local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if c < us then
+	us = us + tonumber(ARGV[5])
 	redis.call('SET', KEYS[2], string.format('%.0f', us))
 	return us
 end
