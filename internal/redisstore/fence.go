@@ -1,10 +1,10 @@
 package redisstore
 
 import (
-	"sync"
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lockkit/lock"

@@ -1,8 +1,8 @@
 package redisstore
 
 import (
-	"strconv"
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
