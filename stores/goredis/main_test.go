@@ -106,23 +106,7 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
-// eventually polls cond every 10ms for at most 5s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not %s after 5s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // queued returns how many entries the waiters' queue of the lock at key
 // holds on srv: one per waiting caller in line.
@@ -133,4 +117,11 @@ func queued(t *testing.T, srv *redistest.Server, key string) int64 {
 		t.Fatalf("LLEN %s:waiters = %v", key, err)
 	}
 	return n
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context { return redissuite.CtxFor(t, d) }
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	redissuite.Eventually(t, what, cond)
 }

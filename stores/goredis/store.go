@@ -20,16 +20,6 @@ type Store struct {
 	*redisstore.Store
 }
 
-var (
-	_ lock.Store             = (*Store)(nil)
-	_ lock.Extender          = (*Store)(nil)
-	_ lock.TTLReader         = (*Store)(nil)
-	_ lock.FenceRaiser       = (*Store)(nil)
-	_ lock.Waiter            = (*Store)(nil)
-	_ lock.ResourceValidator = (*Store)(nil)
-	_ lock.Starter           = (*Store)(nil)
-)
-
 // New returns a Store that takes locks through c: a *redis.Client
 // (standalone, or a failover client from redis.NewFailoverClient), or a
 // *redis.ClusterClient, as redis.NewUniversalClient makes them. The
@@ -77,64 +67,33 @@ func defaultName(seeds []string) string {
 	return fmt.Sprintf("goredis %s (+%d seeds)", seeds[0], len(seeds)-1)
 }
 
-// Option configures a Store: the options of the rueidis store (package
-// redis), with the same meaning.
+// The options, constants and errors below are the rueidis store's
+// (package redis), shared, with the same meaning: see their documentation
+// there. The two stores share the guard's marker and the fence counters.
+
+// Option configures a Store.
 type Option = redisstore.Option
 
-// DefaultPrefix is the key prefix of a Store made without WithPrefix —
-// the rueidis store's too, so that the two share locks by default.
-const DefaultPrefix = redisstore.DefaultPrefix
+// The options.
+var (
+	WithPrefix         = redisstore.WithPrefix
+	WithName           = redisstore.WithName // default: "goredis" and the address the client connects to
+	WithWaitReplicas   = redisstore.WithWaitReplicas
+	WithRestartGuard   = redisstore.WithRestartGuard
+	WithFenceRetention = redisstore.WithFenceRetention // Deprecated: does nothing.
+)
 
-// MaxResourceLen is the longest resource name, in bytes, that the store
-// accepts — the rueidis store's limit too.
-const MaxResourceLen = redisstore.MaxResourceLen
+// The constants.
+const (
+	DefaultPrefix         = redisstore.DefaultPrefix
+	MaxResourceLen        = redisstore.MaxResourceLen
+	GuardKey              = redisstore.GuardKey
+	FenceKey              = redisstore.FenceKey
+	DefaultFenceRetention = 24 * time.Hour // Deprecated: fences keep no counter per resource.
+)
 
-// GuardKey is the key of WithRestartGuard's marker, shared with the
-// rueidis store.
-const GuardKey = redisstore.GuardKey
-
-// FenceKey is the key of a server's fence counter, shared with the
-// rueidis store (on a cluster, one per hash slot).
-const FenceKey = redisstore.FenceKey
-
-// ErrRecovering is the rueidis store's: a server under WithRestartGuard
-// grants nothing yet. It wraps lock.ErrUnavailable.
-var ErrRecovering = redisstore.ErrRecovering
-
-// ErrNotReplicated is the rueidis store's: fewer replicas than
-// WithWaitReplicas asks for confirmed a lock. It wraps
-// lock.ErrUnavailable.
-var ErrNotReplicated = redisstore.ErrNotReplicated
-
-// WithPrefix sets the prefix of every lock key and channel the store uses
-// (default DefaultPrefix). See the rueidis store's WithPrefix.
-func WithPrefix(prefix string) Option { return redisstore.WithPrefix(prefix) }
-
-// WithName names the store in its String method, and so in the lockers'
-// errors. The default is "goredis" followed by the address the client
-// connects to (for a cluster, its first seed and the number of others).
-func WithName(name string) Option { return redisstore.WithName(name) }
-
-// WithWaitReplicas makes every acquisition wait until n replicas have it;
-// see the rueidis store's WithWaitReplicas. The acquisition and the WAIT
-// travel in one pipeline on one connection (on a cluster, to the master
-// of the lock's slot).
-func WithWaitReplicas(n int, timeout time.Duration) Option {
-	return redisstore.WithWaitReplicas(n, timeout)
-}
-
-// WithRestartGuard makes the store grant nothing on a server that may have
-// lost its locks until maxTTL has passed, and refuse TTLs above maxTTL;
-// see the rueidis store's WithRestartGuard.
-func WithRestartGuard(maxTTL time.Duration) Option { return redisstore.WithRestartGuard(maxTTL) }
-
-// WithFenceRetention does nothing: fences no longer keep a counter per
-// resource.
-//
-// Deprecated: remove it.
-func WithFenceRetention(d time.Duration) Option { return redisstore.WithFenceRetention(d) }
-
-// DefaultFenceRetention is WithFenceRetention's former default.
-//
-// Deprecated: fences keep no counter per resource.
-const DefaultFenceRetention = 24 * time.Hour
+// The errors, both wrapping lock.ErrUnavailable.
+var (
+	ErrRecovering    = redisstore.ErrRecovering
+	ErrNotReplicated = redisstore.ErrNotReplicated
+)

@@ -21,16 +21,6 @@ type Store struct {
 	*redisstore.Store
 }
 
-var (
-	_ lock.Store             = (*Store)(nil)
-	_ lock.Extender          = (*Store)(nil)
-	_ lock.TTLReader         = (*Store)(nil)
-	_ lock.FenceRaiser       = (*Store)(nil)
-	_ lock.Waiter            = (*Store)(nil)
-	_ lock.ResourceValidator = (*Store)(nil)
-	_ lock.Starter           = (*Store)(nil)
-)
-
 // New returns a Store that takes locks through client. The caller owns
 // the client: the store never closes it, and it must stay open while the
 // store is used. Invalid options give an error wrapping lock.ErrInvalid.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,29 +15,11 @@ import (
 // sent in batches, and returns their outcomes in order.
 func startAll(t *testing.T, s Store, ctx context.Context, calls []lock.Call) []error {
 	t.Helper()
-	errs := make([]error, len(calls))
-	var answered sync.WaitGroup
-	answered.Add(len(calls))
-	var started sync.WaitGroup
-	for i, c := range calls {
-		started.Add(1)
-		go func() {
-			defer started.Done()
-			s.Start(ctx, c, func(_ uint64, err error) {
-				errs[i] = err
-				answered.Done()
-			})
-		}()
+	ctxs := make([]context.Context, len(calls))
+	for i := range ctxs {
+		ctxs[i] = ctx
 	}
-	started.Wait()
-	done := make(chan struct{})
-	go func() { answered.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("started calls not all answered after 30s")
-	}
-	return errs
+	return startEach(t, s, ctxs, calls)
 }
 
 // Calls started together after SCRIPT FLUSH are sent again in full: no

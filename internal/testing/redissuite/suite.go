@@ -135,3 +135,13 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// CtxFor returns a context that ends after d or with t.
+func CtxFor(t *testing.T, d time.Duration) context.Context { return ctxFor(t, d) }
+
+// Eventually polls cond every 10ms for at most 5s, and fails t if it is
+// still false.
+func Eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	eventually(t, what, cond)
+}
