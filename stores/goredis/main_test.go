@@ -106,8 +106,6 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-
-
 // queued returns how many entries the waiters' queue of the lock at key
 // holds on srv: one per waiting caller in line.
 func queued(t *testing.T, srv *redistest.Server, key string) int64 {
