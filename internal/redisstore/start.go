@@ -49,7 +49,7 @@ func (s *Store) Start(ctx context.Context, c lock.Call, done func(uint64, error)
 	sc.key = s.lockKey(c.Resource)
 	sc.n = s.commands(sc)
 	// Answered by its deadline, or its cancellation, whatever the batch.
-	sc.stop = context.AfterFunc(ctx, func() { sc.answer(0, ctx.Err()) })
+	sc.stop = context.AfterFunc(ctx, func() { sc.answerOnce(0, ctx.Err()) })
 	p := &s.pipe
 	p.mu.Lock()
 	p.queue = append(p.queue, sc)
@@ -94,14 +94,20 @@ type startedCall struct {
 	answered atomic.Bool
 }
 
-// answer calls done, if nobody has.
+// answer calls done, if nobody has, and stops watching the context.
 func (sc *startedCall) answer(fence uint64, err error) {
-	if sc.answered.CompareAndSwap(false, true) {
-		if sc.stop != nil {
-			sc.stop()
-		}
-		sc.done(fence, err)
+	if sc.answerOnce(fence, err) {
+		sc.stop()
 	}
+}
+
+// answerOnce calls done if nobody has, and reports whether it did.
+func (sc *startedCall) answerOnce(fence uint64, err error) bool {
+	if !sc.answered.CompareAndSwap(false, true) {
+		return false
+	}
+	sc.done(fence, err)
+	return true
 }
 
 // commands writes the commands of sc into sc.cmds and returns how many.

@@ -162,6 +162,10 @@ func (f Factory) testFencesAfterPromotion(t *testing.T) {
 		lost = fencedCycle(t, ctx, s, "r")
 	}
 	master.Kill()
+	// A failover takes seconds (Sentinel, Cluster); the fences rely on
+	// its taking longer than redisstore.LiftAhead, which this one is made
+	// to take, and no longer.
+	time.Sleep(redisstore.LiftAhead*time.Microsecond + 10*time.Millisecond)
 	if err := replica.Resume(); err != nil {
 		t.Fatal(err)
 	}
