@@ -17,8 +17,8 @@ import (
 // Client.DoMulti (one write, one wake-up for all the answers), and calls
 // each call's done. It then takes the calls that queued meanwhile, and
 // ends when none are left, so it runs only while there are calls to send:
-// under load one goroutine per store serves every caller, and an idle
-// store has none.
+// under load one goroutine per store (a few: see Batcher) serves every caller,
+// and an idle store has none.
 //
 // Every call is answered by its own context: a call whose context ends
 // before its answer arrives is answered then with the context's error (an
@@ -53,12 +53,24 @@ func (s *Store) Start(ctx context.Context, c lock.Call, done func(uint64, error)
 	p := &s.pipe
 	p.mu.Lock()
 	p.queue = append(p.queue, sc)
-	idle := !p.sending
-	p.sending = true
+	more := p.senders < s.maxSenders
+	if more {
+		p.senders++
+	}
 	p.mu.Unlock()
-	if idle {
+	if more {
 		go s.sendQueued()
 	}
+}
+
+// Batcher is an optional interface of a Client: MaxBatches bounds the
+// batches of started calls a store has in flight at once (default 1). A
+// client that multiplexes callers on its connections (rueidis) sends the
+// most together with one batch at a time; one that gives each pipeline a
+// connection of its own and waits for all its answers (go-redis) needs a
+// few, so that a slow batch does not hold up the calls queued behind it.
+type Batcher interface {
+	MaxBatches() int
 }
 
 // checkCall validates a started call's arguments, as the blocking method
@@ -77,8 +89,8 @@ func (s *Store) checkCall(ctx context.Context, c lock.Call) error {
 type pipeline struct {
 	mu      sync.Mutex
 	queue   []*startedCall
-	sending bool           // a goroutine is sending the queue
-	spare   []*startedCall // the sending goroutine's buffer, kept for the next one
+	senders int            // goroutines sending the queue
+	spare   []*startedCall // a buffer for the next batch
 }
 
 // startedCall is a call queued by Start. It keeps the caller's context,
@@ -137,16 +149,17 @@ func (s *Store) commands(sc *startedCall) int {
 }
 
 // sendQueued sends the queued calls, batch after batch, until none are
-// left.
+// left; up to s.maxSenders goroutines do so at once.
 func (s *Store) sendQueued() {
 	p := &s.pipe
 	p.mu.Lock()
-	batch := p.spare // only one goroutine sends at a time
+	batch := p.spare
+	p.spare = nil
 	for {
 		batch, p.queue = p.queue, batch[:0]
 		if len(batch) == 0 {
 			p.spare = batch
-			p.sending = false
+			p.senders--
 			p.mu.Unlock()
 			return
 		}

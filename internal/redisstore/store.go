@@ -25,6 +25,7 @@ type Store struct {
 	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
 	noExpireTime    atomic.Bool            // the server lacks PEXPIRETIME (Redis < 7): every fence lifts
 	pipe            pipeline               // calls started with Start
+	maxSenders      int                    // batches of started calls in flight at once: see Batcher
 	handoffs        handoffs               // resources this store just released to a waiter
 }
 
@@ -50,6 +51,10 @@ func New(client Client, kind, defaultName string, owner any, opts []Option) (*St
 	s := &Store{client: client, cluster: client.Cluster(), kind: kind, config: c, guardArg: itoa(Millis(c.guard))}
 	if s.name == "" {
 		s.name = defaultName
+	}
+	s.maxSenders = 1
+	if b, ok := client.(Batcher); ok {
+		s.maxSenders = max(1, b.MaxBatches())
 	}
 	s.subOwner = owner
 	if owner == nil {

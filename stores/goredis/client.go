@@ -316,6 +316,11 @@ func (a *abandoned) wait(ctx context.Context, key string) error {
 	}
 }
 
+// MaxBatches implements redisstore.Batcher: a pipeline holds a pooled
+// connection until all its answers are in, so calls started while one
+// batch is slow go out in another.
+func (client) MaxBatches() int { return 4 }
+
 // NotSent implements redisstore.Client: a command whose connection could
 // not be dialed, or that got no connection from the pool, never left.
 func (client) NotSent(ctx context.Context, err error) bool {
