@@ -85,11 +85,11 @@ func build(ctx context.Context, cmd *redisstore.Cmd) sent {
 	args := make([]any, 0, 3+int(cmd.NKeys)+int(cmd.NArgs))
 	switch {
 	case cmd.Script == nil:
-		args = append(args, cmd.Name)
+		args = append(args, boxed(cmd.Name))
 	case cmd.Full:
 		args = append(args, "eval", cmd.Script.Src, int(cmd.NKeys))
 	default:
-		args = append(args, "evalsha", cmd.Script.SHA, int(cmd.NKeys))
+		args = append(args, "evalsha", shas[cmd.Script], int(cmd.NKeys))
 	}
 	for _, k := range cmd.KeyList() {
 		args = append(args, k)
@@ -101,10 +101,33 @@ func build(ctx context.Context, cmd *redisstore.Cmd) sent {
 			args = append(args, count)
 			continue
 		}
-		args = append(args, a)
+		args = append(args, boxed(a))
 	}
 	return sent{redis.NewCmd(ctx, args...), count}
 }
+
+// boxed returns s as an interface value, without allocating for the
+// words the store sends with every command.
+func boxed(s string) any {
+	for _, w := range words {
+		if w == s {
+			return w
+		}
+	}
+	return s
+}
+
+var words = [...]any{"SET", "NX", "PX", "INCR", "PEXPIRETIME", "GET", "EXISTS", "PTTL", "WAIT"}
+
+// shas holds the SHA-1s of the store's scripts as interface values, so
+// that sending one does not allocate.
+var shas = func() map[*redisstore.Script]any {
+	m := make(map[*redisstore.Script]any)
+	for _, sc := range redisstore.Scripts() {
+		m[sc] = sc.SHA
+	}
+	return m
+}()
 
 // wrapped returns the command as it is to be sent: in sendOnce.
 func (x sent) wrapped() redis.Cmder {
@@ -168,6 +191,13 @@ func (c client) Do(ctx context.Context, cmd redisstore.Cmd) redisstore.Reply {
 	node, err := c.node(ctx, firstKey(&cmd), false)
 	if err != nil {
 		return redisstore.Reply{Err: err}
+	}
+	if c.bounded(ctx) {
+		if err := c.abandoned.wait(ctx, firstKey(&cmd)); err != nil {
+			return redisstore.Reply{Err: err}
+		}
+		_ = node.Process(ctx, x.wrapped())
+		return x.reply()
 	}
 	if err := c.run(ctx, &cmd, func() { _ = node.Process(ctx, x.wrapped()) }); err != nil {
 		return redisstore.Reply{Err: err} // x is still the client's
@@ -243,11 +273,7 @@ func (c client) run(ctx context.Context, cmd *redisstore.Cmd, f func()) error {
 	if err := c.abandoned.wait(ctx, key); err != nil {
 		return err
 	}
-	if ctx.Done() == nil {
-		f()
-		return nil
-	}
-	if _, ok := ctx.Deadline(); ok && c.ctxTimeouts {
+	if c.bounded(ctx) {
 		f()
 		return nil
 	}
@@ -263,6 +289,16 @@ func (c client) run(ctx context.Context, cmd *redisstore.Cmd, f func()) error {
 		c.abandoned.add(key, done)
 		return ctx.Err()
 	}
+}
+
+// bounded reports whether the client bounds a command sent with ctx by
+// ctx: ctx cannot end, or the client honours its deadline.
+func (c client) bounded(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		return true
+	}
+	_, ok := ctx.Deadline()
+	return ok && c.ctxTimeouts
 }
 
 // abandoned holds, by key, the commands whose callers stopped waiting for

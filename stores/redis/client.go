@@ -112,21 +112,16 @@ func (c client) doQueued(ctx context.Context, cmd *redisstore.Cmd) redisstore.Re
 // to one connection in one go; with exclusive, on a dedicated connection,
 // which reports a cluster redirect as an error rather than following it.
 func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, replies []redisstore.Reply, exclusive bool) {
-	var small [4]rueidis.Completed
-	built := small[:0]
-	if len(cmds) > len(small) {
-		built = make([]rueidis.Completed, 0, len(cmds))
-	}
+	// A new slice every time: when ctx ends first, the client still holds
+	// the commands until it has written them.
+	built := make([]rueidis.Completed, 0, len(cmds))
 	for i := range cmds {
 		built = append(built, c.build(&cmds[i]))
 	}
 	var results []rueidis.RedisResult
 	if exclusive {
-		err := c.c.Dedicated(func(d rueidis.DedicatedClient) error {
-			results = d.DoMulti(ctx, built...)
-			return nil
-		})
-		if err != nil {
+		var err error
+		if results, err = c.dedicated(ctx, built); err != nil {
 			for i := range replies {
 				replies[i] = redisstore.Reply{Err: err}
 			}
@@ -138,6 +133,15 @@ func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, replies []re
 	for i, r := range results {
 		replies[i] = reply(r)
 	}
+}
+
+// dedicated sends cmds on a dedicated connection.
+func (c client) dedicated(ctx context.Context, cmds []rueidis.Completed) (results []rueidis.RedisResult, err error) {
+	err = c.c.Dedicated(func(d rueidis.DedicatedClient) error {
+		results = d.DoMulti(ctx, cmds...)
+		return nil
+	})
+	return results, err
 }
 
 // NotSent implements redisstore.Client. A command never left the process

@@ -171,6 +171,9 @@ func (f Factory) testRedlockKillThreeOfFive(t *testing.T) {
 	var falseSuccess, failedAfter atomic.Int32
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop) }); wg.Wait() }
+	defer halt() // also when the test fails early: no worker outlives it
 	const workers = 16
 	for w := range workers {
 		wg.Add(1)
@@ -209,8 +212,7 @@ func (f Factory) testRedlockKillThreeOfFive(t *testing.T) {
 	}
 	killed.Store(true)
 	eventually(t, "failing after the kill", func() bool { return failedAfter.Load() >= 3*workers })
-	close(stop)
-	wg.Wait()
+	halt()
 	sec.check(t, sec.counter.Load())
 	if n := falseSuccess.Load(); n != 0 {
 		t.Errorf("%d locks granted after 3 of 5 stores died; want 0: a minority cannot grant a lock", n)
