@@ -52,7 +52,9 @@ func (s *Store) guarded(ctx context.Context, fenced bool, key, token string, r R
 		return s.lift(ctx, s.counterKey(key), 0)
 	case n == 0:
 		return 0, lock.ErrNotAcquired
-	case !fenced:
+	}
+	hub.acquired(s, key)
+	if !fenced {
 		return 0, nil
 	}
 	return uint64(r.Int), nil

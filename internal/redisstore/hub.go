@@ -16,6 +16,35 @@ import (
 // one channel on one connection would end each other).
 var hub = subscriptions{topics: make(map[topicKey]*topic)}
 
+// takeWoken reports whether a caller woken by a release comes back
+// without having acquired the lock, and counts it as back.
+func (t *topic) takeWoken() bool {
+	for {
+		n := t.woken.Load()
+		if n <= 0 {
+			return false
+		}
+		if t.woken.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// acquired tells the subscription to releases of the lock at key through
+// s, if there is one, that s acquired the lock: a caller it woke has used
+// its turn.
+func (h *subscriptions) acquired(s *Store, key string) {
+	if h.n.Load() == 0 {
+		return
+	}
+	h.mu.Lock()
+	t := h.topics[topicKey{s.subOwner, key}]
+	h.mu.Unlock()
+	if t != nil {
+		t.takeWoken()
+	}
+}
+
 // Subscriptions returns the number of subscriptions to releases the
 // process holds, for tests checking that none is left behind.
 func Subscriptions() int {
@@ -27,6 +56,7 @@ func Subscriptions() int {
 // subscriptions shares one subscription per client and lock among the
 // callers waiting on it.
 type subscriptions struct {
+	n      atomic.Int32 // topics: the common case, none, costs one load
 	mu     sync.Mutex
 	topics map[topicKey]*topic
 }
@@ -55,6 +85,11 @@ type topic struct {
 	unsupported bool          // the server has no SSUBSCRIBE; set before done is closed
 
 	line Line // this process's callers waiting for a release
+
+	// woken counts the callers a release woke that have not acquired the
+	// lock since: one that comes back to wait lost its turn to a caller
+	// that did not wait in line, and gets back in at the front.
+	woken atomic.Int32
 }
 
 // scriptTimeout bounds the scripts a subscription runs on its own (out of
@@ -88,6 +123,7 @@ func (h *subscriptions) join(ctx context.Context, s *Store, lockKey string) (*to
 		if t == nil {
 			t = h.subscribe(s, k)
 			h.topics[k] = t
+			h.n.Store(int32(len(h.topics)))
 		}
 		t.refs++
 		h.mu.Unlock()
@@ -138,7 +174,11 @@ func (h *subscriptions) subscribe(s *Store, k topicKey) *topic {
 
 // receive runs the subscription until it is dropped or breaks.
 func (h *subscriptions) receive(ctx context.Context, t *topic) {
-	err := t.store.client.Subscribe(ctx, t.channel, t.confirmed, func() { t.line.WakeOne(t.handOn) })
+	err := t.store.client.Subscribe(ctx, t.channel, t.confirmed, func() {
+		if t.line.WakeOne(t.handOn) {
+			t.woken.Add(1)
+		}
+	})
 	if err != nil {
 		t.unsupported = strings.Contains(err.Error(), "ERR unknown command")
 		err = fmt.Errorf("%s: subscription to releases: %w", t.store.kind, err)
@@ -151,6 +191,7 @@ func (h *subscriptions) receive(ctx context.Context, t *topic) {
 	t.closing = true
 	if h.topics[t.key] == t {
 		delete(h.topics, t.key)
+		h.n.Store(int32(len(h.topics)))
 	}
 	h.mu.Unlock()
 	t.cancel()

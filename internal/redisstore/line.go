@@ -20,11 +20,15 @@ type Place struct {
 	woken bool // guarded by Line.mu
 }
 
-// Join puts a caller at the end of the line.
-func (l *Line) Join() *Place {
+// Join puts a caller at the end of the line, or at its front.
+func (l *Line) Join(front bool) *Place {
 	p := &Place{C: make(chan struct{})}
 	l.mu.Lock()
-	l.waiting = append(l.waiting, p)
+	if front {
+		l.waiting = append([]*Place{p}, l.waiting...)
+	} else {
+		l.waiting = append(l.waiting, p)
+	}
 	l.mu.Unlock()
 	return p
 }
@@ -51,29 +55,30 @@ func (l *Line) Leave(p *Place, passOn bool, handOn func()) (woken bool) {
 	return false
 }
 
-// WakeOne wakes the caller that has waited longest. If there is none (it
-// left, its context ended), it calls handOn, which should pass the wake to
-// the next subscription in line on the server, so that a release is never
-// lost on a caller that went away. handOn is called with the line locked
-// and must not block.
-func (l *Line) WakeOne(handOn func()) {
+// WakeOne wakes the caller that has waited longest, and reports whether
+// there was one. If there is none (it left, its context ended), it calls
+// handOn, which should pass the wake to the next subscription in line on
+// the server, so that a release is never lost on a caller that went away.
+// handOn is called with the line locked and must not block.
+func (l *Line) WakeOne(handOn func()) bool {
 	l.mu.Lock()
-	l.wakeLocked(handOn)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	return l.wakeLocked(handOn)
 }
 
-func (l *Line) wakeLocked(handOn func()) {
+func (l *Line) wakeLocked(handOn func()) bool {
 	if len(l.waiting) == 0 {
 		if handOn != nil {
 			handOn()
 		}
-		return
+		return false
 	}
 	p := l.waiting[0]
 	l.waiting[0] = nil
 	l.waiting = l.waiting[1:]
 	p.woken = true
 	close(p.C)
+	return true
 }
 
 // WakeAll wakes every waiting caller: the subscription ended, and each

@@ -19,7 +19,7 @@ func TestLine(t *testing.T) {
 	handedOn := 0
 	handOn := func() { handedOn++ }
 
-	w1, w2, w3 := l.Join(), l.Join(), l.Join()
+	w1, w2, w3 := l.Join(false), l.Join(false), l.Join(false)
 	l.WakeOne(handOn)
 	if !isClosed(w1.C) || isClosed(w2.C) || isClosed(w3.C) {
 		t.Fatal("WakeOne did not wake exactly the longest-waiting caller")
@@ -49,17 +49,23 @@ func TestLine(t *testing.T) {
 		t.Fatalf("WakeOne on an empty line called handOn %d times; want 1", handedOn)
 	}
 	// A woken caller that leaves unused with nobody behind hands it on too.
-	w4 := l.Join()
+	w4 := l.Join(false)
 	l.WakeOne(handOn)
 	l.Leave(w4, true, handOn)
 	if handedOn != 2 {
 		t.Fatalf("an unused wake with nobody in line: handOn called %d times in all; want 2", handedOn)
 	}
 
-	w5, w6 := l.Join(), l.Join()
+	w5, w6 := l.Join(false), l.Join(false)
 	l.WakeAll()
 	if !isClosed(w5.C) || !isClosed(w6.C) || l.Len() != 0 {
 		t.Fatal("WakeAll did not wake every caller")
 	}
 	l.WakeOne(nil) // nil handOn: nothing to do, no panic
+
+	// A caller joining at the front is woken first.
+	w7, w8 := l.Join(false), l.Join(true)
+	if !l.WakeOne(nil) || !isClosed(w8.C) || isClosed(w7.C) {
+		t.Fatal("WakeOne did not wake the caller that joined at the front")
+	}
 }

@@ -94,13 +94,17 @@ func (s *Store) setNX(key, token string, ttl time.Duration) Cmd {
 
 // acquired returns the outcome of the SET NX of key.
 func (s *Store) acquired(ctx context.Context, key, token string, r Reply) error {
+	var err error
 	switch {
 	case r.Nil:
-		return s.refused(ctx, key, token, r.Resent)
+		err = s.refused(ctx, key, token, r.Resent)
 	case r.Err != nil:
-		return s.failed(ctx, r.Err)
+		err = s.failed(ctx, r.Err)
 	}
-	return nil
+	if err == nil {
+		hub.acquired(s, key)
+	}
+	return err
 }
 
 // refused returns the error of an acquisition that found key taken,
@@ -201,9 +205,14 @@ func (s *Store) check(ctx context.Context, resource, token string, ttl time.Dura
 // context's error if it ended (the client's error may be a bare context
 // error, or a connection error caused by it), wrapping the client's error
 // too, and the client's error otherwise. Either way the outcome is
-// unknown, and it is never lock.ErrNotAcquired or lock.ErrNotHeld.
+// unknown, and it is never lock.ErrNotAcquired or lock.ErrNotHeld. A
+// deadline that has passed counts as ended: a client's socket deadline
+// can fire a moment before ctx reports it.
 func (s *Store) failed(ctx context.Context, err error) error {
 	ctxErr := ctx.Err()
+	if dl, ok := ctx.Deadline(); ok && ctxErr == nil && !time.Now().Before(dl) {
+		ctxErr = context.DeadlineExceeded
+	}
 	if ctxErr == nil || errors.Is(err, ctxErr) {
 		return err
 	}

@@ -81,12 +81,14 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 			expiry.Stop()
 		}
 	}()
-	register := script(waitScript, []string{key, WaitersOf(key)}, t.id, QueueMargin)
-	register.Queue = true
+	front := t.takeWoken()
 	for {
 		// In line before looking, here and on the server, so that a
 		// release after the look wakes this caller.
-		w := t.line.Join()
+		w := t.line.Join(front)
+		register := script(waitScript, []string{key, WaitersOf(key)}, t.id, QueueMargin, frontArg(front))
+		register.Queue = true
+		front = false
 		r := s.run(ctx, register)
 		if r.Err != nil {
 			t.line.Leave(w, true, t.handOn)
@@ -121,6 +123,13 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 			}
 		}
 	}
+}
+
+func frontArg(front bool) string {
+	if front {
+		return "1"
+	}
+	return "0"
 }
 
 func (s *Store) errNoShardedPubSub(cause error) error {

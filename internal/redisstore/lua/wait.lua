@@ -4,12 +4,21 @@
 -- a margin, refreshed by every waiter that joins it, so that entries left
 -- by waiters that went away do not outlive the contention.
 --
--- KEYS: lock, waiters. ARGV: subscription id, queue margin (ms).
+-- A waiter that a release woke but that found the lock taken again (by a
+-- caller that did not wait in line) gets back in line at the front
+-- (ARGV[3] = "1"), so that it keeps its turn.
+--
+-- KEYS: lock, waiters. ARGV: subscription id, queue margin (ms), "1" to
+-- get in line at the front.
 local ms = redis.call('PTTL', KEYS[1])
 if ms == -2 then
 	return -2
 end
-redis.call('RPUSH', KEYS[2], ARGV[1])
+if ARGV[3] == '1' then
+	redis.call('LPUSH', KEYS[2], ARGV[1])
+else
+	redis.call('RPUSH', KEYS[2], ARGV[1])
+end
 local ttl = tonumber(ARGV[2])
 if ms > 0 then
 	ttl = ttl + ms

@@ -456,3 +456,77 @@ func (f Factory) testReleaseHandsOff(t *testing.T) {
 		t.Fatalf("a release that woke a waiter recorded %d head starts; want 1", n)
 	}
 }
+
+// testWokenWaiterKeepsItsTurn: a waiter that a release woke, but that
+// finds the lock taken by a caller that did not wait in line, gets back
+// in line at the front: the next release wakes it, not the waiter that
+// was behind it (issue 14: waiters lost their place under contention).
+func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("turn:"))
+	a := f.Server(t, srv, redisstore.WithPrefix("turn:"))
+	b := f.Server(t, srv, redisstore.WithPrefix("turn:"))
+	inLine := func(n int64) {
+		t.Helper()
+		eventually(t, "in line", func() bool {
+			got, err := srv.Do("LLEN", "turn:{r}:waiters").AsInt64()
+			return err == nil && got == n
+		})
+	}
+	wait := func(s Store) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.WaitRelease(ctx, "r") }()
+		return done
+	}
+	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	aDone := wait(a)
+	inLine(1)
+	bDone := wait(b)
+	inLine(2)
+	if err := holder.Release(ctx, "r", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-aDone; err != nil {
+		t.Fatalf("the first waiter's WaitRelease = %v", err)
+	}
+	// A caller that did not wait takes the lock before the woken waiter.
+	if err := holder.Acquire(ctx, "r", "barger", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Acquire(ctx, "r", "a", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("the woken waiter's Acquire after a barger = %v; want ErrNotAcquired", err)
+	}
+	aDone = wait(a) // back in line: at the front
+	inLine(2)
+	if first, err := srv.Do("LINDEX", "turn:{r}:waiters", "0").ToString(); err != nil {
+		t.Fatal(err)
+	} else if last, _ := srv.Do("LINDEX", "turn:{r}:waiters", "1").ToString(); first == last {
+		t.Fatalf("waiters' queue holds %q twice", first)
+	}
+	if err := holder.Release(ctx, "r", "barger"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-aDone:
+		if err != nil {
+			t.Fatalf("the woken waiter's second WaitRelease = %v", err)
+		}
+	case err := <-bDone:
+		t.Fatalf("the release woke the second waiter (%v), not the first, which had lost its turn to a barger", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("nobody woken 10s after the release")
+	}
+	// Having taken its turn, the first waiter no longer goes to the front.
+	if err := a.Acquire(ctx, "r", "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, "r", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-bDone; err != nil {
+		t.Fatalf("the second waiter's WaitRelease = %v", err)
+	}
+}

@@ -123,6 +123,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitCanceledOnStalledServer", f.testWaitCanceledOnStalledServer},
 		{"WaitStoresShareClient", f.testWaitStoresShareClient},
 		{"WaitOneWakeAcrossProcesses", f.testWaitOneWakeAcrossProcesses},
+		{"WokenWaiterKeepsItsTurn", f.testWokenWaiterKeepsItsTurn},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
 		{"Faults", f.testFaults},
 	} {
