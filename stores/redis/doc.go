@@ -127,7 +127,10 @@
 // would beat the woken waiter to it about half the time; so the store
 // that released it delays that acquisition by about a round trip (as long
 // as the release took, within a millisecond of it), and the lock goes
-// round in turn. Releases by versions of this package
+// round in turn. A woken waiter that finds the lock taken all the same
+// (by a caller that did not wait in line: the lockers bound each wait by
+// their retry delay, and retry when it ends) gets back in line at the
+// front, not the end, so it keeps its turn. Releases by versions of this package
 // that published on the lock key itself are not heard: their waiters fall
 // back to the lockers' retry delay. On Redis before 7, Release still works
 // (the script calls SPUBLISH with pcall) and WaitRelease reports
