@@ -197,7 +197,7 @@ func (f Factory) testFencesLeaveNothing(t *testing.T) {
 			r := fmt.Sprintf("job/%d", i)
 			ttl := time.Minute
 			if i%2 == 1 {
-				ttl = 50 * time.Millisecond // left to expire
+				ttl = 500 * time.Millisecond // left to expire
 			}
 			if _, err := s.AcquireFenced(ctx, r, "tok", ttl); err != nil {
 				t.Errorf("AcquireFenced(%s) = %v", r, err)
