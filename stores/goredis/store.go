@@ -80,7 +80,7 @@ var (
 	WithName           = redisstore.WithName // default: "goredis" and the address the client connects to
 	WithWaitReplicas   = redisstore.WithWaitReplicas
 	WithRestartGuard   = redisstore.WithRestartGuard
-	WithFenceRetention = redisstore.WithFenceRetention // Deprecated: does nothing.
+	WithFenceRetention = redisstore.WithFenceRetention // does nothing now
 )
 
 // The constants.
@@ -89,7 +89,7 @@ const (
 	MaxResourceLen        = redisstore.MaxResourceLen
 	GuardKey              = redisstore.GuardKey
 	FenceKey              = redisstore.FenceKey
-	DefaultFenceRetention = 24 * time.Hour // Deprecated: fences keep no counter per resource.
+	DefaultFenceRetention = 24 * time.Hour // unused now: fences keep no counter per resource
 )
 
 // The errors, both wrapping lock.ErrUnavailable.

@@ -113,12 +113,9 @@ func WithWaitReplicas(n int, timeout time.Duration) Option {
 func WithRestartGuard(maxTTL time.Duration) Option { return redisstore.WithRestartGuard(maxTTL) }
 
 // WithFenceRetention does nothing: fences no longer keep a counter per
-// resource. It is kept so that code written for v0.1 compiles.
-//
-// Deprecated: remove it.
+// resource. It is kept so that code written for v0.1 compiles; remove it.
 func WithFenceRetention(d time.Duration) Option { return redisstore.WithFenceRetention(d) }
 
-// DefaultFenceRetention is WithFenceRetention's former default.
-//
-// Deprecated: fences keep no counter per resource.
+// DefaultFenceRetention is WithFenceRetention's former default; fences
+// keep no counter per resource any more.
 const DefaultFenceRetention = 24 * time.Hour
