@@ -2,13 +2,16 @@ package redis_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/redis"
+	"github.com/redis/rueidis"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -47,5 +50,44 @@ func TestString(t *testing.T) {
 	c := redistest.SharedCluster(t)
 	if got := newStore(t, c.NewClient(t)).String(); !strings.HasPrefix(got, "redis 127.0.0.1:") || !strings.HasSuffix(got, " nodes)") {
 		t.Errorf("String() of a cluster store = %q; want a node's address and the number of others", got)
+	}
+}
+
+// TestOneConnectionOnSingleServer: on a single server, the store sends
+// every command on one of the client's pipelined connections, in the
+// order it made them, so that the release cleaning up after an
+// acquisition whose caller gave up is never sent before it (rueidis picks
+// one of its four connections at random for each command that names a
+// key). Issue 20, item 11.
+func TestOneConnectionOnSingleServer(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.NewClient(t, func(o *rueidis.ClientOption) { o.ClientName = "under-test" })
+	s := newStore(t, client)
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := fmt.Sprintf("r%d", i)
+			for range 20 {
+				if _, err := s.AcquireFenced(ctx, r, "tok", time.Minute); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.Release(ctx, r, "tok"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	list, err := srv.Do("CLIENT", "LIST").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(list, "name=under-test "); n != 1 {
+		t.Errorf("the client has %d connections after the store's commands; want 1", n)
 	}
 }
