@@ -19,7 +19,6 @@ import (
 // The benchmarks measure lock+unlock pairs per second: see
 // redissuite.Pairs.
 
-const benchGoroutines = redissuite.BenchGoroutines
 
 func parallel(b *testing.B, pair func(ctx context.Context, resource, token string) error) {
 	b.Helper()
