@@ -22,7 +22,7 @@
 // lock is gone. It sends three commands in one round trip, on one
 // connection, in this order:
 //
-//	SET lock token NX PX ttl     take the lock
+//	SET lock token NX PX ttl GET take the lock (GET: the holder, if refused)
 //	INCR counter                 the fence: the next value of the counter
 //	PEXPIRETIME lock             the server's clock, in ms: expiry - ttl
 //

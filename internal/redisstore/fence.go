@@ -27,13 +27,23 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 		return 0, err
 	}
 	if s.replicas > 0 {
-		return s.acquireReplicated(ctx, true, key, token, ttl)
+		for {
+			fence, err := s.acquireReplicated(ctx, true, key, token, ttl)
+			if err != errNoSetGet {
+				return fence, err
+			}
+		}
 	}
 	b := batches.Get().(*batch)
 	defer batches.Put(b)
-	n := s.fencedCmds((*[3]Cmd)(b.cmds[:3]), key, token, ttl)
-	s.client.DoMulti(ctx, b.cmds[:n], b.replies[:n], false)
-	return s.fenced(ctx, key, token, ttl, b.replies[:n])
+	for {
+		n := s.fencedCmds((*[3]Cmd)(b.cmds[:3]), key, token, ttl)
+		s.client.DoMulti(ctx, b.cmds[:n], b.replies[:n], false)
+		fence, err := s.fenced(ctx, &b.cmds[0], ttl, b.replies[:n])
+		if err != errNoSetGet {
+			return fence, err
+		}
+	}
 }
 
 // batch holds the commands and replies of one pipeline of a call: pooled,
@@ -62,10 +72,11 @@ func (s *Store) fencedCmds(cmds *[3]Cmd, key, token string, ttl time.Duration) i
 func (s *Store) counterKey(key string) string { return CounterKey(key, s.cluster) }
 
 // fenced returns the outcome of a fenced acquisition from the replies to
-// its commands (see fencedCmds), lifting the counter if its value is
-// behind the server's clock.
-func (s *Store) fenced(ctx context.Context, key, token string, ttl time.Duration, r []Reply) (uint64, error) {
-	if err := s.acquired(ctx, key, token, r[0]); err != nil {
+// its commands (see fencedCmds; set is the first), lifting the counter if
+// its value is behind the server's clock.
+func (s *Store) fenced(ctx context.Context, set *Cmd, ttl time.Duration, r []Reply) (uint64, error) {
+	key := set.Keys[0]
+	if err := s.acquired(ctx, set, r[0]); err != nil {
 		return 0, err
 	}
 	// The lock is held from here on: an error now is no lock outcome,

@@ -35,15 +35,19 @@ func (s *Store) acquireReplicated(ctx context.Context, fenced bool, key, token s
 	var fence uint64
 	var err error
 	if fenced {
-		fence, err = s.fenced(ctx, key, token, ttl, r[:n])
+		fence, err = s.fenced(ctx, &b.cmds[0], ttl, r[:n])
 	} else {
-		err = s.acquired(ctx, key, token, acquired)
+		err = s.acquired(ctx, &b.cmds[0], acquired)
 	}
 	if err != nil {
 		return 0, err
 	}
+	ours := acquired.Str == token // GET answered our token: an earlier send took it
+	if b.cmds[0].NArgs != 5 {
+		ours = acquired.Nil // without GET, refused but ours
+	}
 	switch {
-	case acquired.Nil:
+	case ours:
 		// Taken by an earlier send (see refused): the WAIT followed a
 		// send that wrote nothing, and says nothing of the earlier one.
 		err = fmt.Errorf("%w: the lock was taken by an earlier send of the acquisition, whose replication is unknown", ErrNotReplicated)

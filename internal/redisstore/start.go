@@ -249,14 +249,15 @@ func (s *Store) send(batch []*startedCall) {
 // a refused acquisition (to tell a lock from a key of another type), a
 // fenced one whose counter is to be lifted.
 func (s *Store) needsMore(sc *startedCall, r []Reply) bool {
+	slowRefusal := sc.cmds[0].NArgs != 5 && r[0].Nil // a SET NX without GET: see refused
+	if s.guard > 0 && (sc.call.Op == lock.CallAcquire || sc.call.Op == lock.CallAcquireFenced) {
+		return r[0].Int == 0 && r[0].Resent // see guarded
+	}
 	switch sc.call.Op {
 	case lock.CallAcquire:
-		return r[0].Nil
+		return slowRefusal || r[0].Err != nil
 	case lock.CallAcquireFenced:
-		if s.guard > 0 {
-			return r[0].Int == 0 && r[0].Resent
-		}
-		return r[0].Nil || len(r) < 3 || r[1].Err != nil || r[2].Err != nil || behind(r[1].Int, r[2].Int, sc.call.TTL)
+		return slowRefusal || len(r) < 3 || r[0].Err != nil || r[1].Err != nil || r[2].Err != nil || behind(r[1].Int, r[2].Int, sc.call.TTL)
 	}
 	return false
 }
@@ -270,12 +271,19 @@ func (s *Store) outcome(sc *startedCall, r []Reply) (uint64, error) {
 		if s.guard > 0 {
 			return s.guarded(ctx, false, sc.key, c.Token, r[0])
 		}
-		return 0, s.acquired(ctx, sc.key, c.Token, r[0])
+		if err := s.acquired(ctx, &sc.cmds[0], r[0]); err != errNoSetGet {
+			return 0, err
+		}
+		return c.Run(ctx, s) // again without GET
 	case lock.CallAcquireFenced:
 		if s.guard > 0 {
 			return s.guarded(ctx, true, sc.key, c.Token, r[0])
 		}
-		return s.fenced(ctx, sc.key, c.Token, c.TTL, r)
+		fence, err := s.fenced(ctx, &sc.cmds[0], c.TTL, r)
+		if err == errNoSetGet {
+			return c.Run(ctx, s) // again without GET
+		}
+		return fence, err
 	case lock.CallRelease:
 		return 0, s.released(ctx, sc.key, time.Time{}, r[0])
 	case lock.CallExtend:

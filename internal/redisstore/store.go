@@ -24,6 +24,7 @@ type Store struct {
 	subOwner        any                    // whose subscriptions this store shares: see hub
 	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
 	noExpireTime    atomic.Bool            // the server lacks PEXPIRETIME (Redis < 7): every fence lifts
+	noSetGet        atomic.Bool            // the server refuses SET with NX and GET (Redis < 7)
 	pipe            pipeline               // calls started with Start
 	maxSenders      int                    // batches of started calls in flight at once: see Batcher
 	handoffs        handoffs               // resources this store just released to a waiter
@@ -66,8 +67,9 @@ func New(client Client, kind, defaultName string, owner any, opts []Option) (*St
 // String returns the store's name: see WithName.
 func (s *Store) String() string { return s.name }
 
-// Acquire implements [lock.Store] with SET NX PX: one round trip. The lock
-// carries no fence; the lockers use AcquireFenced.
+// Acquire implements [lock.Store] with SET NX PX GET: one round trip,
+// whose answer also tells a lock held by another (its token) from a key
+// of another type (a WRONGTYPE error).
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return err
@@ -80,26 +82,54 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	if err := s.handoffs.yield(ctx, key); err != nil {
 		return err
 	}
-	if s.replicas > 0 {
-		_, err := s.acquireReplicated(ctx, false, key, token, ttl)
-		return err
+	for {
+		var err error
+		if s.replicas > 0 {
+			_, err = s.acquireReplicated(ctx, false, key, token, ttl)
+		} else {
+			cmd := s.setNX(key, token, ttl)
+			err = s.acquired(ctx, &cmd, s.do(ctx, cmd))
+		}
+		if err != errNoSetGet {
+			return err
+		}
 	}
-	return s.acquired(ctx, key, token, s.do(ctx, s.setNX(key, token, ttl)))
 }
 
-// setNX returns SET key token NX PX ttl.
+// setNX returns SET key token NX PX ttl GET, or without GET on a server
+// that does not take both NX and GET (Redis before 7.0).
 func (s *Store) setNX(key, token string, ttl time.Duration) Cmd {
-	return cmd1("SET", key, token, "NX", "PX", s.ttlArg(ttl))
+	if s.noSetGet.Load() {
+		return cmd1("SET", key, token, "NX", "PX", s.ttlArg(ttl))
+	}
+	return cmd1("SET", key, token, "NX", "PX", s.ttlArg(ttl), "GET")
 }
 
-// acquired returns the outcome of the SET NX of key.
-func (s *Store) acquired(ctx context.Context, key, token string, r Reply) error {
+// errNoSetGet reports that the server refused SET with both NX and GET,
+// which ran nothing: send the acquisition again, without GET.
+var errNoSetGet = errors.New("the server does not take SET with both NX and GET")
+
+// acquired returns the outcome of set, a SET NX of setNX, whose reply is
+// r. With GET, the reply is nil if the lock was free (and is now taken)
+// and the holder's token otherwise; a key of another type is a WRONGTYPE
+// error. Without GET, a refusal is followed by a GET (see refused).
+func (s *Store) acquired(ctx context.Context, set *Cmd, r Reply) error {
+	key, token, get := set.Keys[0], set.Args[0], set.NArgs == 5
 	var err error
 	switch {
-	case r.Nil:
-		err = s.refused(ctx, key, token, r.Resent)
+	case get && r.serverErr("ERR syntax error"):
+		s.noSetGet.Store(true)
+		return errNoSetGet
+	case r.serverErr("WRONGTYPE"):
+		err = s.wrongType(key)
 	case r.Err != nil:
 		err = s.failed(ctx, r.Err)
+	case !get && r.Nil:
+		err = s.refused(ctx, key, token, r.Resent)
+	case get && !r.Nil && !(r.Resent && r.Str == token):
+		// Held, and not by an earlier send of this command (see
+		// Reply.Resent).
+		err = lock.ErrNotAcquired
 	}
 	if err == nil {
 		hub.acquired(s, key)
@@ -107,20 +137,26 @@ func (s *Store) acquired(ctx context.Context, key, token string, r Reply) error 
 	return err
 }
 
-// refused returns the error of an acquisition that found key taken,
+// wrongType is the error of a lock key that holds another type of value:
+// a key no lock store wrote, which is not contention and would never be
+// freed by a release.
+func (s *Store) wrongType(key string) error {
+	return fmt.Errorf("%s: WRONGTYPE: lock key %q holds a value that is not a lock", s.kind, key)
+}
+
+// refused returns the error of a SET NX without GET that found key taken,
 // reading the key with GET — one more round trip, on the refusal path
 // only: lock.ErrNotAcquired if it holds a lock (or has expired since); nil
 // if the command was resent and the lock holds token (the first send took
 // it: see Reply.Resent); and a WRONGTYPE error if it holds another type of
-// value — a key no lock store wrote, which is not contention and would
-// never be freed by a release.
+// value.
 func (s *Store) refused(ctx context.Context, key, token string, resent bool) error {
 	r := s.do(ctx, cmd1("GET", key))
 	switch {
 	case r.Nil:
 		return lock.ErrNotAcquired
 	case r.serverErr("WRONGTYPE"):
-		return fmt.Errorf("%s: WRONGTYPE: lock key %q holds a value that is not a lock", s.kind, key)
+		return s.wrongType(key)
 	case r.Err != nil:
 		return s.failed(ctx, r.Err)
 	case resent && r.Str == token:
@@ -283,4 +319,12 @@ func (s *Store) ttlArg(ttl time.Duration) string {
 	a := &ttlArg{ttl: ttl, arg: itoa(Millis(ttl))}
 	s.lastTTL.Store(a)
 	return a.arg
+}
+
+// WithoutRedis7 makes s speak as it does to a server older than Redis
+// 7.0, which has neither PEXPIRETIME nor SET with both NX and GET: for
+// tests, on a server that has them.
+func WithoutRedis7(s *Store) {
+	s.noSetGet.Store(true)
+	s.noExpireTime.Store(true)
 }

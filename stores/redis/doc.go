@@ -37,8 +37,9 @@
 // # Operations
 //
 // Every operation is one round trip, pipelined with those of other
-// goroutines by rueidis: Acquire is SET NX PX; AcquireFenced is SET NX PX,
-// INCR and PEXPIRETIME sent together (see Fencing); Release and Extend are
+// goroutines by rueidis: Acquire is SET NX PX GET (the GET tells a
+// refusal's holder); AcquireFenced is that, INCR and PEXPIRETIME sent
+// together (see Fencing); Release and Extend are
 // Lua scripts run with EVALSHA, sent in full only when the server answers
 // NOSCRIPT (after SCRIPT FLUSH, a restart or a failover), so NOSCRIPT
 // never reaches the caller. Exists is EXISTS, TTL is PTTL,

@@ -530,3 +530,28 @@ func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
 		t.Fatalf("the second waiter's WaitRelease = %v", err)
 	}
 }
+
+// testConformanceBeforeRedis7 runs the kit, and the WRONGTYPE checks, on
+// stores that speak as they do to a server before Redis 7.0: a refusal
+// read with GET, every fence lifted by a script.
+func (f Factory) testConformanceBeforeRedis7(t *testing.T) {
+	srv := redistest.Start(t)
+	client := f.Client(t, srv)
+	old := func(t testing.TB, opts ...redisstore.Option) Store {
+		s := f.On(t, client, opts...)
+		redisstore.WithoutRedis7(f.Engine(s))
+		return s
+	}
+	conformance.TestStore(t, func(t *testing.T) lock.Store { return old(t) }, nil)
+	s := old(t, redisstore.WithPrefix("wt6:"))
+	if err := srv.Do("LPUSH", "wt6:{r}", "x").Error(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 10*time.Second)
+	if err := s.Acquire(ctx, "r", "tok", time.Second); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("Acquire on a list = %v; want a WRONGTYPE error", err)
+	}
+	if _, err := s.AcquireFenced(ctx, "r", "tok", time.Second); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("AcquireFenced on a list = %v; want a WRONGTYPE error", err)
+	}
+}

@@ -88,6 +88,7 @@ func Run(t *testing.T, f Factory) {
 		{"ConformanceCluster", f.testConformanceCluster},
 		{"ConformanceSentinelWaitReplicas", f.testConformanceSentinel},
 		{"ConformanceRestartGuard", f.testConformanceRestartGuard},
+		{"ConformanceBeforeRedis7", f.testConformanceBeforeRedis7},
 		{"Validation", f.testValidation},
 		{"KeysOnCluster", f.testKeysOnCluster},
 		{"AmbiguousOutcomes", f.testAmbiguousOutcomes},
