@@ -19,7 +19,6 @@ import (
 // The benchmarks measure lock+unlock pairs per second: see
 // redissuite.Pairs.
 
-
 func parallel(b *testing.B, pair func(ctx context.Context, resource, token string) error) {
 	b.Helper()
 	redissuite.Pairs(b, pair)
