@@ -28,7 +28,9 @@
 //
 // The counter is one key per server (FenceKey), or per hash slot on a
 // cluster (CounterKey), so state is O(1) per server, however many names
-// are locked.
+// are locked. A store that has not lifted the counter (see below) for
+// half of LiftAhead sends liftScript in place of INCR and PEXPIRETIME, so
+// that an acquisition is one round trip also when fences are rare.
 //
 // Why fences increase per resource on one server, although the three
 // commands are not atomic: let A hold the lock before B. A's INCR ran

@@ -56,16 +56,35 @@ type batch struct {
 var batches = sync.Pool{New: func() any { return new(batch) }}
 
 // fencedCmds writes the commands of a fenced acquisition of the lock at
-// key into cmds and returns how many there are: SET NX PX, INCR of the
-// counter and, on servers that have it, PEXPIRETIME.
+// key into cmds and returns how many there are: SET NX PX GET, then INCR
+// of the counter and PEXPIRETIME — or, when this store has not lifted the
+// counter for a while (it is then likely behind the clock: few fences are
+// taken) or the server lacks PEXPIRETIME, the lift script instead, which
+// takes the fence lifted: one round trip either way.
 func (s *Store) fencedCmds(cmds *[3]Cmd, key, token string, ttl time.Duration) int {
 	cmds[0] = s.setNX(key, token, ttl)
-	cmds[1] = cmd1("INCR", s.counterKey(key))
-	if s.noExpireTime.Load() {
+	if s.liftDue() {
+		cmds[1] = script(liftScript, []string{s.counterKey(key)}, "0", liftAheadArg)
 		return 2
 	}
+	cmds[1] = cmd1("INCR", s.counterKey(key))
 	cmds[2] = cmd1("PEXPIRETIME", key)
 	return 3
+}
+
+// liftDue reports whether the fenced acquisitions of this store lift the
+// counter as they take their fence: when the server lacks PEXPIRETIME,
+// and when the store has not lifted it for half of LiftAhead — and so
+// marks it lifted now. Under load, that is one acquisition in many; when
+// fences are rare, all of them, at the cost of a script rather than a
+// second round trip.
+func (s *Store) liftDue() bool {
+	if s.noExpireTime.Load() {
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := s.lastLift.Load()
+	return now-last > LiftAhead*1000/2 && s.lastLift.CompareAndSwap(last, now)
 }
 
 // counterKey returns the fence counter of the lock at key.
@@ -82,21 +101,25 @@ func (s *Store) fenced(ctx context.Context, set *Cmd, ttl time.Duration, r []Rep
 	// The lock is held from here on: an error now is no lock outcome,
 	// and the lockers release by token.
 	counter := r[1]
-	if counter.Err != nil {
+	switch {
+	case len(r) == 2 && counter.noScript():
+		return s.lift(ctx, s.counterKey(key), 0) // the lift script, loaded
+	case counter.Err != nil:
 		return 0, s.failed(ctx, fmt.Errorf("%s: fence counter: %w", s.kind, counter.Err))
+	case len(r) == 2: // lifted by the script
+		return uint64(counter.Int), nil
 	}
-	lift := true // without the server's clock, lift to it
-	if len(r) == 3 {
-		switch e := r[2]; {
-		case e.unknownCommand(): // Redis before 7.0
-			s.noExpireTime.Store(true)
-		case e.Err != nil:
-			return 0, s.failed(ctx, e.Err)
-		case e.Int < 0:
-			return 0, fmt.Errorf("%s: the lock %q expired before its fence was taken (PEXPIRETIME %d): its TTL is shorter than the server took to answer", s.kind, key, e.Int)
-		default:
-			lift = behind(counter.Int, e.Int, ttl)
-		}
+	lift := false
+	switch e := r[2]; {
+	case e.unknownCommand(): // Redis before 7.0
+		s.noExpireTime.Store(true)
+		lift = true
+	case e.Err != nil:
+		return 0, s.failed(ctx, e.Err)
+	case e.Int < 0:
+		return 0, fmt.Errorf("%s: the lock %q expired before its fence was taken (PEXPIRETIME %d): its TTL is shorter than the server took to answer", s.kind, key, e.Int)
+	default:
+		lift = behind(counter.Int, e.Int, ttl)
 	}
 	if !lift {
 		return uint64(counter.Int), nil
@@ -124,6 +147,7 @@ var liftAheadArg = itoa(LiftAhead)
 // lift takes the next value of counter, lifted to at least the server's
 // clock in microseconds and to min: see liftScript.
 func (s *Store) lift(ctx context.Context, counter string, min uint64) (uint64, error) {
+	s.lastLift.Store(time.Now().UnixNano())
 	r := s.eval(ctx, liftScript, []string{counter}, strconv.FormatUint(min, 10), liftAheadArg)
 	if r.Err != nil {
 		return 0, s.failed(ctx, fmt.Errorf("%s: fence counter: %w", s.kind, r.Err))

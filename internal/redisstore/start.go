@@ -257,7 +257,10 @@ func (s *Store) needsMore(sc *startedCall, r []Reply) bool {
 	case lock.CallAcquire:
 		return slowRefusal || r[0].Err != nil
 	case lock.CallAcquireFenced:
-		return slowRefusal || len(r) < 3 || r[0].Err != nil || r[1].Err != nil || r[2].Err != nil || behind(r[1].Int, r[2].Int, sc.call.TTL)
+		if len(r) == 2 { // lifted by the script
+			return slowRefusal || r[0].Err != nil || r[1].Err != nil
+		}
+		return slowRefusal || r[0].Err != nil || r[1].Err != nil || r[2].Err != nil || behind(r[1].Int, r[2].Int, sc.call.TTL)
 	}
 	return false
 }

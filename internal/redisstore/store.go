@@ -25,6 +25,7 @@ type Store struct {
 	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
 	noExpireTime    atomic.Bool            // the server lacks PEXPIRETIME (Redis < 7): every fence lifts
 	noSetGet        atomic.Bool            // the server refuses SET with NX and GET (Redis < 7)
+	lastLift        atomic.Int64           // when this store last lifted the fence counter (Unix ns): see liftDue
 	pipe            pipeline               // calls started with Start
 	maxSenders      int                    // batches of started calls in flight at once: see Batcher
 	handoffs        handoffs               // resources this store just released to a waiter
