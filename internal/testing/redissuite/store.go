@@ -259,8 +259,10 @@ func (f Factory) testWaitReplicasCluster(t *testing.T) {
 	if !errors.Is(err, redisstore.ErrNotReplicated) {
 		t.Fatalf("Acquire with WaitReplicas(1) while the replica is paused = %v; want ErrNotReplicated", err)
 	}
-	if held, err := paused.Exists(ctx, "r"); err != nil || held {
-		t.Fatalf("Exists(r) after ErrNotReplicated = %v, %v; want false", held, err)
+	// The store releases the unconfirmed lock; if that release fails, the
+	// error says so (and the lockers release by token once more).
+	if held, herr := paused.Exists(ctx, "r"); herr != nil || (held && !strings.Contains(err.Error(), "releasing it failed")) {
+		t.Fatalf("Exists(r) after %v = %v, %v; want false, or an error saying the release failed", err, held, herr)
 	}
 	c.WaitHealthy(t)
 }
