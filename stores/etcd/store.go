@@ -27,8 +27,9 @@ type Store struct {
 	leases pb.LeaseClient
 	prefix string
 	name   string
-	minTTL atomic.Int64 // whole seconds; raised when the cluster grants longer leases than asked
-	hub    hub
+	minTTL  atomic.Int64 // whole seconds; raised when the cluster grants longer leases than asked
+	timeout time.Duration
+	hub     hub
 }
 
 var (
@@ -73,6 +74,18 @@ func WithMinTTL(d time.Duration) Option {
 	return func(s *Store) { s.minTTL.Store(int64(d / time.Second)) }
 }
 
+// WithTimeout bounds every call of the store (all the requests it makes
+// to etcd for one Acquire, Release, Extend, Exists or TTL, and the read
+// that starts a WaitRelease) by d, within the caller's context; the
+// default is no bound but the context. A leader that dies loses the
+// writes it was replicating: etcd answers them only when its own request
+// timeout runs out (5s plus two election timeouts), so without a bound a
+// call can hang that long, where a new leader is elected in about two
+// election timeouts. A call the bound ends returns an error that says so
+// and does not match context.DeadlineExceeded, as the caller's context
+// is still alive. Its outcome is unknown, as with any failed call.
+func WithTimeout(d time.Duration) Option { return func(s *Store) { s.timeout = d } }
+
 // New returns a store that keeps its locks in the etcd cluster client
 // talks to. The caller owns client: the store never closes it. The
 // client's zap logger reports the calls that fail and are retried; give
@@ -88,6 +101,9 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 	}
 	if s.minTTL.Load() < 1 {
 		return nil, fmt.Errorf("%w: minimum TTL below one second: etcd leases count whole seconds", lock.ErrInvalid)
+	}
+	if s.timeout < 0 {
+		return nil, fmt.Errorf("%w: timeout is %v: want >= 0", lock.ErrInvalid, s.timeout)
 	}
 	s.hub.init(s)
 	return s, nil
@@ -127,13 +143,15 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 }
 
 func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
-	if err := check(ctx, resource, token); err != nil {
-		return 0, err
-	}
 	secs, err := s.seconds(ttl)
 	if err != nil {
 		return 0, err
 	}
+	ctx, cancel, err := s.begin(ctx, resource, token)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
 	key := s.key(resource)
 	id, err := s.grant(ctx, secs, ttl)
 	if err != nil {
@@ -208,14 +226,17 @@ func raise(v *atomic.Int64, n int64) {
 // lock ever uses, so revoking it releases this lock or, if it expired in
 // between, nothing (lock.ErrNotHeld).
 func (s *Store) Release(ctx context.Context, resource, token string) error {
-	if err := check(ctx, resource, token); err != nil {
+	ctx, cancel, err := s.begin(ctx, resource, token)
+	if err != nil {
 		return err
 	}
+	defer cancel()
 	key := s.key(resource)
 	// An Extend with another TTL moves the lock to a new lease: a lease
 	// found gone is looked for again under the key, a few times.
 	for range 3 {
-		kv, err := s.get(ctx, key)
+		var kv *mvccpb.KeyValue
+		kv, err = s.get(ctx, key)
 		if err != nil {
 			return s.fail(ctx, "release", err)
 		}
@@ -259,13 +280,15 @@ func (s *Store) deleteLeaseless(ctx context.Context, key string, modRev int64) e
 // the key still holds token under the old lease, and then revokes the
 // old one: four round trips instead of two.
 func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
-	if err := check(ctx, resource, token); err != nil {
-		return err
-	}
 	secs, err := s.seconds(ttl)
 	if err != nil {
 		return err
 	}
+	ctx, cancel, err := s.begin(ctx, resource, token)
+	if err != nil {
+		return err
+	}
+	defer cancel()
 	key := s.key(resource)
 	kv, err := s.get(ctx, key)
 	if err != nil {
@@ -277,7 +300,8 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	ka, err := s.client.KeepAliveOnce(ctx, clientv3.LeaseID(kv.Lease))
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		return lock.ErrNotHeld // expired: never brought back
+		// Expired, and never brought back; unless the leader lags.
+		return s.leaseGone(ctx, "extend", kv.Key, kv)
 	case err != nil:
 		return s.fail(ctx, "extend", err)
 	case ka.TTL == secs:
@@ -305,9 +329,11 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 
 // Exists implements [lock.Store].
 func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
-	if err := check(ctx, resource, "-"); err != nil {
+	ctx, cancel, err := s.begin(ctx, resource, "-")
+	if err != nil {
 		return false, err
 	}
+	defer cancel()
 	resp, err := s.client.Get(ctx, s.key(resource), clientv3.WithCountOnly())
 	if err != nil {
 		return false, s.fail(ctx, "exists", err)
@@ -319,9 +345,11 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 // lease, in whole seconds rounded down, as etcd reports it (a lock in its
 // last second reads 0).
 func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, error) {
-	if err := check(ctx, resource, "-"); err != nil {
+	ctx, cancel, err := s.begin(ctx, resource, "-")
+	if err != nil {
 		return 0, false, err
 	}
+	defer cancel()
 	kv, err := s.get(ctx, s.key(resource))
 	if err != nil {
 		return 0, false, s.fail(ctx, "ttl", err)
@@ -337,9 +365,29 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 		return 0, false, s.fail(ctx, "ttl", err)
 	}
 	if resp.TTL < 0 {
-		return 0, false, nil // revoked since the key was read: the lock is gone
+		if err := s.leaseGone(ctx, "ttl", kv.Key, kv); err != lock.ErrNotHeld {
+			return 0, false, err
+		}
+		return 0, false, nil // expired since the key was read
 	}
 	return time.Duration(resp.TTL) * time.Second, true, nil
+}
+
+// leaseGone is called when the leader did not find the lease of kv, the
+// key of a lock as read a moment ago. A key goes with its lease, so if the
+// key still has that lease, the leader has not yet applied the lease's
+// grant (a leader elected a moment ago, on etcd before 3.5, answers
+// before it has caught up): it returns an error, as the outcome is not
+// known. Otherwise the lock has expired: lock.ErrNotHeld.
+func (s *Store) leaseGone(ctx context.Context, op string, key []byte, kv *mvccpb.KeyValue) error {
+	now, err := s.get(ctx, string(key))
+	switch {
+	case err != nil:
+		return s.fail(ctx, op, err)
+	case now != nil && now.Lease == kv.Lease && now.CreateRevision == kv.CreateRevision:
+		return fmt.Errorf("etcd %s: the leader does not know the lease of %q yet: try again", op, key)
+	}
+	return lock.ErrNotHeld
 }
 
 // get reads key, linearizably; it returns nil if the key does not exist.
@@ -367,14 +415,22 @@ func (s *Store) seconds(ttl time.Duration) (int64, error) {
 	return secs, nil
 }
 
-// fail wraps the error of a call that did not complete: the context's
-// error if ctx ended, so that errors.Is matches it, and otherwise etcd's.
-// Neither is ever a lock outcome: the call may have taken effect.
-func (s *Store) fail(ctx context.Context, op string, err error) error {
-	if err == nil {
-		return nil
+// begin validates the arguments of a call and its context, and bounds
+// the context by the store's timeout; the caller must call cancel.
+func (s *Store) begin(ctx context.Context, resource, token string) (_ context.Context, cancel context.CancelFunc, err error) {
+	if err := check(ctx, resource, token); err != nil {
+		return nil, nil, err
 	}
-	return fmt.Errorf("etcd %s: %w", op, clientv3.ContextError(ctx, err))
+	ctx, cancel = s.bound(ctx)
+	return ctx, cancel, nil
+}
+
+// bound bounds ctx by the store's timeout, if it has one.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, s.timeout, timeoutError{s.timeout})
 }
 
 // check validates the arguments of a call and the context.
@@ -390,4 +446,24 @@ func check(ctx context.Context, resource, token string) error {
 		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
 	}
 	return nil
+}
+
+// timeoutError ends a call that WithTimeout bounds. It does not match
+// context.DeadlineExceeded: the caller's context is still alive.
+type timeoutError struct{ after time.Duration }
+
+func (e timeoutError) Error() string { return fmt.Sprintf("no answer within %v (WithTimeout)", e.after) }
+
+// fail wraps the error of a call that did not complete: the context's
+// error if ctx ended (so that errors.Is matches the caller's context
+// error), and otherwise etcd's. Neither is ever a lock outcome: the call
+// may have taken effect.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause, ok := context.Cause(ctx).(timeoutError); ok {
+		return fmt.Errorf("etcd %s: %w", op, cause)
+	}
+	return fmt.Errorf("etcd %s: %w", op, clientv3.ContextError(ctx, err))
 }

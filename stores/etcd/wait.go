@@ -13,13 +13,15 @@ import (
 )
 
 // linger is how long a resource's watch outlives its last waiter, so that
-// a locker that waits again after losing a race finds it running.
-const linger = 2 * time.Second
+// a locker that waits again after losing a race finds it running. A
+// variable for the tests, read by New.
+var linger = 2 * time.Second
 
 // hub keeps one etcd watch per resource that callers of WaitRelease wait
 // for, shared by all of them.
 type hub struct {
 	s       *Store
+	linger  time.Duration
 	mu      sync.Mutex
 	watches map[string]*watch // by key
 }
@@ -45,6 +47,7 @@ var errWatchEnded = errors.New("etcd wait: the watch ended")
 
 func (h *hub) init(s *Store) {
 	h.s = s
+	h.linger = linger
 	h.watches = make(map[string]*watch)
 }
 
@@ -125,6 +128,8 @@ func (h *hub) open(ctx context.Context, key string) (*watch, error) {
 // start reads whether key exists and watches it from the next revision.
 func (h *hub) start(ctx context.Context, key string, w *watch) {
 	defer close(w.ready)
+	ctx, cancel := h.s.bound(ctx)
+	defer cancel()
 	resp, err := h.s.client.Get(ctx, key, clientv3.WithCountOnly())
 	if err != nil {
 		h.mu.Lock()
@@ -137,7 +142,7 @@ func (h *hub) start(ctx context.Context, key string, w *watch) {
 	h.mu.Lock()
 	w.held = resp.Count > 0
 	w.stop = stop
-	w.idle = time.AfterFunc(linger, func() { h.expire(key, w) })
+	w.idle = time.AfterFunc(h.linger, func() { h.expire(key, w) })
 	h.mu.Unlock()
 	go h.follow(key, w, events)
 }
@@ -168,13 +173,13 @@ func (h *hub) follow(key string, w *watch, events clientv3.WatchChan) {
 }
 
 // expire ends w if it has no waiter, and otherwise looks again after
-// linger: a watch ends between one and two lingers after its last waiter
-// left.
+// h.linger: a watch ends between one and two lingers after its last
+// waiter left.
 func (h *hub) expire(key string, w *watch) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(w.waiters) > 0 {
-		w.idle.Reset(linger)
+		w.idle.Reset(h.linger)
 		return
 	}
 	h.end(key, w, errWatchEnded)

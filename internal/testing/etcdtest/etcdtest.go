@@ -37,14 +37,23 @@ import (
 // Install is how to install what the fixtures need.
 const Install = "apt-get install -y etcd-server (Debian/Ubuntu)"
 
-// The timing of the clusters.
+// The default timing of the clusters.
 const (
 	Heartbeat       = 100 * time.Millisecond
 	ElectionTimeout = 600 * time.Millisecond
-	// MinTTL is the shortest lease the clusters grant: 1.5 election
-	// timeouts, rounded up to whole seconds.
+	// MinTTL is the shortest lease the clusters grant with the default
+	// election timeout: 1.5 election timeouts, rounded up to whole
+	// seconds.
 	MinTTL = time.Second
 )
+
+// Options adjusts a cluster. A nil *Options gives the defaults.
+type Options struct {
+	// ElectionTimeout, if set, replaces the default election timeout
+	// (and so the shortest lease: 1.5 election timeouts, rounded up to
+	// whole seconds).
+	ElectionTimeout time.Duration
+}
 
 // Cluster is a running etcd cluster.
 type Cluster struct {
@@ -65,10 +74,10 @@ func (m *Member) URL() string { return "http://" + m.Addr() }
 
 // Start starts an n-member cluster for the test and waits until it has a
 // leader; it is killed when the test ends.
-func Start(t testing.TB, n int) *Cluster {
+func Start(t testing.TB, n int, o *Options) *Cluster {
 	t.Helper()
 	path := testserver.LookPath(t, "etcd", Install)
-	c, err := Launch(path, n)
+	c, err := Launch(path, n, o)
 	if err != nil {
 		t.Fatalf("etcdtest: %v", err)
 	}
@@ -92,7 +101,7 @@ func Shared(t testing.TB) *Cluster {
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.c == nil && shared.err == nil {
-		shared.c, shared.err = Launch(path, 3)
+		shared.c, shared.err = Launch(path, 3, nil)
 	}
 	if shared.err != nil {
 		t.Fatalf("etcdtest: shared cluster: %v", shared.err)
@@ -113,18 +122,22 @@ func CloseShared() {
 // Launch is Start for a cluster that outlives any one test (a shared
 // fixture, or the benchmark's): the caller must Close it. path is the
 // etcd binary. It tries other ports if one was taken in between.
-func Launch(path string, n int) (*Cluster, error) {
+func Launch(path string, n int, o *Options) (*Cluster, error) {
+	election := ElectionTimeout
+	if o != nil && o.ElectionTimeout > 0 {
+		election = o.ElectionTimeout
+	}
 	var err error
 	for range 3 {
 		var c *Cluster
-		if c, err = launch(path, n); err == nil {
+		if c, err = launch(path, n, election); err == nil {
 			return c, nil
 		}
 	}
 	return nil, err
 }
 
-func launch(path string, n int) (*Cluster, error) {
+func launch(path string, n int, election time.Duration) (*Cluster, error) {
 	dir, err := os.MkdirTemp(tmpfs(), "etcdtest-")
 	if err != nil {
 		return nil, err
@@ -160,7 +173,7 @@ func launch(path string, n int) (*Cluster, error) {
 				"--initial-cluster-state", "new",
 				"--initial-cluster-token", dir,
 				"--heartbeat-interval", strconv.Itoa(int(Heartbeat / time.Millisecond)),
-				"--election-timeout", strconv.Itoa(int(ElectionTimeout / time.Millisecond)),
+				"--election-timeout", strconv.Itoa(int(election / time.Millisecond)),
 				"--logger", "zap", "--log-level", "error",
 			}
 			p, err := testserver.Launch(fmt.Sprintf("etcd %s :%d", name, client), path, args, client, dir)
@@ -222,6 +235,10 @@ func (m *Member) Status(timeout time.Duration) (Status, error) {
 	return Status{ID: raw.Header.MemberID, Leader: raw.Leader, Term: raw.RaftTerm, Revision: raw.Header.Revision}, nil
 }
 
+// gateway is the HTTP client of the members' gateways. It keeps no idle
+// connection, so that it leaves no goroutine behind for the leak checks.
+var gateway = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // post posts an empty request to a gateway path of m and decodes the
 // answer into out.
 func (m *Member) post(timeout time.Duration, path string, out any) error {
@@ -231,7 +248,7 @@ func (m *Member) post(timeout time.Duration, path string, out any) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := gateway.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.Name, err)
 	}

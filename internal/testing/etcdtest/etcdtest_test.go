@@ -11,7 +11,7 @@ import (
 // leader elects another among the survivors; a restarted member rejoins
 // with its data (the revision it had, or later).
 func TestClusterLeaderChange(t *testing.T) {
-	c := etcdtest.Start(t, 3)
+	c := etcdtest.Start(t, 3, nil)
 	old, err := c.Leader()
 	if err != nil {
 		t.Fatalf("Leader() of a fresh cluster: %v", err)
