@@ -118,7 +118,7 @@ func (s *scenario) locker(endpoints ...string) (lock.Locker, error) {
 func (s *scenario) config(workers int, ttl, duration time.Duration) contention.Config {
 	obs := s.client()
 	return contention.Config{
-		Workers:   workers,
+		Workers: workers,
 		NewLocker: func(int) (lock.Locker, func(), error) {
 			l, err := s.locker()
 			return l, nil, err
@@ -127,7 +127,9 @@ func (s *scenario) config(workers int, ttl, duration time.Duration) contention.C
 		TTL:       ttl,
 		Hold:      10 * time.Millisecond,
 		Duration:  duration,
-		ServerTTL: func(ctx context.Context, l lock.Lock) ([]time.Duration, error) { return serverTTL(ctx, obs, s.prefix, l) },
+		ServerTTL: func(ctx context.Context, l lock.Lock) ([]time.Duration, error) {
+			return serverTTL(ctx, obs, s.prefix, l)
+		},
 	}
 }
 

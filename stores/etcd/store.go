@@ -24,9 +24,9 @@ type Store struct {
 	// leases calls the lease API without the retries of the client's
 	// Lease, which resends a grant or a revocation whose answer was lost:
 	// a resent revocation would report a lock it released as not held.
-	leases pb.LeaseClient
-	prefix string
-	name   string
+	leases  pb.LeaseClient
+	prefix  string
+	name    string
 	minTTL  atomic.Int64 // whole seconds; raised when the cluster grants longer leases than asked
 	timeout time.Duration
 	hub     hub
@@ -452,7 +452,9 @@ func check(ctx context.Context, resource, token string) error {
 // context.DeadlineExceeded: the caller's context is still alive.
 type timeoutError struct{ after time.Duration }
 
-func (e timeoutError) Error() string { return fmt.Sprintf("no answer within %v (WithTimeout)", e.after) }
+func (e timeoutError) Error() string {
+	return fmt.Sprintf("no answer within %v (WithTimeout)", e.after)
+}
 
 // fail wraps the error of a call that did not complete: the context's
 // error if ctx ended (so that errors.Is matches the caller's context
