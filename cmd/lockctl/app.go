@@ -112,7 +112,7 @@ func (a *app) help(args []string) int {
 }
 
 func (a *app) mainUsage(w io.Writer) {
-	fmt.Fprint(w, `lockctl takes distributed locks on Redis, Redlock and memcached from the
+	fmt.Fprint(w, `lockctl takes distributed locks on Redis, Redlock, memcached and etcd from the
 shell: flock(1) across machines.
 
 Usage:
@@ -129,6 +129,7 @@ Stores are given as URLs with --store (repeatable) or in $`+storesEnv+`:
   redis+cluster://host:port[,host:port...]  a Redis Cluster
   redis+sentinel://host:port[,...]/master   a Sentinel-managed master
   memcache://host[:port]                    one memcached server
+  etcd://host[:port][,host[:port]...]       an etcd cluster (etcds:// for TLS)
   memory://                                 in-process (check, bench, demos)
 Several --store flags make a Redlock over independent stores.
 'lockctl help stores' has every form and option.

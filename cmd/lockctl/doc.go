@@ -1,6 +1,6 @@
 // Command lockctl takes lockkit's distributed locks from the shell: flock(1)
 // across machines, on Redis (a server, a Cluster, a Sentinel-managed
-// master), memcached, or a Redlock over several of them.
+// master), memcached, a Redlock over several of them, or etcd.
 //
 //	lockctl run [flags] RESOURCE [--] COMMAND [ARGS...]  run a command under a lock
 //	lockctl status [flags] RESOURCE                      is it held, for how long, which fence
@@ -10,10 +10,10 @@
 //
 // Stores are URLs given with --store (repeat it for a Redlock) or in
 // $LOCKCTL_STORES: redis://, rediss://, redis+cluster://,
-// redis+sentinel://, memcache:// and memory://. Run lockctl help for the
-// exit statuses, lockctl help stores for every URL form, and lockctl help
-// COMMAND for a command's flags and examples; docs/lockctl.md shows each
-// command with its output.
+// redis+sentinel://, memcache://, etcd://, etcds:// and memory://. Run
+// lockctl help for the exit statuses, lockctl help stores for every URL
+// form, and lockctl help COMMAND for a command's flags and examples;
+// docs/lockctl.md shows each command with its output.
 //
 // With nothing installed, lockctl check tests the in-process memory store:
 //
@@ -26,6 +26,8 @@
 //     waiting woken by releases (Redis 7).
 //   - memcache: no fence, no TTL in status, TTLs in whole seconds; waiting
 //     polls.
+//   - etcd: run --fence-env (fences are revisions), status with TTL (whole
+//     seconds) and the holder's fence, waiting woken by releases.
 //   - memory: every capability, within one lockctl process.
 //   - several stores (Redlock): no fence; status per store.
 //

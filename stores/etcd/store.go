@@ -231,46 +231,50 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 		return err
 	}
 	defer cancel()
-	key := s.key(resource)
-	// An Extend with another TTL moves the lock to a new lease: a lease
-	// found gone is looked for again under the key, a few times.
+	released, err := s.revokeHolder(ctx, "release", s.key(resource), func(kv *mvccpb.KeyValue) bool { return string(kv.Value) == token })
+	if err == nil && !released {
+		err = lock.ErrNotHeld
+	}
+	return err
+}
+
+// revokeHolder reads key and, if it exists and holds reports true for it,
+// revokes its lease (or deletes it, if it has none); it reports whether
+// it did. An Extend with another TTL moves a lock to a new lease: a lease
+// found gone is looked for again under the key, a few times.
+func (s *Store) revokeHolder(ctx context.Context, op, key string, holds func(*mvccpb.KeyValue) bool) (bool, error) {
 	for range 3 {
-		var kv *mvccpb.KeyValue
-		kv, err = s.get(ctx, key)
-		if err != nil {
-			return s.fail(ctx, "release", err)
-		}
-		if kv == nil || string(kv.Value) != token {
-			return lock.ErrNotHeld
-		}
-		if kv.Lease == 0 {
-			return s.deleteLeaseless(ctx, key, kv.ModRevision)
+		kv, err := s.get(ctx, key)
+		switch {
+		case err != nil:
+			return false, s.fail(ctx, op, err)
+		case kv == nil || !holds(kv):
+			return false, nil
+		case kv.Lease == 0:
+			return s.deleteLeaseless(ctx, op, key, kv.ModRevision)
 		}
 		err = s.revoke(ctx, kv.Lease)
 		if err == nil {
-			return nil
+			return true, nil
 		}
 		if !errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) {
-			return s.fail(ctx, "release", err)
+			return false, s.fail(ctx, op, err)
 		}
 	}
-	return lock.ErrNotHeld
+	return false, nil
 }
 
-// deleteLeaseless deletes a key that holds a token but no lease, which
-// this package never writes, if it has not changed since modRev.
-func (s *Store) deleteLeaseless(ctx context.Context, key string, modRev int64) error {
+// deleteLeaseless deletes a key without a lease, which this package
+// never writes, if it has not changed since modRev.
+func (s *Store) deleteLeaseless(ctx context.Context, op, key string, modRev int64) (bool, error) {
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev)).
 		Then(clientv3.OpDelete(key)).
 		Commit()
 	if err != nil {
-		return s.fail(ctx, "release", err)
+		return false, s.fail(ctx, op, err)
 	}
-	if !resp.Succeeded {
-		return lock.ErrNotHeld
-	}
-	return nil
+	return resp.Succeeded, nil
 }
 
 // Extend implements [lock.Extender]. It reads the key and, if it holds
