@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of lockkit on a fresh Debian machine: installs the servers
-# the store tests talk to (redis-server, redis-cli, memcached) when they are
-# missing, then vets, lints (staticcheck) and tests every module with the
-# race detector.
+# the store tests talk to (redis-server, redis-cli, memcached, etcd) when
+# they are missing, then vets, lints (staticcheck) and tests every module
+# with the race detector.
 #
 # Set LOCKKIT_REQUIRE_SERVERS=1 to make a missing server fail the tests
 # instead of skipping them (.ci/run does).
@@ -18,6 +18,7 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 command -v memcached >/dev/null || missing+=(memcached)
+command -v etcd >/dev/null || missing+=(etcd-server)
 if ((${#missing[@]})); then
   if command -v apt-get >/dev/null; then
     sudo=""
