@@ -13,7 +13,8 @@
 // the libraries in the reverse order of the time before; -json FILE also writes
 // every number as JSON; -quick runs every cell once, briefly (a smoke
 // test, not a measurement); -only SECTION runs one section (redis,
-// contention, redlock, memcached, memory); -libs selects libraries.
+// contention, redlock, memcached, memory, etcd); -libs selects libraries.
+// The etcd section needs etcd on the PATH; without it, it is skipped.
 package main
 
 import (
@@ -33,7 +34,7 @@ import (
 var (
 	jsonOut = flag.String("json", "", "also write the results as JSON to this file")
 	quick   = flag.Bool("quick", false, "run every cell once and briefly: a smoke test, not a measurement")
-	only    = flag.String("only", "", "run only this section: redis, contention, redlock, memcached or memory")
+	only    = flag.String("only", "", "run only this section: redis, contention, redlock, memcached, memory or etcd")
 	libs    = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
 	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
 	passes  = flag.Int("passes", 4, "how many times each uncontended cell runs, alternating the order of the libraries (contention and in-memory cells: half as many)")
@@ -99,6 +100,18 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// extraSection is a section with servers of its own, which registers
+// itself from its own file (etcd.go): it runs after the others, adds its
+// cells to the results, reports them and checks its targets.
+type extraSection struct {
+	key     string // its name for -only
+	run     func(p plan, res *results, s *servers, progress func(string, ...any)) error
+	report  func(w io.Writer, r *results)
+	targets func(r *results) []target
+}
+
+var extraSections []extraSection
 
 // results is everything a run measured.
 type results struct {
@@ -219,6 +232,14 @@ func run(p plan, out io.Writer) (*results, error) {
 	if want("memory") {
 		res.Memory = memorySection(p, progress)
 		res.sections["memory"] = names(memoryLibraries())
+	}
+
+	for _, x := range extraSections {
+		if want(x.key) {
+			if err := x.run(p, res, s, progress); err != nil {
+				return nil, fmt.Errorf("%s section: %w", x.key, err)
+			}
+		}
 	}
 
 	res.Targets = checkTargets(res)
