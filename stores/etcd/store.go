@@ -27,7 +27,8 @@ type Store struct {
 	leases  pb.LeaseClient
 	prefix  string
 	name    string
-	minTTL  atomic.Int64 // whole seconds; raised when the cluster grants longer leases than asked
+	minTTL  atomic.Int64  // whole seconds; raised when the cluster grants longer leases than asked
+	min     time.Duration // as given to WithMinTTL, checked by New
 	timeout time.Duration
 	hub     hub
 }
@@ -70,9 +71,7 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 // it is refused with lock.ErrInvalid before anything is sent. If the
 // cluster turns out to grant longer leases than asked, the store refuses
 // that TTL too, and every shorter one from then on.
-func WithMinTTL(d time.Duration) Option {
-	return func(s *Store) { s.minTTL.Store(int64(d / time.Second)) }
-}
+func WithMinTTL(d time.Duration) Option { return func(s *Store) { s.min = d } }
 
 // WithTimeout bounds every call of the store (all the requests it makes
 // to etcd for one Acquire, Release, Extend, Exists or TTL, and the read
@@ -94,17 +93,17 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil etcd client", lock.ErrInvalid)
 	}
-	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd"}
-	s.minTTL.Store(int64(DefaultMinTTL / time.Second))
+	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL}
 	for _, o := range opts {
 		o(s)
 	}
-	if s.minTTL.Load() < 1 {
-		return nil, fmt.Errorf("%w: minimum TTL below one second: etcd leases count whole seconds", lock.ErrInvalid)
-	}
-	if s.timeout < 0 {
+	switch {
+	case s.min < time.Second || s.min%time.Second != 0:
+		return nil, fmt.Errorf("%w: minimum TTL is %v: want whole seconds, at least one (etcd's leases count whole seconds)", lock.ErrInvalid, s.min)
+	case s.timeout < 0:
 		return nil, fmt.Errorf("%w: timeout is %v: want >= 0", lock.ErrInvalid, s.timeout)
 	}
+	s.minTTL.Store(int64(s.min / time.Second))
 	s.hub.init(s)
 	return s, nil
 }
@@ -162,7 +161,10 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 		Then(clientv3.OpPut(key, token, clientv3.WithLease(id))).
 		Commit()
 	if err != nil {
-		// The key may have been put: the caller releases by token.
+		// The key may have been put. Revoking the lease undoes whatever
+		// the transaction did; if that fails too, the caller releases
+		// by token.
+		_ = s.revoke(ctx, int64(id))
 		return 0, s.fail(ctx, "acquire", err)
 	}
 	if !resp.Succeeded {

@@ -21,8 +21,17 @@ func TestNewRefusesBadInput(t *testing.T) {
 		t.Errorf("New(nil) = %v; want ErrInvalid", err)
 	}
 	client := clientOf(t, deadEndpoint(t))
-	if _, err := etcd.New(client, etcd.WithMinTTL(500*time.Millisecond)); !errors.Is(err, lock.ErrInvalid) {
-		t.Errorf("New(client, WithMinTTL(500ms)) = %v; want ErrInvalid: leases count whole seconds", err)
+	for _, o := range []struct {
+		name string
+		opt  etcd.Option
+	}{
+		{"WithMinTTL(500ms)", etcd.WithMinTTL(500 * time.Millisecond)},
+		{"WithMinTTL(1500ms)", etcd.WithMinTTL(1500 * time.Millisecond)},
+		{"WithTimeout(-1s)", etcd.WithTimeout(-time.Second)},
+	} {
+		if _, err := etcd.New(client, o.opt); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("New(client, %s) = %v; want ErrInvalid", o.name, err)
+		}
 	}
 }
 
