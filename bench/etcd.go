@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -66,11 +65,7 @@ func etcdSection(p plan, res *results, s *servers, progress func(string, ...any)
 		goroutines int
 	}{{"etcd", 64}, {"etcd-1", 1}} {
 		for pass := range p.passes {
-			order := slices.Clone(libs)
-			if pass%2 == 1 {
-				slices.Reverse(order)
-			}
-			for _, lib := range order {
+			for _, lib := range inPassOrder(libs, pass) {
 				e := newEtcdEnv()
 				r := throughput(lib, e, sec.goroutines, p.throughput, sec.goroutines == 1, count(e))
 				progress("%s, %d goroutines, pass %d: %-24s %7.0f pairs/s  p50 %6.0fµs  errors %d %s", sec.key, sec.goroutines, pass+1, lib.name, r.PairsPerSec, r.P50, r.Errors, r.FirstError)
@@ -82,11 +77,7 @@ func etcdSection(p plan, res *results, s *servers, progress func(string, ...any)
 	}
 	for _, pause := range []time.Duration{time.Millisecond, 0} {
 		for pass := range p.fewer {
-			order := slices.Clone(libs)
-			if pass%2 == 1 {
-				slices.Reverse(order)
-			}
-			for _, lib := range order {
+			for _, lib := range inPassOrder(libs, pass) {
 				e := newEtcdEnv()
 				r := contention(lib, e, 16, pause, p.contended, count(e))
 				progress("etcd contention, pause %v, pass %d: %-24s %6.0f acq/s  handoff p50 %6.0fµs  wait p99 %7.0fµs  violations %d  errors %d %s",

@@ -194,10 +194,7 @@ func run(p plan, out io.Writer) (*results, error) {
 			continue
 		}
 		for pass := range p.passes {
-			libs := slices.Clone(sec.libs)
-			if pass%2 == 1 {
-				slices.Reverse(libs)
-			}
+			libs := inPassOrder(sec.libs, pass)
 			for _, lib := range libs {
 				e := newEnv(s, p.ttl)
 				r := throughput(lib, e, sec.goroutines, p.throughput, sec.goroutines == 1, sec.left(e))
@@ -213,11 +210,7 @@ func run(p plan, out io.Writer) (*results, error) {
 		libs := selected(contentionLibraries())
 		for _, pause := range []time.Duration{time.Millisecond, 0} {
 			for pass := range p.fewer {
-				order := slices.Clone(libs)
-				if pass%2 == 1 {
-					slices.Reverse(order)
-				}
-				for _, lib := range order {
+				for _, lib := range inPassOrder(libs, pass) {
 					e := newEnv(s, p.ttl)
 					r := contention(lib, e, 16, pause, p.contended, redisLeft(e.redis[:1]))
 					progress("contention, pause %v, pass %d: %-24s %6.0f acq/s  handoff p50 %6.0fµs  wait p99 %7.0fµs  acq/handoff %5.2f  violations %d  lost %d  errors %d  still waiting %d %s",
@@ -254,6 +247,16 @@ func run(p plan, out io.Writer) (*results, error) {
 		}
 	}
 	return res, nil
+}
+
+// inPassOrder returns libs in the order of a pass: as given in even
+// passes, reversed in odd ones, so that no library always runs first.
+func inPassOrder(libs []library, pass int) []library {
+	order := slices.Clone(libs)
+	if pass%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
 }
 
 func names(libs []library) []string {

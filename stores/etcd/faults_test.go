@@ -257,101 +257,100 @@ func (s *scenario) killLeader(at, window time.Duration, leaders *[]uint64) conte
 // on. Nothing is granted twice, and fences keep increasing across both
 // leader changes.
 func TestKillLeader(t *testing.T) {
-	for _, control := range []bool{false, true} {
-		name := "kill-leader"
-		if control {
-			name = "control-kill-leader-check-then-put"
+	twins(t, "kill-leader", "control-kill-leader-check-then-put", func(t *testing.T, s *scenario) {
+		const ttl = 2 * time.Second
+		if s.control {
+			s.broken = checkThenPut
 		}
-		t.Run(name, func(t *testing.T) {
-			const ttl = 2 * time.Second
-			s := begin(t, name, control)
-			if control {
-				s.broken = checkThenPut
-			}
-			var leaders []uint64
-			cfg := s.config(4, ttl, 4500*time.Millisecond)
-			cfg.Faults = []contention.Fault{
-				s.killLeader(800*time.Millisecond, 1200*time.Millisecond, &leaders),
-				s.killLeader(2400*time.Millisecond, 1200*time.Millisecond, &leaders),
-			}
-			rep, res := s.run(cfg)
-			final, err := s.cluster.WaitLeader(5 * time.Second)
+		var leaders []uint64
+		cfg := s.config(4, ttl, 4500*time.Millisecond)
+		cfg.Faults = []contention.Fault{
+			s.killLeader(800*time.Millisecond, 1200*time.Millisecond, &leaders),
+			s.killLeader(2400*time.Millisecond, 1200*time.Millisecond, &leaders),
+		}
+		rep, res := s.run(cfg)
+		final, err := s.cluster.WaitLeader(5 * time.Second)
+		if err == nil {
+			st, err := final.Status(time.Second)
 			if err == nil {
-				st, err := final.Status(time.Second)
-				if err == nil {
-					leaders = append(leaders, st.ID)
-				}
+				leaders = append(leaders, st.ID)
 			}
-			if len(leaders) != 3 || leaders[0] == leaders[1] || leaders[1] == leaders[2] {
-				t.Errorf("leaders before, between and after the kills: %v; want two leader changes", leaders)
-			}
-			checked, bad := fenceOrder(res.Recorder.Ops())
-			rep.Add("fence_pairs_checked", fmt.Sprint(checked))
-			rep.Add("fences_out_of_order", fmt.Sprint(len(bad)))
-			if !control {
-				for _, b := range bad {
-					t.Errorf("fences out of order: %s", b)
-				}
-				if checked == 0 || !rep.Recovered {
-					t.Errorf("want locks granted after the faults, with fences to compare: %s", rep.Line())
-				}
-			}
-			s.finish(rep, ttl+2*time.Second)
-		})
-	}
+		}
+		if len(leaders) != 3 || leaders[0] == leaders[1] || leaders[1] == leaders[2] {
+			t.Errorf("leaders before, between and after the kills: %v; want two leader changes", leaders)
+		}
+		s.checkFences(&rep, res)
+		if !s.control && !rep.Recovered {
+			t.Errorf("want locks granted after the faults: %s", rep.Line())
+		}
+		s.finish(rep, ttl+2*time.Second)
+	})
 }
 
 // A follower is killed and restarted with its data, twice; it catches up
 // with the log it missed. Nothing is granted twice, fences keep
 // increasing, and the locks go on throughout (a majority lives).
 func TestRestartMember(t *testing.T) {
-	for _, control := range []bool{false, true} {
-		name := "restart-member"
-		if control {
-			name = "control-restart-member-check-then-put"
+	twins(t, "restart-member", "control-restart-member-check-then-put", func(t *testing.T, s *scenario) {
+		const ttl = 2 * time.Second
+		if s.control {
+			s.broken = checkThenPut
 		}
-		t.Run(name, func(t *testing.T) {
-			const ttl = 2 * time.Second
-			s := begin(t, name, control)
-			if control {
-				s.broken = checkThenPut
-			}
-			cfg := s.config(4, ttl, 3500*time.Millisecond)
-			var follower *etcdtest.Member
-			restart := func(at time.Duration) contention.Fault {
-				return contention.Fault{
-					Name: "restart a follower", At: at, For: 600 * time.Millisecond,
-					Inject: func() error {
-						l, err := s.cluster.Leader()
-						if err != nil {
-							return err
+		cfg := s.config(4, ttl, 3500*time.Millisecond)
+		var follower *etcdtest.Member
+		restart := func(at time.Duration) contention.Fault {
+			return contention.Fault{
+				Name: "restart a follower", At: at, For: 600 * time.Millisecond,
+				Inject: func() error {
+					l, err := s.cluster.Leader()
+					if err != nil {
+						return err
+					}
+					for _, m := range s.cluster.Members {
+						if m != l {
+							follower = m
 						}
-						for _, m := range s.cluster.Members {
-							if m != l {
-								follower = m
-							}
-						}
-						follower.Kill()
-						return nil
-					},
-					Heal: func() error { return s.cluster.Restart(follower) },
-				}
+					}
+					follower.Kill()
+					return nil
+				},
+				Heal: func() error { return s.cluster.Restart(follower) },
 			}
-			cfg.Faults = []contention.Fault{restart(700 * time.Millisecond), restart(2 * time.Second)}
-			rep, res := s.run(cfg)
-			checked, bad := fenceOrder(res.Recorder.Ops())
-			rep.Add("fence_pairs_checked", fmt.Sprint(checked))
-			rep.Add("fences_out_of_order", fmt.Sprint(len(bad)))
-			if !control {
-				for _, b := range bad {
-					t.Errorf("fences out of order: %s", b)
-				}
-				if !(rep.FaultSuccess > 0) || !rep.Recovered {
-					t.Errorf("want locks granted during the restarts (a majority lives) and after them: %s", rep.Line())
-				}
-			}
-			s.finish(rep, ttl+2*time.Second)
-		})
+		}
+		cfg.Faults = []contention.Fault{restart(700 * time.Millisecond), restart(2 * time.Second)}
+		rep, res := s.run(cfg)
+		s.checkFences(&rep, res)
+		if !s.control && (!(rep.FaultSuccess > 0) || !rep.Recovered) {
+			t.Errorf("want locks granted during the restarts (a majority lives) and after them: %s", rep.Line())
+		}
+		s.finish(rep, ttl+2*time.Second)
+	})
+}
+
+// twins runs a scenario and its positive control, each on a cluster of
+// its own: f sees s.control.
+func twins(t *testing.T, name, control string, f func(t *testing.T, s *scenario)) {
+	for _, n := range []string{name, control} {
+		t.Run(n, func(t *testing.T) { f(t, begin(t, n, n == control)) })
+	}
+}
+
+// checkFences checks with fenceOrder that the fences of a run increase in
+// grant order, adds the figures to rep, and, outside a control, fails the
+// test on any pair out of order, or if there was no pair to compare.
+func (s *scenario) checkFences(rep *contention.Report, res *contention.Result) {
+	s.t.Helper()
+	checked, bad := fenceOrder(res.Recorder.Ops())
+	rep.Add("fence_pairs_checked", fmt.Sprint(checked))
+	rep.Add("fences_out_of_order", fmt.Sprint(len(bad)))
+	if s.control {
+		return
+	}
+	for _, b := range bad {
+		s.t.Errorf("fences out of order: %s", b)
+	}
+	if checked == 0 {
+		s.t.Errorf("no two locks granted on one resource: no fences to compare: %s", rep.Line())
 	}
 }
 

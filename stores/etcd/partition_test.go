@@ -20,105 +20,98 @@ import (
 // extensions that never reach etcd: it keeps its claim past the lease,
 // and the overlap checker must report it.
 func TestPartitionedHolder(t *testing.T) {
-	for _, control := range []bool{false, true} {
-		name := "partitioned-holder"
-		if control {
-			name = "control-partitioned-holder-blind-extension"
+	twins(t, "partitioned-holder", "control-partitioned-holder-blind-extension", func(t *testing.T, s *scenario) {
+		const ttl, every = 2 * time.Second, 400 * time.Millisecond
+		var proxies []*faultproxy.Proxy
+		var addrs []string
+		for _, m := range s.cluster.Members {
+			p, err := faultproxy.New(m.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.onClose(func() { _ = p.Close() })
+			proxies, addrs = append(proxies, p), append(addrs, p.Addr())
 		}
-		t.Run(name, func(t *testing.T) {
-			const ttl, every = 2 * time.Second, 400 * time.Millisecond
-			s := begin(t, name, control)
-			var proxies []*faultproxy.Proxy
-			var addrs []string
-			for _, m := range s.cluster.Members {
-				p, err := faultproxy.New(m.Addr())
-				if err != nil {
-					t.Fatal(err)
-				}
-				s.onClose(func() { _ = p.Close() })
-				proxies, addrs = append(proxies, p), append(addrs, p.Addr())
-			}
-			rec := contention.NewRecorder()
-			hl, err := s.locker(addrs...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if control {
-				hl = blindExtension{hl}
-			}
-			holder := rec.Locker(0, hl)
-			ol, err := s.locker()
-			if err != nil {
-				t.Fatal(err)
-			}
-			other := rec.Locker(1, ol)
+		rec := contention.NewRecorder()
+		hl, err := s.locker(addrs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.control {
+			hl = blindExtension{hl}
+		}
+		holder := rec.Locker(0, hl)
+		ol, err := s.locker()
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := rec.Locker(1, ol)
 
-			var held lock.Lock
-			var healed func()
-			canceledAt := time.Duration(-1)
-			cut := make(chan struct{})
-			next := make(chan struct{}) // closed once the other client holds the lock
-			ran := make(chan error, 1)
-			go func() {
-				ran <- lock.Run(s.ctx, holder, "r", ttl, func(ctx context.Context, l lock.Lock) error {
-					held = l
-					// One extension through the healthy link, then the cut.
-					for extended(rec, l.Token) == 0 {
-						time.Sleep(10 * time.Millisecond)
-					}
-					heal := rec.Fault("partition the holder")
-					for _, p := range proxies {
-						p.Set(faultproxy.ToServer, faultproxy.Hold())
-						p.Set(faultproxy.ToClient, faultproxy.Hold())
-					}
-					healed = heal
-					close(cut)
-					select {
-					case <-ctx.Done():
-						canceledAt = rec.Now()
-					case <-next:
-						// The control's holder is never told: it works on
-						// for a while, believing it holds the lock.
-						time.Sleep(every)
-					}
-					return nil
-				}, lock.ExtendEvery(every))
-			}()
-			<-cut
-			took, err := other.Lock(s.ctx, "r", ttl)
-			if err != nil {
-				t.Fatalf("Lock(r) by a client that reaches the cluster = %v", err)
-			}
-			tookAt := rec.Now()
-			close(next)
-			if err := other.Unlock(s.ctx, took); err != nil {
-				t.Errorf("Unlock(r) by the other client = %v", err)
-			}
-			for _, p := range proxies {
-				p.Heal()
-			}
-			healed()
-			runErr := <-ran
+		var held lock.Lock
+		var healed func()
+		canceledAt := time.Duration(-1)
+		cut := make(chan struct{})
+		next := make(chan struct{}) // closed once the other client holds the lock
+		ran := make(chan error, 1)
+		go func() {
+			ran <- lock.Run(s.ctx, holder, "r", ttl, func(ctx context.Context, l lock.Lock) error {
+				held = l
+				// One extension through the healthy link, then the cut.
+				for extended(rec, l.Token) == 0 {
+					time.Sleep(10 * time.Millisecond)
+				}
+				heal := rec.Fault("partition the holder")
+				for _, p := range proxies {
+					p.Set(faultproxy.ToServer, faultproxy.Hold())
+					p.Set(faultproxy.ToClient, faultproxy.Hold())
+				}
+				healed = heal
+				close(cut)
+				select {
+				case <-ctx.Done():
+					canceledAt = rec.Now()
+				case <-next:
+					// The control's holder is never told: it works on
+					// for a while, believing it holds the lock.
+					time.Sleep(every)
+				}
+				return nil
+			}, lock.ExtendEvery(every))
+		}()
+		<-cut
+		took, err := other.Lock(s.ctx, "r", ttl)
+		if err != nil {
+			t.Fatalf("Lock(r) by a client that reaches the cluster = %v", err)
+		}
+		tookAt := rec.Now()
+		close(next)
+		if err := other.Unlock(s.ctx, took); err != nil {
+			t.Errorf("Unlock(r) by the other client = %v", err)
+		}
+		for _, p := range proxies {
+			p.Heal()
+		}
+		healed()
+		runErr := <-ran
 
-			rep := contention.Analyze(name, "etcd-3", rec)
-			rep.Add("extensions_before_cut", fmt.Sprint(extended(rec, held.Token)))
-			if canceledAt >= 0 {
-				rep.AddMillis("canceled_before_next_holder_ms", tookAt-canceledAt)
+		rep := contention.Analyze(s.name, "etcd-3", rec)
+		rep.Add("extensions_before_cut", fmt.Sprint(extended(rec, held.Token)))
+		if canceledAt >= 0 {
+			rep.AddMillis("canceled_before_next_holder_ms", tookAt-canceledAt)
+		}
+		if !s.control {
+			if !errors.Is(runErr, lock.ErrLost) {
+				t.Errorf("Run of the cut-off holder = %v; want ErrLost", runErr)
 			}
-			if !control {
-				if !errors.Is(runErr, lock.ErrLost) {
-					t.Errorf("Run of the cut-off holder = %v; want ErrLost", runErr)
-				}
-				if canceledAt < 0 || canceledAt >= tookAt {
-					t.Errorf("Run canceled its function at %v, the next holder got the lock at %v; want the function canceled first", canceledAt, tookAt)
-				}
-				if took.Fence <= held.Fence {
-					t.Errorf("the next holder's fence is %d, the cut-off holder's %d; want it higher", took.Fence, held.Fence)
-				}
+			if canceledAt < 0 || canceledAt >= tookAt {
+				t.Errorf("Run canceled its function at %v, the next holder got the lock at %v; want the function canceled first", canceledAt, tookAt)
 			}
-			s.finish(rep, ttl+2*time.Second)
-		})
-	}
+			if took.Fence <= held.Fence {
+				t.Errorf("the next holder's fence is %d, the cut-off holder's %d; want it higher", took.Fence, held.Fence)
+			}
+		}
+		s.finish(rep, ttl+2*time.Second)
+	})
 }
 
 // extended counts the successful extensions of the lock of token.
