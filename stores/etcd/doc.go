@@ -70,8 +70,8 @@
 //     revoke its lease, which deletes the key: one read and one write.
 //     As the lease belongs to this lock alone, revoking it releases this
 //     lock or, if the lease expired in between, nothing (lock.ErrNotHeld).
-//   - Extend: read the key, and renew its lease (a keepalive, which is not
-//     a Raft write). Extending with another TTL than the lease's moves the
+//   - Extend: read the key, and renew its lease (a keepalive, answered by
+//     the leader without a Raft write). Extending with another TTL than the lease's moves the
 //     lock to a new lease in a transaction that checks the token and the
 //     old lease, then revokes the old lease.
 //   - Exists: a count-only read. TTL: a read and a lease query.
@@ -105,4 +105,10 @@
 // have taken effect. The lockers then release by token, which revokes the
 // lease if the key holds the token. Errors caused by the caller's context
 // match context.Canceled or context.DeadlineExceeded.
+//
+// A leader that dies loses the writes it was replicating, and etcd answers
+// them only when its own request timeout runs out (5s plus two election
+// timeouts), where a new leader is elected in about two election timeouts.
+// Bound the calls with WithTimeout (or the caller's contexts) so that a
+// locker gives up on such a call, cleans up and tries again sooner.
 package etcd

@@ -152,6 +152,20 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 	}
 	defer cancel()
 	key := s.key(resource)
+	if s.hub.watching(key) {
+		// Callers of this store wait for the resource: it is contended,
+		// and an attempt that finds it held would cost three writes (a
+		// lease granted and revoked, a transaction). A linearizable read
+		// finds it held for one read, and is a true answer: the key was
+		// held at a moment within this call.
+		kv, err := s.get(ctx, key)
+		if err != nil {
+			return 0, s.fail(ctx, "acquire", err)
+		}
+		if kv != nil {
+			return 0, lock.ErrNotAcquired
+		}
+	}
 	id, err := s.grant(ctx, secs, ttl)
 	if err != nil {
 		return 0, err

@@ -172,6 +172,14 @@ func (h *hub) follow(key string, w *watch, events clientv3.WatchChan) {
 	h.mu.Unlock()
 }
 
+// watching reports whether the hub watches key: callers of the store wait
+// for it, or did a moment ago.
+func (h *hub) watching(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watches[key] != nil
+}
+
 // expire ends w if it has no waiter, and otherwise looks again after
 // h.linger: a watch ends between one and two lingers after its last
 // waiter left.
