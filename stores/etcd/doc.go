@@ -56,14 +56,14 @@
 //
 // Each lock has a lease of its own: a lock's TTL is its own, an Extend
 // renews that lock only, and revoking the lease deletes the lock's key
-// atomically with it. (A lease shared by the locks of a process, as
-// etcd's concurrency.Mutex uses, saves a write per lock but ties every
-// lock to the process's keepalive instead of its own TTL: measured in
-// bench/, a lock+unlock pair costs this store about twice the latency of
-// concurrency.Mutex, and half its throughput.) The store picks
-// each lease's ID itself, at random, and calls etcd's lease API without
-// the client's automatic resending, so an answer lost after the request
-// was sent is reported as an error, never taken for an outcome.
+// atomically with it. A lease shared by the locks of a process, as etcd's
+// concurrency.Mutex uses, saves writes but ties every lock to the
+// process's keepalive instead of its own TTL; the price of a lease per
+// lock, measured in bench/, is about twice Mutex's latency for a
+// lock+unlock pair and half its throughput. The store picks each lease's
+// ID itself, at random, and calls etcd's lease API without the client's
+// automatic resending, so an answer lost after the request was sent is
+// reported as an error, never taken for an outcome.
 //
 //   - Acquire: grant a lease, then a transaction that puts the key under
 //     it if the key does not exist — two Raft writes, two round trips.
