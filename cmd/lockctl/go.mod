@@ -8,4 +8,7 @@ require (
 	github.com/redis/rueidis v1.0.79
 )
 
-require golang.org/x/sys v0.47.0 // indirect
+require (
+	golang.org/x/sys v0.47.0
+	golang.org/x/term v0.45.0
+)
