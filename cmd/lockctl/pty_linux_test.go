@@ -152,3 +152,48 @@ func TestCheckProgressOnTerminal(t *testing.T) {
 		t.Errorf("check on a terminal wrote %q; want progress lines, erased before the summary", text)
 	}
 }
+
+// On a terminal, release --force asks before it deletes a lock, and a
+// "no" keeps it (isTerminal must tell a terminal from a pipe).
+func TestReleaseAsksOnTerminal(t *testing.T) {
+	master, slave := openPTY(t)
+	cmd := exec.Command(bin, "release", "--force", "--store", "memory://", "r")
+	cmd.Env = baseEnv()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	out := make(chan string, 1)
+	asked := make(chan struct{})
+	go func(notify chan struct{}) {
+		var b []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			b = append(b, buf[:n]...)
+			if strings.Contains(string(b), "[y/N] ") && notify != nil {
+				close(notify)
+				notify = nil
+			}
+			if err != nil {
+				out <- string(b)
+				return
+			}
+		}
+	}(asked)
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("release --force on a terminal did not ask")
+	}
+	if _, err := master.Write([]byte("n\n")); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	text := <-out
+	if code := cmd.ProcessState.ExitCode(); code != exitFailure || !strings.Contains(text, "not released") {
+		t.Errorf("release --force answered no: exit %d (%v); terminal %q", code, err, text)
+	}
+}
