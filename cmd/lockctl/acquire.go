@@ -76,11 +76,7 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 	if err := o.take.check(); err != nil {
 		return err
 	}
-	specs, err := a.storeSpecs(o.stores, "")
-	if err != nil {
-		return err
-	}
-	set, err := openStores(specs, o.stores, a.stderr)
+	set, err := a.openStores(o.stores, "", a.stderr)
 	if err != nil {
 		return err
 	}
@@ -182,11 +178,7 @@ func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, tim
 	if err != nil {
 		return err
 	}
-	specs, err := a.storeSpecs(sf, "")
-	if err != nil {
-		return err
-	}
-	set, err := openStores(specs, sf, a.stderr)
+	set, err := a.openStores(sf, "", a.stderr)
 	if err != nil {
 		return err
 	}

@@ -134,11 +134,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 			return err
 		}
 	}
-	specs, err := a.storeSpecs(o.stores, "memory://")
-	if err != nil {
-		return err
-	}
-	first, err := openStores(specs, o.stores, a.stderr)
+	first, err := a.openStores(o.stores, "memory://", a.stderr)
 	if err != nil {
 		return err
 	}
@@ -219,7 +215,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		Handoffs: len(handoffs),
 		Problem:  rep.Unsafe(),
 	}
-	for _, s := range specs {
+	for _, s := range first.specs {
 		cr.Stores = append(cr.Stores, s.display)
 	}
 	cr.OK = cr.Problem == "" && cr.Acquisitions > 0

@@ -124,19 +124,7 @@ func TestCheckProgressOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave.Close()
-	out := make(chan string, 1)
-	go func() {
-		var b []byte
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			b = append(b, buf[:n]...)
-			if err != nil {
-				out <- string(b)
-				return
-			}
-		}
-	}()
+	out, _ := readTerminal(master, "")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("check on a terminal: %v", err)
 	}
@@ -164,24 +152,7 @@ func TestReleaseAsksOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave.Close()
-	out := make(chan string, 1)
-	asked := make(chan struct{})
-	go func(notify chan struct{}) {
-		var b []byte
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			b = append(b, buf[:n]...)
-			if strings.Contains(string(b), "[y/N] ") && notify != nil {
-				close(notify)
-				notify = nil
-			}
-			if err != nil {
-				out <- string(b)
-				return
-			}
-		}
-	}(asked)
+	out, asked := readTerminal(master, "[y/N] ")
 	select {
 	case <-asked:
 	case <-time.After(30 * time.Second):
@@ -196,4 +167,28 @@ func TestReleaseAsksOnTerminal(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != exitFailure || !strings.Contains(text, "not released") {
 		t.Errorf("release --force answered no: exit %d (%v); terminal %q", code, err, text)
 	}
+}
+
+// readTerminal reads what the terminal of master shows until it closes,
+// and sends it on out; seen is closed once it shows prompt.
+func readTerminal(master *os.File, prompt string) (out <-chan string, seen <-chan struct{}) {
+	text := make(chan string, 1)
+	shown := make(chan struct{})
+	go func(notify chan struct{}) {
+		var b []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			b = append(b, buf[:n]...)
+			if prompt != "" && notify != nil && strings.Contains(string(b), prompt) {
+				close(notify)
+				notify = nil
+			}
+			if err != nil {
+				text <- string(b)
+				return
+			}
+		}
+	}(shown)
+	return text, shown
 }

@@ -90,11 +90,7 @@ func (a *app) releaseFile(ctx context.Context, sf *storeFlags, file string, time
 }
 
 func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes bool, timeout time.Duration) error {
-	specs, err := a.storeSpecs(sf, "")
-	if err != nil {
-		return err
-	}
-	set, err := openStores(specs, sf, nil)
+	set, err := a.openStores(sf, "", nil)
 	if err != nil {
 		return err
 	}
@@ -132,7 +128,7 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 		state = "released"
 	}
 	fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
-	for i, spec := range specs {
+	for i, spec := range set.specs {
 		fmt.Fprintf(a.stdout, "  %s  %s\n", spec.display, lines[i])
 	}
 	if failed > 0 {

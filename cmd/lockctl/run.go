@@ -96,19 +96,15 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	if err := o.take.check(); err != nil {
 		return err
 	}
-	specs, err := a.storeSpecs(o.stores, "")
-	if err != nil {
-		return err
-	}
-	set, err := openStores(specs, o.stores, a.stderr)
+	set, err := a.openStores(o.stores, "", a.stderr)
 	if err != nil {
 		return err
 	}
 	defer set.Close()
 	if o.fenceEnv != "" && !set.fences() {
 		why := "a Redlock's locks carry no fence"
-		if len(specs) == 1 {
-			why = specs[0].kind + " stores cannot hand out fences"
+		if len(set.specs) == 1 {
+			why = set.specs[0].kind + " stores cannot hand out fences"
 		}
 		return usagef("--fence-env: %s; drop --fence-env, or use one redis:// store", why)
 	}

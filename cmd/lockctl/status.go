@@ -69,11 +69,7 @@ type storeStatus struct {
 }
 
 func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSON bool) error {
-	specs, err := a.storeSpecs(sf, "")
-	if err != nil {
-		return err
-	}
-	set, err := openStores(specs, sf, nil)
+	set, err := a.openStores(sf, "", nil)
 	if err != nil {
 		return err
 	}
@@ -90,7 +86,7 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSO
 		rep.Error = err.Error()
 	}
 	for i, s := range set.stores {
-		rep.Stores[i] = storeStatusOf(ctx, specs[i], s, resource)
+		rep.Stores[i] = storeStatusOf(ctx, set.specs[i], s, resource)
 	}
 	if asJSON {
 		enc := json.NewEncoder(a.stdout)
