@@ -70,10 +70,7 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 		return usagef("want one RESOURCE, got %d arguments", len(args))
 	}
 	resource := args[0]
-	if err := positiveDuration("ttl", o.ttl); err != nil {
-		return err
-	}
-	if err := o.take.check(); err != nil {
+	if err := o.take.check(o.ttl); err != nil {
 		return err
 	}
 	set, err := a.openStores(o.stores, "", a.stderr)

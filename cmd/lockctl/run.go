@@ -90,10 +90,7 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	case o.fenceEnv != "" && strings.ContainsAny(o.fenceEnv, "=\x00"):
 		return usagef("--fence-env %q: not an environment variable name", o.fenceEnv)
 	}
-	if err := positiveDuration("ttl", o.ttl); err != nil {
-		return err
-	}
-	if err := o.take.check(); err != nil {
+	if err := o.take.check(o.ttl); err != nil {
 		return err
 	}
 	set, err := a.openStores(o.stores, "", a.stderr)

@@ -30,7 +30,11 @@ func addTakeFlags(fs *flag.FlagSet) *takeFlags {
 	return tf
 }
 
-func (tf *takeFlags) check() error {
+// check checks the flags, and the TTL of the lock to take.
+func (tf *takeFlags) check(ttl time.Duration) error {
+	if err := positiveDuration("ttl", ttl); err != nil {
+		return err
+	}
 	if tf.conflictCode < 0 || tf.conflictCode > 255 {
 		return usagef("--conflict-exit-code %d: want 0 to 255", tf.conflictCode)
 	}
