@@ -86,6 +86,10 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 	if err != nil {
 		return &usageError{err: err}
 	}
+	// Signals stop the wait from here on: once the lock file exists, a
+	// signal can no longer leave it behind.
+	acqCtx, stop := interruptible(ctx)
+	defer stop()
 	var file *os.File
 	if o.file != stdio {
 		if file, err = reserveLockFile(o.file); err != nil {
@@ -98,8 +102,6 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 			}
 		}()
 	}
-	acqCtx, stop := interruptible(ctx)
-	defer stop()
 	l, err := (&acquirer{Locker: locker, ctx: acqCtx, wait: o.take.wait}).Lock(ctx, resource, o.ttl)
 	if err != nil {
 		return acquireError(acqCtx, err, resource, o.take, hook)
