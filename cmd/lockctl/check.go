@@ -54,7 +54,7 @@ Without --store (or $LOCKCTL_STORES) it checks the in-process memory store,
 so it works on a machine with nothing installed. Interrupt it (Ctrl-C) to
 stop early and get the summary of what ran.`,
 	examples: `  # Nothing installed: the in-memory store.
-  go run github.com/lockkit/lock/cmd/lockctl check
+  go run github.com/lockkit/lock/cmd/lockctl@latest check
 
   # Your Redis, with 32 workers for a minute.
   lockctl check --store redis://:secret@redis.internal:6379 --workers 32 --duration 1m

@@ -24,8 +24,10 @@ func TestDocsAgreeWithHelp(t *testing.T) {
 			t.Errorf("docs/lockctl.md shows no %q", "$ "+w)
 		}
 	}
+	printed := map[string]string{}
 	for line, text := range blocks {
 		code, out, stderr := runCLI(t, nil, strings.Fields(line)[1:]...)
+		printed[line] = out
 		if code != exitOK {
 			t.Errorf("%s: exit %d, %s", line, code, stderr)
 			continue
@@ -42,6 +44,16 @@ func TestDocsAgreeWithHelp(t *testing.T) {
 			if !strings.Contains(text, need) {
 				t.Errorf("%s lacks %q", name, need)
 			}
+		}
+	}
+	// go run of a package path without a version fails outside a module.
+	sources := map[string]string{"README.md": readme, "docs/lockctl.md": doc, "doc.go": pkgDoc}
+	for line, text := range printed {
+		sources[line] = text
+	}
+	for name, text := range sources {
+		if strings.Contains(text, "go run github.com/lockkit/lock/cmd/lockctl ") {
+			t.Errorf("%s shows go run github.com/lockkit/lock/cmd/lockctl without @latest", name)
 		}
 	}
 	for _, c := range commands {
