@@ -49,7 +49,7 @@ func acquireError(acqCtx context.Context, err error, resource string, tf *takeFl
 		return fmt.Errorf("%q: the lock was not acquired, for no reason given", resource) // cannot happen
 	case errors.As(context.Cause(acqCtx), &sig):
 		return exitWith(exitSignal+signalNumber(sig.sig), fmt.Errorf("interrupted by %s while waiting for %q", signalName(sig.sig), resource))
-	case errors.Is(err, lock.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded) && hook.contended():
+	case errors.Is(err, lock.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded) && (hook.contended() || heldByAnother(err)):
 		msg := fmt.Sprintf("%q is held by another owner", resource)
 		if tf.wait.d > 0 {
 			msg += fmt.Sprintf(" (waited %v)", tf.wait.d)
@@ -62,6 +62,22 @@ func acquireError(acqCtx context.Context, err error, resource string, tf *takeFl
 		return &usageError{err: err}
 	}
 	return err
+}
+
+// heldByAnother reports whether a store answered an attempt that did not
+// complete (--wait ran out while other stores were slow) with the lock
+// held by another owner.
+func heldByAnother(err error) bool {
+	var le *lock.Error
+	if !errors.As(err, &le) {
+		return false
+	}
+	for _, s := range le.Stores {
+		if errors.Is(s.Err, lock.ErrNotAcquired) {
+			return true
+		}
+	}
+	return false
 }
 
 // acquirer is the locker that run and acquire take locks with: it fails
