@@ -245,7 +245,7 @@ func TestRunCommandDiesWithLockctl(t *testing.T) {
 func TestRunRedlockMinorityDown(t *testing.T) {
 	srvs := redistest.StartN(t, 2)
 	down := closedPort(t)
-	flags := []string{"--store", "redis://" + srvs[0].Addr(), "--store", "redis://" + down, "--store", "redis://" + srvs[1].Addr()}
+	flags := []string{"--store", "redis://" + srvs[0].Addr(), "--store", "redis://" + down, "--store", "redis://" + srvs[1].Addr(), "--store-timeout", storeTimeout.String()}
 	s := newScene(t)
 	p := s.run("cmd", flags, "minority", "WAIT=1")
 	s.ready("cmd")
