@@ -103,7 +103,7 @@ func TestRunLost(t *testing.T) {
 			t.Errorf("stderr %q does not say the lock was lost", p.stderr)
 		}
 
-		p = s.run("stubborn", append([]string{"--ttl", "3s", "--kill-after", "200ms"}, b.flags()...), "lost", "WAIT=1", "ON_TERM=ignore")
+		p = s.run("stubborn", append([]string{"--ttl", "3s", "--kill-after", "1s"}, b.flags()...), "lost", "WAIT=1", "ON_TERM=ignore")
 		pid, _ := s.ready("stubborn")
 		if code, _, stderr := lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "lost")...); code != 0 {
 			t.Fatalf("release --force: exit %d, stderr %q", code, stderr)
