@@ -53,7 +53,7 @@ func TestParseStoreURLErrors(t *testing.T) {
 	}{
 		{"localhost:6379", []string{"scheme", "SCHEME://"}},
 		{"://h", []string{"scheme"}},
-		{"postgres://h", []string{"scheme", `"postgres"`, "redis", "memcache"}},
+		{"mysql://h", []string{"scheme", `"mysql"`, "redis", "memcache", "postgres"}},
 		{"redis://", []string{"host", "missing"}},
 		{"redis://:6379", []string{"host", "no host name"}},
 		{"redis://h:port", []string{"port", `"port"`, "1 to 65535"}},

@@ -39,7 +39,7 @@ type faultScenario struct {
 	observe *pgxpool.Pool // direct to the server, for the checks
 	// connectTimeout bounds the clients' connection attempts.
 	connectTimeout time.Duration
-	closers []func()
+	closers        []func()
 }
 
 func beginFault(t *testing.T, name string, srv *pgtest.Server) *faultScenario {

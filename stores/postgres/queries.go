@@ -5,6 +5,7 @@ import "fmt"
 // queries are the store's statements, for its table.
 type queries struct {
 	acquire, acquireFenced, release, extend, ttl string
+	forceRelease                                 string
 	wait                                         string
 	lastFence, raiseFence                        string // raiseFence: a format taking the fence
 	sweep                                        string
@@ -29,15 +30,18 @@ ON CONFLICT (resource) DO UPDATE
 SET token = excluded.token, expires_at = excluded.expires_at, waited = excluded.waited
 WHERE l.expires_at <= clock_timestamp()`
 	acquire := fmt.Sprintf(upsert, n.table)
+	// Deletes a live lock, notifying its release if it is waited for.
+	const release = `WITH d AS (
+DELETE FROM %s WHERE resource = $1 AND %s %s RETURNING waited)
+SELECT CASE WHEN waited THEN pg_notify(%s, encode($1, 'hex'))::text END FROM d`
 	seq := quoteLiteral(n.sequence)
 	return queries{
 		acquire: acquire,
 		// nextval in RETURNING runs once the row is ours (inserted, or
 		// locked and updated), never for a refusal: see Fencing.
 		acquireFenced: acquire + "\nRETURNING nextval(" + seq + "::regclass)",
-		release: fmt.Sprintf(`WITH d AS (
-DELETE FROM %s WHERE resource = $1 AND token = $2 AND %s RETURNING waited)
-SELECT CASE WHEN waited THEN pg_notify(%s, encode($1, 'hex'))::text END FROM d`, n.table, live, quoteLiteral(n.channel)),
+		release:       fmt.Sprintf(release, n.table, "token = $2 AND", live, quoteLiteral(n.channel)),
+		forceRelease:  fmt.Sprintf(release, n.table, "", live, quoteLiteral(n.channel)),
 		extend: fmt.Sprintf(`UPDATE %s SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
 WHERE resource = $1 AND token = $2 AND %s`, n.table, live),
 		ttl:  fmt.Sprintf("SELECT %s FROM %s WHERE resource = $1 AND %s", remaining, n.table, live),
