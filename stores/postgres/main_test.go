@@ -43,6 +43,9 @@ var sharedPool struct {
 	pool *pgxpool.Pool
 }
 
+// sharedURL returns the URL of the shared server's database.
+func sharedURL(t testing.TB) string { return pgtest.Shared(t).URL("") }
+
 // shared returns a pool of the shared server, for the package's tests.
 func shared(t testing.TB) *pgxpool.Pool {
 	t.Helper()

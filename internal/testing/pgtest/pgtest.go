@@ -74,6 +74,16 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// Launch starts a server that no test owns, for a harness such as bench:
+// the caller must Close it. It dies with the process all the same.
+func Launch() (*Server, error) {
+	bin, err := findBin()
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL not found (%w); install it: %s", err, Install)
+	}
+	return launch(bin)
+}
+
 var shared struct {
 	once sync.Once
 	srv  *Server
