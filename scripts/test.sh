@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of lockkit on a fresh Debian machine: installs the servers
-# the store tests talk to (redis-server, redis-cli, memcached) and the shells
+# the store tests talk to (redis-server, redis-cli, memcached, PostgreSQL) and the shells
 # lockctl's completion is tested in (zsh, fish) when they are missing, then
 # vets, lints (staticcheck) and tests every module with the race detector.
 # The root module's tests include internal/release's: it publishes every
@@ -20,6 +20,8 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 command -v memcached >/dev/null || missing+=(memcached)
+# PostgreSQL: Debian keeps initdb and postgres out of the PATH.
+command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 command -v zsh >/dev/null || missing+=(zsh)
 command -v fish >/dev/null || missing+=(fish)
 if ((${#missing[@]})); then

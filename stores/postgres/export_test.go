@@ -26,3 +26,6 @@ func (s *Store) Sequence() string { return s.names.sequence }
 
 // Channel returns the channel of the store's release notifications.
 func (s *Store) Channel() string { return s.names.channel }
+
+// Schema returns the schema of the store's table, as configured.
+func (s *Store) Schema() string { return s.config.schema }
