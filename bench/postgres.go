@@ -37,8 +37,10 @@ func postgresLibraries() []library {
 	}
 }
 
-// postgresServer is the section's server, while the section runs.
-var postgresServer struct{ srv *pgtest.Server }
+// postgresServer holds the pool every cell of the section uses, its
+// connections open (a backend process takes milliseconds to start,
+// which a cell would otherwise measure), while the section runs.
+var postgresServer struct{ pool *pgxpool.Pool }
 
 // postgresSection runs the section's cells into res.
 func postgresSection(p plan, res *results, progress func(string, ...any)) {
@@ -48,7 +50,13 @@ func postgresSection(p plan, res *results, progress func(string, ...any)) {
 		return
 	}
 	defer srv.Close()
-	postgresServer.srv = srv
+	pool, err := openPostgresPool(srv)
+	if err != nil {
+		progress("postgres: skipped: %v", err)
+		return
+	}
+	defer pool.Close()
+	postgresServer.pool = pool
 	libs := selected(postgresLibraries())
 	for pass := range p.passes {
 		order := slices.Clone(libs)
@@ -80,12 +88,9 @@ func postgresTargets(r *results) []target {
 	return ts
 }
 
-// postgresPool opens a pool of the section's server for one client.
-func postgresPool() (*pgxpool.Pool, error) {
-	if postgresServer.srv == nil {
-		return nil, errors.New("no PostgreSQL server")
-	}
-	cfg, err := pgxpool.ParseConfig(postgresServer.srv.URL(""))
+// openPostgresPool opens the section's pool, every connection open.
+func openPostgresPool(srv *pgtest.Server) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(srv.URL(""))
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +99,12 @@ func postgresPool() (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Open every connection now: a backend process takes milliseconds
-	// to start, which a cell would otherwise measure.
 	conns := make([]*pgxpool.Conn, 0, postgresGoroutines)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
 	for range postgresGoroutines {
 		c, err := pool.Acquire(context.Background())
 		if err != nil {
@@ -105,10 +113,16 @@ func postgresPool() (*pgxpool.Pool, error) {
 		}
 		conns = append(conns, c)
 	}
-	for _, c := range conns {
-		c.Release()
-	}
 	return pool, nil
+}
+
+// postgresPool returns the section's pool, shared by the cells (each in a
+// table of its own): a client's close leaves it open.
+func postgresPool() (*pgxpool.Pool, error) {
+	if postgresServer.pool == nil {
+		return nil, errors.New("no PostgreSQL server")
+	}
+	return postgresServer.pool, nil
 }
 
 // postgresLeft counts the locks left in a cell's table.
@@ -117,7 +131,6 @@ func postgresLeft(table string) (int, int) {
 	if err != nil {
 		return -1, -1
 	}
-	defer pool.Close()
 	var n int
 	q := "SELECT count(*) FROM " + pgx.Identifier{table}.Sanitize() + " WHERE expires_at > clock_timestamp()"
 	if err := pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
@@ -138,15 +151,13 @@ func openLockkitPostgres(e env, noFence bool) (client, error) {
 		err = s.Migrate(ctx)
 	}
 	if err != nil {
-		pool.Close()
 		return nil, err
 	}
 	l, err := lock.NewSingle(s, &lock.Options{NoFence: noFence})
 	if err != nil {
-		pool.Close()
 		return nil, err
 	}
-	return lockkitClient(l, e, pool.Close), nil
+	return lockkitClient(l, e, nil), nil
 }
 
 // rawPostgres is the floor: the two statements of a lock with a TTL on
@@ -166,7 +177,6 @@ func openRawPostgres(e env) (client, error) {
 	table := pgx.Identifier{e.prefix}.Sanitize()
 	ddl := "CREATE TABLE " + table + " (resource text PRIMARY KEY, token text NOT NULL, expires_at timestamptz NOT NULL)"
 	if _, err := pool.Exec(context.Background(), ddl); err != nil {
-		pool.Close()
 		return nil, err
 	}
 	lockSQL := "INSERT INTO " + table + " AS l VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond') " +
@@ -176,7 +186,6 @@ func openRawPostgres(e env) (client, error) {
 		m: func(key string) mutex {
 			return &rawPostgres{pool: pool, lockSQL: lockSQL, unlockSQL: unlockSQL, key: key, token: rawToken(), ttlMicros: e.ttl.Microseconds()}
 		},
-		c: pool.Close,
 	}, nil
 }
 

@@ -195,21 +195,16 @@ func (s *Store) ValidateResource(resource string) error {
 	return nil
 }
 
-// check validates a call's arguments and context before anything is sent.
+// check validates a call's arguments and context before anything is
+// sent: the Redis stores' checks, and this store's limits.
 func (s *Store) check(ctx context.Context, resource, token string, ttl time.Duration) error {
-	switch {
-	case ctx == nil:
-		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case token == "":
-		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
-	case ttl <= 0:
-		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
-	case ttl > maxTTL:
+	if err := s.ValidateResource(resource); err != nil {
+		return err
+	}
+	if ttl > maxTTL {
 		return fmt.Errorf("%w: ttl is %v: want at most %v", lock.ErrInvalid, ttl, maxTTL)
 	}
-	return s.ValidateResource(resource)
+	return redisproto.CheckCall(ctx, "postgres", resource, token, ttl)
 }
 
 // maxTTL keeps TTLs in microseconds exact in the float8 that multiplies
