@@ -11,7 +11,7 @@
 //	locker, err := lock.NewSingle(store, nil)
 //
 // The caller owns the pool: the store never closes it. Requires
-// PostgreSQL 12 or later.
+// PostgreSQL 10 or later (the tests run on 15).
 //
 // # Capabilities
 //
@@ -40,8 +40,7 @@
 // thousands of locks a second, Postgres for the locks of a service's jobs
 // and requests. Unlike advisory locks (pg_advisory_lock), a lock here is
 // not tied to a session: it has a TTL, survives the connection that took
-// it, can be extended and fenced, and works through a pooler
-// (PgBouncer in transaction mode: no statement needs a session).
+// it, and can be extended and fenced.
 //
 // # Schema
 //
@@ -64,7 +63,9 @@
 //
 // Every operation is one statement, so one round trip once pgx has
 // prepared it on a connection (its default mode caches prepared
-// statements; the statements also run unprepared, for poolers):
+// statements; with a pooler that cannot keep them, such as PgBouncer
+// before 1.21 in transaction mode, set the pool's DefaultQueryExecMode to
+// pgx.QueryExecModeExec: no statement needs a session):
 //   - Acquire: INSERT … ON CONFLICT (resource) DO UPDATE … WHERE the
 //     existing row has expired;
 //   - AcquireFenced: the same, RETURNING nextval of the sequence;
@@ -125,7 +126,10 @@
 // Expiry wakes waiters through a timer armed from the TTL. A notification
 // lost with a broken listening connection makes the waiting callers
 // return its error at once, so a missed release costs at most the
-// lockers' retry delay.
+// lockers' retry delay. LISTEN needs a session of its own: through a
+// pooler in transaction mode no notification arrives, and waiters wake on
+// expiry or at the lockers' retry delay; point the pool at the server, or
+// at a pooler in session mode, to have them woken.
 //
 // # database/sql
 //
