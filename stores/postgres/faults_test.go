@@ -13,6 +13,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,17 +189,43 @@ func TestFaultKilledAndRestarted(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// The holder at the kill holds on well past the restart.
+			// The server is killed once a holder is in its section, and
+			// the holder stalls there until a while after the restart,
+			// however long that takes: the other clients then try for
+			// the lock while it holds it.
 			const ttl = 5 * time.Second
-			cfg := f.config(3, ttl, 2*time.Second, 2*time.Second, nil)
+			cfg := f.config(3, ttl, 400*time.Millisecond, 3*time.Second, nil)
 			cfg.Writes = 2
 			cfg.LockTimeout = 2 * ttl
 			var killedAt, healedAt time.Duration
+			var holdingOnce sync.Once
+			holding, resumed := make(chan struct{}), make(chan struct{})
+			cfg.BeforeWrite = func(ctx context.Context, _ int, _ lock.Lock) {
+				holdingOnce.Do(func() { close(holding) })
+				select {
+				case <-resumed:
+				case <-ctx.Done():
+				}
+			}
 			cfg.Recorder = contention.NewRecorder()
 			cfg.Faults = []contention.Fault{{
-				Name: "kill -9 and restart", At: 200 * time.Millisecond, For: 100 * time.Millisecond,
-				Inject: func() error { killedAt = cfg.Recorder.Now(); srv.Kill(); return nil },
-				Heal:   func() error { err := srv.Restart(); healedAt = cfg.Recorder.Now(); return err },
+				Name: "kill -9 and restart", For: 100 * time.Millisecond,
+				Inject: func() error {
+					select {
+					case <-holding:
+					case <-f.ctx.Done():
+						return f.ctx.Err()
+					}
+					killedAt = cfg.Recorder.Now()
+					srv.Kill()
+					return nil
+				},
+				Heal: func() error {
+					err := srv.Restart()
+					healedAt = cfg.Recorder.Now()
+					time.AfterFunc(500*time.Millisecond, func() { close(resumed) })
+					return err
+				},
 			}}
 			rep, res := f.run(cfg)
 			var before, after uint64 // the highest fence granted before the kill, the lowest after the restart

@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Schema returns the SQL that creates the store's table and sequence, as
@@ -62,11 +64,19 @@ func (s *Store) Migrate(ctx context.Context) error {
 	// ... IF NOT EXISTS can collide in the catalog.
 	sql := "BEGIN;\nSELECT pg_advisory_xact_lock(hashtext(" + quoteLiteral("lockkit migrate "+s.names.table) + "));\n" +
 		s.config.schemaSQL() + "COMMIT;"
-	if _, err := s.pool.Exec(ctx, sql); err != nil {
+	_, err := s.pool.Exec(ctx, sql)
+	// A session may still see, in its catalog caches, the objects as
+	// missing that a concurrent Migrate created while it waited for the
+	// advisory lock: it then collides with them, and a new transaction
+	// sees them.
+	for i := 0; i < 3 && isDuplicate(err); i++ {
+		_, err = s.pool.Exec(ctx, sql)
+	}
+	if err != nil {
 		return fmt.Errorf("postgres: migrating %s: %w", s.names.table, s.failed(ctx, err))
 	}
 	var cache int64
-	err := s.pool.QueryRow(ctx, "SELECT seqcache FROM pg_sequence WHERE seqrelid = $1::regclass", s.names.sequence).Scan(&cache)
+	err = s.pool.QueryRow(ctx, "SELECT seqcache FROM pg_sequence WHERE seqrelid = $1::regclass", s.names.sequence).Scan(&cache)
 	if err != nil {
 		return fmt.Errorf("postgres: checking sequence %s: %w", s.names.sequence, s.failed(ctx, err))
 	}
@@ -74,4 +84,19 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("postgres: sequence %s caches %d values per session: fences would not follow the order of acquisitions; ALTER SEQUENCE %s CACHE 1", s.names.sequence, cache, s.names.sequence)
 	}
 	return nil
+}
+
+// isDuplicate reports whether err is PostgreSQL's answer to creating an
+// object that exists: unique_violation (in the catalog), duplicate_table,
+// duplicate_object or duplicate_schema.
+func isDuplicate(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "23505", "42P07", "42710", "42P06":
+		return true
+	}
+	return false
 }
