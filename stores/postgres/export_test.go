@@ -1,6 +1,7 @@
 package postgres
 
-// Waiting returns how many callers of the store are in line for resource.
+// Waiting returns how many callers of the store are in line for
+// resource, blocked once they have marked the lock as waited for.
 func (s *Store) Waiting(resource string) int {
 	s.wait.mu.Lock()
 	wl := s.wait.lines[resource]
@@ -8,7 +9,7 @@ func (s *Store) Waiting(resource string) int {
 	if wl == nil {
 		return 0
 	}
-	return wl.line.Len()
+	return int(wl.blocked.Load())
 }
 
 // Listening reports whether the store has a listening connection.

@@ -73,21 +73,30 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		} else {
 			expiry.Reset(d)
 		}
-		select {
-		case <-p.C:
-			return nil
-		case <-ln.done:
-			wl.line.Leave(p, true, nil)
-			return ln.err
-		case <-ctx.Done():
-			wl.line.Leave(p, true, nil)
-			return ctx.Err()
-		case <-expiry.C:
-			// Expired, or extended meanwhile: look again.
-			if wl.line.Leave(p, false, nil) {
-				return nil
-			}
+		if woken, err := wl.block(ctx, p, ln, expiry.C); woken || err != nil {
+			return err
 		}
+	}
+}
+
+// block waits, in line at p and with the lock marked, for a release, the
+// end of the listener or of ctx, or expired. It reports whether a release
+// woke the caller, or the error to return; neither means look again.
+func (wl *waitLine) block(ctx context.Context, p *redisproto.Place, ln *listener, expired <-chan time.Time) (bool, error) {
+	wl.blocked.Add(1)
+	defer wl.blocked.Add(-1)
+	select {
+	case <-p.C:
+		return true, nil
+	case <-ln.done:
+		wl.line.Leave(p, true, nil)
+		return false, ln.err
+	case <-ctx.Done():
+		wl.line.Leave(p, true, nil)
+		return false, ctx.Err()
+	case <-expired:
+		// Expired, or extended meanwhile: look again.
+		return wl.line.Leave(p, false, nil), nil
 	}
 }
 
@@ -102,8 +111,9 @@ type waiting struct {
 
 // waitLine is the line of a store's callers waiting for one resource.
 type waitLine struct {
-	line redisproto.Line
-	refs int // callers using it; guarded by waiting.mu
+	line    redisproto.Line
+	refs    int          // callers using it; guarded by waiting.mu
+	blocked atomic.Int32 // callers in line that have marked the lock (for tests)
 }
 
 // listener is one listening connection and its goroutine.
