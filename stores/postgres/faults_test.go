@@ -48,7 +48,7 @@ func beginFault(t *testing.T, name string, srv *pgtest.Server) *faultScenario {
 	if testing.Short() {
 		t.Skip("fault scenarios skipped in -short mode")
 	}
-	f := &faultScenario{t: t, name: name, base: faultkit.Goroutines(), url: srv.URL(""), table: freshTable(), connectTimeout: 2 * time.Second}
+	f := &faultScenario{t: t, name: name, base: faultkit.Goroutines(), url: srv.URL(""), table: freshTable(), connectTimeout: 10 * time.Second}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	f.ctx = ctx
 	f.closers = append(f.closers, cancel)

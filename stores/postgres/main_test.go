@@ -27,7 +27,7 @@ func poolOf(t testing.TB, url string, adjust ...func(*pgxpool.Config)) *pgxpool.
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+	cfg.ConnConfig.ConnectTimeout = 10 * time.Second // generous: the machine may be loaded
 	for _, f := range adjust {
 		f(cfg)
 	}
