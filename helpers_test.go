@@ -151,6 +151,6 @@ type withoutStart struct {
 
 // Start makes the call through c's own methods, so that it is counted
 // (the embedded store's Start would bypass them).
-func (c *counting) Start(ctx context.Context, call lock.Call, done func(error)) {
+func (c *counting) Start(ctx context.Context, call lock.Call, done func(uint64, error)) {
 	done(call.Run(ctx, c))
 }

@@ -265,7 +265,7 @@ func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call,
 	s := &m.stores[i]
 	t0 := m.obs.start()
 	var answered atomic.Bool
-	finish := func(err error) {
+	finish := func(_ uint64, err error) {
 		if answered.Swap(true) {
 			return // a broken store's second answer
 		}
@@ -277,7 +277,7 @@ func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call,
 	}
 	switch {
 	case c.Op == CallExtend && s.ext == nil:
-		finish(fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported))
+		finish(0, fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported))
 	case s.starter != nil:
 		s.starter.Start(sctx, c, finish)
 	default:

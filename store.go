@@ -111,6 +111,21 @@ type ResourceValidator interface {
 	ValidateResource(resource string) error
 }
 
+// FenceRaiser is a [Fencer] whose fences can be raised. A [MultiLocker]
+// uses it to give a lock taken in several stores one fence that every
+// later lock sees: it takes the largest fence its stores answered and
+// raises the others to it.
+//
+// RaiseFence makes every fence that AcquireFenced hands out for resource
+// from now on greater than fence; it changes nothing if they already are.
+// It does not touch the lock itself.
+//
+// Fallback: without it, a MultiLocker's locks carry no fence (Fence 0).
+type FenceRaiser interface {
+	Fencer
+	RaiseFence(ctx context.Context, resource string, fence uint64) error
+}
+
 // Starter is a Store that can start a call without waiting for its
 // answer, so that a [MultiLocker] asks all its stores at once without a
 // goroutine per store per call: a store that pipelines requests (Redis)
@@ -118,27 +133,30 @@ type ResourceValidator interface {
 // goroutine of its own.
 //
 // Start starts c and returns without waiting for the store; the store then
-// calls done exactly once with the outcome — the error that Acquire,
-// Release or Extend, called with the same ctx and arguments, would have
-// returned. done may run before Start returns, on the caller's goroutine,
-// or later on any goroutine; it must not be expected to block, and it must
-// run by ctx's deadline (a store may stop noticing ctx's cancellation once
-// the call is on its way, but never its deadline). A store that cannot
-// extend ([Extender]) answers CallExtend with an error matching
-// [errors.ErrUnsupported].
+// calls done exactly once with the outcome — the fence and error that
+// [Call.Run], with the same ctx, would have returned (the fence is 0 but
+// for a successful CallAcquireFenced). done may run before Start returns,
+// on the caller's goroutine, or later on any goroutine; it must not be
+// expected to block, and it must run by ctx's deadline (a store may stop
+// noticing ctx's cancellation once the call is on its way, but never its
+// deadline). A call the store cannot make (CallExtend on a store that is
+// not an [Extender], CallAcquireFenced on one that is not a [Fencer],
+// CallRaiseFence on one that is not a [FenceRaiser]) is answered with an
+// error matching [errors.ErrUnsupported].
 //
 // Fallback: without it, a MultiLocker runs each call in a goroutine of its
 // own.
 type Starter interface {
-	Start(ctx context.Context, c Call, done func(error))
+	Start(ctx context.Context, c Call, done func(fence uint64, err error))
 }
 
 // Call is a store call started with [Starter.Start].
 type Call struct {
 	Op       CallOp
 	Resource string
-	Token    string
-	TTL      time.Duration // for CallAcquire and CallExtend
+	Token    string        // for every call but CallRaiseFence
+	TTL      time.Duration // for CallAcquire, CallAcquireFenced and CallExtend
+	Fence    uint64        // for CallRaiseFence
 }
 
 // CallOp says which store method a [Call] stands for.
@@ -146,39 +164,55 @@ type CallOp uint8
 
 // The calls a Starter can start.
 const (
-	CallAcquire CallOp = iota + 1 // Store.Acquire
-	CallRelease                   // Store.Release
-	CallExtend                    // Extender.Extend
+	CallAcquire       CallOp = iota + 1 // Store.Acquire
+	CallRelease                         // Store.Release
+	CallExtend                          // Extender.Extend
+	CallAcquireFenced                   // Fencer.AcquireFenced
+	CallRaiseFence                      // FenceRaiser.RaiseFence
 )
 
-// String returns the name of the store method in lower case: "acquire",
-// "release" or "extend".
+var callOpNames = [...]string{
+	CallAcquire:       "acquire",
+	CallRelease:       "release",
+	CallExtend:        "extend",
+	CallAcquireFenced: "acquire fenced",
+	CallRaiseFence:    "raise fence",
+}
+
+// String returns the name of the store method in lower case, such as
+// "acquire" or "raise fence".
 func (o CallOp) String() string {
-	switch o {
-	case CallAcquire:
-		return "acquire"
-	case CallRelease:
-		return "release"
-	case CallExtend:
-		return "extend"
+	if int(o) < len(callOpNames) && callOpNames[o] != "" {
+		return callOpNames[o]
 	}
 	return "unknown"
 }
 
-// Run makes c on s with the blocking methods, and reports
-// errors.ErrUnsupported for CallExtend on a store that cannot extend. A
-// Starter may use it for the calls it does not pipeline.
-func (c Call) Run(ctx context.Context, s Store) error {
+// Run makes c on s with the blocking methods and returns the fence (for
+// CallAcquireFenced) and error they return; a call s cannot make is
+// answered with an error matching errors.ErrUnsupported. A Starter may use
+// it for the calls it does not pipeline.
+func (c Call) Run(ctx context.Context, s Store) (fence uint64, err error) {
 	switch c.Op {
 	case CallAcquire:
-		return s.Acquire(ctx, c.Resource, c.Token, c.TTL)
+		return 0, s.Acquire(ctx, c.Resource, c.Token, c.TTL)
 	case CallRelease:
-		return s.Release(ctx, c.Resource, c.Token)
+		return 0, s.Release(ctx, c.Resource, c.Token)
 	case CallExtend:
 		if e, ok := s.(Extender); ok {
-			return e.Extend(ctx, c.Resource, c.Token, c.TTL)
+			return 0, e.Extend(ctx, c.Resource, c.Token, c.TTL)
 		}
-		return fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported)
+		return 0, fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported)
+	case CallAcquireFenced:
+		if f, ok := s.(Fencer); ok {
+			return f.AcquireFenced(ctx, c.Resource, c.Token, c.TTL)
+		}
+		return 0, fmt.Errorf("cannot hand out fences: %w", errors.ErrUnsupported)
+	case CallRaiseFence:
+		if f, ok := s.(FenceRaiser); ok {
+			return 0, f.RaiseFence(ctx, c.Resource, c.Fence)
+		}
+		return 0, fmt.Errorf("cannot raise fences: %w", errors.ErrUnsupported)
 	}
-	return fmt.Errorf("%w: unknown call %d", ErrInvalid, c.Op)
+	return 0, fmt.Errorf("%w: unknown call %d", ErrInvalid, c.Op)
 }

@@ -69,21 +69,21 @@ func (s ignoresTTL) Acquire(ctx context.Context, resource, token string, ttl tim
 // startAnswersTwice calls done twice for every call started with Start.
 type startAnswersTwice struct{ *memory.Store }
 
-func (s startAnswersTwice) Start(ctx context.Context, c lock.Call, done func(error)) {
-	err := c.Run(ctx, s.Store)
-	done(err)
-	done(err)
+func (s startAnswersTwice) Start(ctx context.Context, c lock.Call, done func(uint64, error)) {
+	fence, err := c.Run(ctx, s.Store)
+	done(fence, err)
+	done(fence, err)
 }
 
 // startIgnoresHolder grants every acquisition started with Start.
 type startIgnoresHolder struct{ *memory.Store }
 
-func (s startIgnoresHolder) Start(ctx context.Context, c lock.Call, done func(error)) {
-	err := c.Run(ctx, s.Store)
+func (s startIgnoresHolder) Start(ctx context.Context, c lock.Call, done func(uint64, error)) {
+	fence, err := c.Run(ctx, s.Store)
 	if c.Op == lock.CallAcquire && errors.Is(err, lock.ErrNotAcquired) {
 		err = nil
 	}
-	done(err)
+	done(fence, err)
 }
 
 var broken = map[string]struct {

@@ -21,7 +21,7 @@ func (h *harness) start(ctx context.Context, c lock.Call) error {
 	h.t.Helper()
 	answer := make(chan error, 1)
 	var calls atomic.Int32
-	h.store.(lock.Starter).Start(ctx, c, func(err error) {
+	h.store.(lock.Starter).Start(ctx, c, func(_ uint64, err error) {
 		if calls.Add(1) == 1 {
 			answer <- err
 		}
@@ -136,7 +136,7 @@ func startConcurrent(t *testing.T, h *harness) {
 					{Op: lock.CallAcquire, Resource: shared, Token: tokens[i], TTL: h.long},
 					{Op: lock.CallAcquire, Resource: own, Token: tokens[i], TTL: h.long},
 				} {
-					s.Start(ctx, c, func(err error) {
+					s.Start(ctx, c, func(_ uint64, err error) {
 						calls.Add(1)
 						answers <- answer{i, err}
 					})

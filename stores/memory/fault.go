@@ -17,7 +17,8 @@ const (
 	OpExtend
 	OpExists
 	OpTTL
-	OpWait // WaitRelease
+	OpWait       // WaitRelease
+	OpRaiseFence // RaiseFence
 )
 
 // Fault describes how the next calls of a Store misbehave.

@@ -15,7 +15,7 @@ import (
 // Start, like AcquireFenced, calls the Store's own methods: a type that
 // embeds *Store and overrides Acquire, Release or Extend (to count or
 // alter calls) must override Start and AcquireFenced too, or hide them.
-func (s *Store) Start(ctx context.Context, c lock.Call, done func(error)) {
+func (s *Store) Start(ctx context.Context, c lock.Call, done func(uint64, error)) {
 	if s.faults.active.Load() == 0 {
 		done(c.Run(ctx, s))
 		return

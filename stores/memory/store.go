@@ -22,12 +22,12 @@ type Store struct {
 }
 
 var (
-	_ lock.Store     = (*Store)(nil)
-	_ lock.Extender  = (*Store)(nil)
-	_ lock.TTLReader = (*Store)(nil)
-	_ lock.Fencer    = (*Store)(nil)
-	_ lock.Waiter    = (*Store)(nil)
-	_ lock.Starter   = (*Store)(nil)
+	_ lock.Store       = (*Store)(nil)
+	_ lock.Extender    = (*Store)(nil)
+	_ lock.TTLReader   = (*Store)(nil)
+	_ lock.FenceRaiser = (*Store)(nil)
+	_ lock.Waiter      = (*Store)(nil)
+	_ lock.Starter     = (*Store)(nil)
 )
 
 const shardCount = 64
@@ -98,6 +98,23 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 // shard) for the life of the Store.
 func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 	return s.acquire(ctx, OpAcquire, resource, token, ttl)
+}
+
+// RaiseFence implements [lock.FenceRaiser]: the next fences of resource's
+// shard, and so of resource, are greater than fence.
+func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) error {
+	if err := check(ctx, resource, "-", 1); err != nil {
+		return err
+	}
+	f, err := s.faults.before(ctx, OpRaiseFence)
+	if err != nil {
+		return err
+	}
+	sh := s.shard(resource)
+	sh.mu.Lock()
+	sh.fence = max(sh.fence, fence)
+	sh.mu.Unlock()
+	return f.after(nil)
 }
 
 func (s *Store) acquire(ctx context.Context, op Op, resource, token string, ttl time.Duration) (uint64, error) {

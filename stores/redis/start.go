@@ -25,13 +25,16 @@ import (
 // deadline among its calls' contexts; a call whose context ended before
 // it was sent is not sent. With WithWaitReplicas, whose acquisitions need
 // a dedicated connection, each call runs in a goroutine of its own.
-func (s *Store) Start(ctx context.Context, c lock.Call, done func(error)) {
-	ttl := c.TTL
-	if c.Op == lock.CallRelease {
+func (s *Store) Start(ctx context.Context, c lock.Call, done func(uint64, error)) {
+	token, ttl := c.Token, c.TTL
+	switch c.Op {
+	case lock.CallRelease:
 		ttl = 1
+	case lock.CallRaiseFence:
+		token, ttl = "-", 1
 	}
-	if err := s.check(ctx, c.Resource, c.Token, ttl); err != nil {
-		done(err)
+	if err := s.check(ctx, c.Resource, token, ttl); err != nil {
+		done(0, err)
 		return
 	}
 	if s.replicas > 0 || (s.guard > 0 && c.Op == lock.CallAcquire) || (c.Op != lock.CallAcquire && c.Op != lock.CallRelease && c.Op != lock.CallExtend) {
@@ -71,7 +74,7 @@ type startedCall struct {
 	key     string
 	waiters string // the waiters' queue, for a release
 	cmd     rueidis.Completed
-	done    func(error)
+	done    func(uint64, error)
 }
 
 // command builds the command of sc: EVALSHA for the scripts, or EVAL
@@ -122,7 +125,7 @@ func (s *Store) send(batch []startedCall) {
 	for i := range batch {
 		sc := &batch[i]
 		if err := sc.ctx.Err(); err != nil {
-			sc.done(err) // not sent: it has no effect
+			sc.done(0, err) // not sent: it has no effect
 			continue
 		}
 		if d, ok := sc.ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
@@ -185,10 +188,10 @@ func (s *Store) send(batch []startedCall) {
 			// Refused: one more round trip tells a lock from a key of
 			// another type (see refused), off this sending goroutine.
 			refusal := *sc // the batch is cleared once sent
-			go func() { refusal.done(s.refused(refusal.ctx, refusal.key)) }()
+			go func() { refusal.done(0, s.refused(refusal.ctx, refusal.key)) }()
 			continue
 		}
-		sc.done(s.outcome(sc, results[i]))
+		sc.done(0, s.outcome(sc, results[i]))
 	}
 }
 

@@ -25,7 +25,7 @@ func startAll(t *testing.T, s *redis.Store, ctx context.Context, calls []lock.Ca
 		started.Add(1)
 		go func() {
 			defer started.Done()
-			s.Start(ctx, c, func(err error) {
+			s.Start(ctx, c, func(_ uint64, err error) {
 				errs[i] = err
 				answered.Done()
 			})
