@@ -92,19 +92,35 @@ func Tidy(ctx context.Context, ws *Workspace, tmp string) error {
 // LocalProxyEnv returns the environment that makes the go command fetch
 // this repository's modules from the file-based proxy in dir, and every
 // other module as usual: outside any workspace, with no checksum database
-// lookups for github.com/lockkit modules.
+// lookups for github.com/lockkit modules. It uses a module cache of its
+// own under dir — the usual cache keeps whatever an earlier publication of
+// the same version held, and would serve it instead of the working tree —
+// and fetches other modules from the usual cache's downloads first, so
+// they need no network when they are already there.
 func LocalProxyEnv(dir string) []string {
-	proxy := "off"
-	if out, err := exec.Command("go", "env", "GOPROXY").Output(); err == nil && len(bytes.TrimSpace(out)) > 0 {
-		proxy = string(bytes.TrimSpace(out))
+	proxy := goSetting("GOPROXY", "off")
+	proxies := FileURL(dir)
+	if cache := goSetting("GOMODCACHE", ""); cache != "" {
+		proxies += "," + FileURL(filepath.Join(cache, "cache", "download"))
 	}
 	return []string{
 		"GOWORK=off",
-		"GOPROXY=" + FileURL(dir) + "," + proxy,
+		"GOPROXY=" + proxies + "," + proxy,
+		"GOMODCACHE=" + filepath.Join(dir, "modcache"),
+		"GOFLAGS=-modcacherw",
 		"GONOSUMDB=github.com/lockkit",
 		"GOPRIVATE=",
 		"GONOPROXY=",
 	}
+}
+
+// goSetting returns the go command's setting of name, or def if it has none.
+func goSetting(name, def string) string {
+	out, err := exec.Command("go", "env", name).Output()
+	if v := string(bytes.TrimSpace(out)); err == nil && v != "" {
+		return v
+	}
+	return def
 }
 
 // FileURL returns the file:// URL of the directory dir.
