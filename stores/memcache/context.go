@@ -14,12 +14,14 @@ import (
 
 // call is a store operation running in a goroutine of its own.
 type call struct {
-	done chan struct{} // closed when the operation has returned
-	held bool          // Exists' answer
-	err  error
+	done  chan struct{} // closed when the operation has returned
+	held  bool          // Exists' answer
+	fence uint64        // AcquireFenced's answer
+	err   error
 }
 
-// detach starts f in a goroutine of its own; f sets c.err (and c.held).
+// detach starts f in a goroutine of its own; f sets c.err (and c.held or
+// c.fence).
 func detach(f func(c *call)) *call {
 	c := &call{done: make(chan struct{})}
 	go func() {
