@@ -70,17 +70,15 @@ func releaseNeverHeld(t *testing.T, h *harness) {
 
 func releaseAfterExpiry(t *testing.T, h *harness) {
 	r, a := h.res("r"), h.tok("a")
-	start := time.Now()
 	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
-	h.waitExpired(r, start, h.ttl)
+	h.waitExpired(r, time.Now(), h.ttl)
 	h.want("Release(r, a) after r expired", h.store.Release(h.ctx(), r, a), lock.ErrNotHeld)
 }
 
 func releaseAfterTakeover(t *testing.T, h *harness) {
 	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
-	start := time.Now()
 	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
-	h.waitExpired(r, start, h.ttl)
+	h.waitExpired(r, time.Now(), h.ttl)
 	h.must("Acquire(r, b) after a's lock expired", h.store.Acquire(h.ctx(), r, b, h.long))
 	h.want("Release(r, a) after b took r over", h.store.Release(h.ctx(), r, a), lock.ErrNotHeld)
 	if !h.exists(r) {
@@ -190,6 +188,16 @@ func deadContextCalls(t *testing.T, h *harness, ctx context.Context, target erro
 	if ext, ok := h.store.(lock.Extender); ok {
 		if err := ext.Extend(ctx, held, h.tok("other"), h.long); errors.Is(err, lock.ErrNotHeld) && !errors.Is(err, target) {
 			t.Errorf("Extend(held, other) with %s context = %v; want %s", what, err, sentinelName(target))
+		}
+	}
+	if f, ok := h.store.(lock.Fencer); ok {
+		if _, err := f.AcquireFenced(ctx, held, a, h.long); errors.Is(err, lock.ErrNotAcquired) || !errors.Is(err, target) {
+			t.Errorf("AcquireFenced(held, a) with %s context = %v; want %s, not ErrNotAcquired", what, errString(err), sentinelName(target))
+		}
+	}
+	if f, ok := h.store.(lock.FenceRaiser); ok {
+		if err := f.RaiseFence(ctx, held, 1); !errors.Is(err, target) {
+			t.Errorf("RaiseFence(held, 1) with %s context = %v; want %s", what, errString(err), sentinelName(target))
 		}
 	}
 	if !h.exists(held) {

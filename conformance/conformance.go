@@ -203,13 +203,15 @@ func (h *harness) tolerance(ttl time.Duration) time.Duration {
 	return max(h.opts.Tolerance, ttl/10)
 }
 
-// expiryBound is how long after acquisition a lock of ttl must be gone.
+// expiryBound is how long after the call that set it a lock of ttl must
+// be gone.
 func (h *harness) expiryBound(ttl time.Duration) time.Duration {
 	return ttl + 2*h.gran + h.opts.Tolerance
 }
 
-// lifeBound is how long after acquisition a lock of ttl must still be
-// there: its TTL less the granularity and the tolerance.
+// lifeBound is when, after the call that set it was sent, the rules check
+// that a lock of ttl is still there: the least it must live, its TTL less
+// the granularity, less the tolerance, so that the check lands in time.
 func (h *harness) lifeBound(ttl time.Duration) time.Duration {
 	return ttl - h.gran - h.tolerance(ttl)
 }
@@ -224,19 +226,6 @@ func (h *harness) settle() {
 	time.Sleep(50 * time.Millisecond)
 }
 
-// eventually polls cond until it holds or within has passed since start.
-func (h *harness) eventually(start time.Time, within time.Duration, cond func() bool) bool {
-	for {
-		if cond() {
-			return true
-		}
-		if time.Since(start) > within {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // exists calls Exists and fails the rule on error.
 func (h *harness) exists(resource string) bool {
 	h.t.Helper()
@@ -247,25 +236,48 @@ func (h *harness) exists(resource string) bool {
 	return ok
 }
 
-// waitExpired waits for a lock acquired at start with ttl to expire, and
-// fails the rule if it outlives its TTL.
-func (h *harness) waitExpired(resource string, start time.Time, ttl time.Duration) {
+// expires polls Exists until resource, set with ttl by a call that
+// returned at set, is gone. It reports false, with how long after set,
+// if it was still there for a poll sent after the expiry bound. Judging
+// by when the poll was sent, not when it was answered, keeps a slow
+// machine from failing a correct store.
+func (h *harness) expires(resource string, set time.Time, ttl time.Duration) (bool, time.Duration) {
 	h.t.Helper()
-	if !h.eventually(start, h.expiryBound(ttl), func() bool { return !h.exists(resource) }) {
-		h.t.Fatalf("Exists(%s) = true %v after it was set with ttl %v; want false: the lock did not expire",
-			h.name(resource), time.Since(start).Round(time.Millisecond), ttl)
+	for {
+		sent := time.Since(set)
+		if !h.exists(resource) {
+			return true, 0
+		}
+		if sent > h.expiryBound(ttl) {
+			return false, sent
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// stillHeldAt sleeps until start+after and fails the rule unless resource
-// is still held then. what names the call that set the lock's TTL.
-func (h *harness) stillHeldAt(resource string, start time.Time, after time.Duration, what string) {
+// waitExpired waits for a lock of ttl, set by a call that returned at set,
+// to expire, and fails the rule if it outlives its TTL.
+func (h *harness) waitExpired(resource string, set time.Time, ttl time.Duration) {
 	h.t.Helper()
-	time.Sleep(time.Until(start.Add(after)))
-	if !h.exists(resource) {
-		h.t.Fatalf("Exists(%s) = false %v after %s (granularity %v); want true: the lock expired early",
-			h.name(resource), time.Since(start).Round(time.Millisecond), what, h.gran)
+	if ok, after := h.expires(resource, set, ttl); !ok {
+		h.t.Fatalf("Exists(%s) = true %v after it was set with ttl %v; want false: the lock did not expire",
+			h.name(resource), after.Round(time.Millisecond), ttl)
 	}
+}
+
+// heldEarly reports whether resource, set with ttl by a call sent at
+// start, is still there at the lower bound of its life. It says false
+// only when the answer arrived before the lock could have expired (its TTL
+// less the granularity), so a check delayed by a slow machine never fails
+// a correct store.
+func (h *harness) heldEarly(resource string, start time.Time, ttl time.Duration) (held bool, after time.Duration, err error) {
+	time.Sleep(time.Until(start.Add(h.lifeBound(ttl))))
+	held, err = h.store.Exists(h.ctx(), resource)
+	after = time.Since(start)
+	if err == nil && !held && after >= ttl-h.gran {
+		held = true // checked too late to tell
+	}
+	return held, after, err
 }
 
 // name renders a resource in messages: the rule's own resources by their

@@ -183,10 +183,13 @@ func startExpiredDeadline(t *testing.T, h *harness) {
 // startOwnDeadline starts, all at once, acquisitions with deadlines of a
 // fraction of a millisecond and acquisitions with long ones, each on a
 // resource of its own. The long ones must all succeed; the short ones
-// must be answered by their deadline (give or take the tolerance), with
-// success or context.DeadlineExceeded.
+// must be answered by their deadline, with success or
+// context.DeadlineExceeded. (Lateness is judged with a second's slack: a
+// loaded machine delays answers, and the batching this rule is after
+// fails the long calls outright.)
 func startOwnDeadline(t *testing.T, h *harness) {
 	s := h.store.(lock.Starter)
+	lateness := time.Second + h.opts.Tolerance
 	for round := range max(h.opts.Rounds/4, 1) {
 		n := 2 * h.opts.Contenders
 		type answer struct {
@@ -228,8 +231,8 @@ func startOwnDeadline(t *testing.T, h *harness) {
 				t.Errorf("round %d: Start(acquire r%d) with a 30s deadline = %v, among calls with deadlines under a millisecond; want nil: a call must be answered by its own deadline, not another's", round, i, a.err)
 			case i%2 == 1 && a.err != nil && !errors.Is(a.err, context.DeadlineExceeded):
 				t.Errorf("round %d: Start(acquire r%d) with a %v deadline = %v; want nil or context.DeadlineExceeded", round, i, time.Duration(i)*50*time.Microsecond, a.err)
-			case i%2 == 1 && a.at.Sub(deadlines[i]) > h.opts.Tolerance:
-				t.Errorf("round %d: Start(acquire r%d) answered %v after its deadline; want it answered by the deadline (tolerance %v)", round, i, a.at.Sub(deadlines[i]), h.opts.Tolerance)
+			case i%2 == 1 && a.at.Sub(deadlines[i]) > lateness:
+				t.Errorf("round %d: Start(acquire r%d) answered %v after its deadline; want it answered by the deadline (slack %v)", round, i, a.at.Sub(deadlines[i]), lateness)
 			}
 		}
 		timer.Stop()

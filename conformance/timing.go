@@ -18,13 +18,19 @@ func expiry(t *testing.T, h *harness) {
 	r, a := h.res("r"), h.tok("a")
 	start := time.Now()
 	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
+	set := time.Now()
 	if !h.exists(r) {
 		t.Fatalf("Exists(r) = false right after Acquire(r, a, %v); want true", h.ttl)
 	}
-	if life := h.lifeBound(h.ttl); life > 0 {
-		h.stillHeldAt(r, start, life, fmt.Sprintf("Acquire(r, a, %v)", h.ttl))
+	if h.lifeBound(h.ttl) > 0 {
+		held, after, err := h.heldEarly(r, start, h.ttl)
+		h.must("Exists(r)", err)
+		if !held {
+			t.Fatalf("Exists(r) = false %v after Acquire(r, a, %v) (granularity %v); want true: the lock expired early",
+				after.Round(time.Millisecond), h.ttl, h.gran)
+		}
 	}
-	h.waitExpired(r, start, h.ttl)
+	h.waitExpired(r, set, h.ttl)
 	h.must("Acquire(r, b) after r expired", h.store.Acquire(h.ctx(), r, h.tok("b"), h.long))
 }
 
@@ -106,14 +112,13 @@ func longTTL(t *testing.T, h *harness) {
 			if msg := h.checkTTL(r, start, ttl); msg != "" {
 				t.Errorf("after %s: %s", c.what, msg)
 			}
-			time.Sleep(time.Until(start.Add(life)))
-			held, err := h.store.Exists(h.ctx(), r)
+			held, after, err := h.heldEarly(r, start, ttl)
 			switch {
 			case err != nil:
 				t.Errorf("Exists(r) %v after %s = %v", life, c.what, err)
 			case !held:
 				t.Errorf("Exists(r) = false %v after %s (granularity %v); want true until %v: the lock expired early",
-					time.Since(start).Round(time.Millisecond), c.what, h.gran, life)
+					after.Round(time.Millisecond), c.what, h.gran, ttl-h.gran)
 			default:
 				if err := h.store.Release(h.ctx(), r, a); err != nil {
 					t.Errorf("Release(r, a) %v after %s = %v; want nil", life, c.what, err)
@@ -165,23 +170,22 @@ func acquireHeldKeepsExpiry(t *testing.T, h *harness) {
 	var short, long []held
 	for _, at := range attempts {
 		r, a := h.res(at.name+"-short"), h.tok("a")
-		start := time.Now()
 		h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.ttl), at.acquire(r, a, h.ttl))
 		what := fmt.Sprintf("%s(r, b, %v) while a holds r with ttl %v", at.name, h.long, h.ttl)
 		h.want(what, at.acquire(r, h.tok("b"), h.long), lock.ErrNotAcquired)
-		short = append(short, held{r, a, what, start})
+		short = append(short, held{r, a, what, time.Now()})
 
 		r, a = h.res(at.name+"-long"), h.tok("a")
 		h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.long), at.acquire(r, a, h.long))
 		what = fmt.Sprintf("%s(r, b, %v) while a holds r with ttl %v", at.name, h.ttl, h.long)
-		start = time.Now()
+		start := time.Now()
 		h.want(what, at.acquire(r, h.tok("b"), h.ttl), lock.ErrNotAcquired)
 		long = append(long, held{r, a, what, start})
 	}
 	for _, s := range short {
-		if !h.eventually(s.start, h.expiryBound(h.ttl), func() bool { return !h.exists(s.r) }) {
+		if ok, after := h.expires(s.r, s.start, h.ttl); !ok {
 			t.Fatalf("Exists(r) = true %v after a locked r with ttl %v and %s was refused; want false: the refused acquisition stretched a's lock",
-				time.Since(s.start).Round(time.Millisecond), h.ttl, s.what)
+				after.Round(time.Millisecond), h.ttl, s.what)
 		}
 	}
 	for _, l := range long {
@@ -214,29 +218,27 @@ func extendShortens(t *testing.T, h *harness) {
 	ext := h.store.(lock.Extender)
 	r, a := h.res("r"), h.tok("a")
 	h.must(fmt.Sprintf("Acquire(r, a, %v)", h.long), h.store.Acquire(h.ctx(), r, a, h.long))
-	start := time.Now()
 	h.must(fmt.Sprintf("Extend(r, a, %v)", h.ttl), ext.Extend(h.ctx(), r, a, h.ttl))
-	if !h.eventually(start, h.expiryBound(h.ttl), func() bool { return !h.exists(r) }) {
+	if ok, after := h.expires(r, time.Now(), h.ttl); !ok {
 		t.Fatalf("Exists(r) = true %v after Extend(r, a, %v) of a lock taken for %v; want false: Extend did not shorten the lock",
-			time.Since(start).Round(time.Millisecond), h.ttl, h.long)
+			after.Round(time.Millisecond), h.ttl, h.long)
 	}
 }
 
 func extendWrongToken(t *testing.T, h *harness) {
 	ext := h.store.(lock.Extender)
 	r, a := h.res("r"), h.tok("a")
-	start := time.Now()
 	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
+	set := time.Now()
 	h.want("Extend(r, wrongToken)", ext.Extend(h.ctx(), r, h.tok("wrong"), h.long), lock.ErrNotHeld)
-	h.waitExpired(r, start, h.ttl) // the wrong token must not have extended it
+	h.waitExpired(r, set, h.ttl) // the wrong token must not have extended it
 }
 
 func extendAfterExpiry(t *testing.T, h *harness) {
 	ext := h.store.(lock.Extender)
 	r, a := h.res("r"), h.tok("a")
-	start := time.Now()
 	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
-	h.waitExpired(r, start, h.ttl)
+	h.waitExpired(r, time.Now(), h.ttl)
 	h.want("Extend(r, a) after r expired", ext.Extend(h.ctx(), r, a, h.long), lock.ErrNotHeld)
 	if h.exists(r) {
 		t.Fatal("Exists(r) = true after Extend(r, a) of an expired lock; want false: Extend re-created an expired lock")
@@ -246,9 +248,8 @@ func extendAfterExpiry(t *testing.T, h *harness) {
 func extendAfterTakeover(t *testing.T, h *harness) {
 	ext := h.store.(lock.Extender)
 	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
-	start := time.Now()
 	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
-	h.waitExpired(r, start, h.ttl)
+	h.waitExpired(r, time.Now(), h.ttl)
 	h.must("Acquire(r, b) after a's lock expired", h.store.Acquire(h.ctx(), r, b, h.long))
 	h.want("Extend(r, a) after b took r over", ext.Extend(h.ctx(), r, a, h.long), lock.ErrNotHeld)
 	h.must("Release(r, b): b must still hold r", h.store.Release(h.ctx(), r, b))
@@ -275,8 +276,7 @@ func ttlQuery(t *testing.T, h *harness) {
 	free(r, "after Release(r, a)")
 
 	r = h.res("expires")
-	start = time.Now()
 	h.must(fmt.Sprintf("Acquire(expires, a, %v)", h.ttl), h.store.Acquire(h.ctx(), r, h.tok("a"), h.ttl))
-	h.waitExpired(r, start, h.ttl)
+	h.waitExpired(r, time.Now(), h.ttl)
 	free(r, "once Exists(r) says the lock expired")
 }
