@@ -193,6 +193,10 @@ var controls = map[string]control{
 		store: func() lock.Store { return brokenstore.StartBatchesDeadlines() },
 		rule:  "StartOwnDeadline", wants: []string{"with a 30s deadline = context deadline exceeded, among calls with deadlines under a millisecond; want nil: a call must be answered by its own deadline, not another's"},
 	},
+	"start-ignores-raise": {
+		store: func() lock.Store { return brokenstore.StartIgnoresRaise() },
+		rule:  "StartRaiseFence", wants: []string{"AcquireFenced(r, b) after Start(raise fence r, 1001) = fence 2; want a fence > 1001"},
+	},
 	"start-drops-fence": {
 		store: func() lock.Store { return brokenstore.StartDropsFence() },
 		rule:  "StartFenced", wants: []string{"Start(acquire fenced r, a) = fence 0; want a fence > 0"},

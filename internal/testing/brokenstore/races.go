@@ -245,3 +245,17 @@ func StartDropsFence() *Store {
 		}
 	})
 }
+
+// StartIgnoresRaise answers RaiseFence calls started with Start with
+// success, and raises nothing.
+func StartIgnoresRaise() *Store {
+	return New(func(s *Store, _ *memory.Store, f *Funcs) {
+		f.Start = func(ctx context.Context, c lock.Call, done func(uint64, error)) {
+			if c.Op == lock.CallRaiseFence {
+				done(0, ctx.Err())
+				return
+			}
+			done(c.Run(ctx, s))
+		}
+	})
+}
