@@ -161,9 +161,27 @@ func contention(t *testing.T, h *harness) {
 	}
 }
 
+// deadContext returns a context that is dead — canceled, or past its
+// deadline if expired is set — the error calls made with it must report,
+// and words for it.
+func (h *harness) deadContext(expired bool) (ctx context.Context, target error, what string) {
+	if expired {
+		ctx, cancel := context.WithDeadline(h.ctx(), time.Now().Add(-time.Second))
+		h.t.Cleanup(cancel)
+		return ctx, context.DeadlineExceeded, "an expired"
+	}
+	ctx, cancel := context.WithCancel(h.ctx())
+	cancel()
+	return ctx, context.Canceled, "a canceled"
+}
+
+func canceledContext(t *testing.T, h *harness) { deadContextCalls(t, h, false) }
+func expiredDeadline(t *testing.T, h *harness) { deadContextCalls(t, h, true) }
+
 // deadContextCalls checks that calls made with a dead context report the
 // context's error, never a lock outcome.
-func deadContextCalls(t *testing.T, h *harness, ctx context.Context, target error, what string) {
+func deadContextCalls(t *testing.T, h *harness, expired bool) {
+	ctx, target, what := h.deadContext(expired)
 	free, held, a, holder := h.res("free"), h.res("held"), h.tok("a"), h.tok("holder")
 	h.must("Acquire(held, holder)", h.store.Acquire(h.ctx(), held, holder, h.long))
 
@@ -204,16 +222,4 @@ func deadContextCalls(t *testing.T, h *harness, ctx context.Context, target erro
 		t.Errorf("Exists(held) = false after calls with %s context; want true", what)
 	}
 	h.must("Release(held, holder)", h.store.Release(h.ctx(), held, holder))
-}
-
-func canceledContext(t *testing.T, h *harness) {
-	ctx, cancel := context.WithCancel(h.ctx())
-	cancel()
-	deadContextCalls(t, h, ctx, context.Canceled, "a canceled")
-}
-
-func expiredDeadline(t *testing.T, h *harness) {
-	ctx, cancel := context.WithDeadline(h.ctx(), time.Now().Add(-time.Second))
-	defer cancel()
-	deadContextCalls(t, h, ctx, context.DeadlineExceeded, "an expired")
 }

@@ -52,58 +52,58 @@ var rules = []rule{
 	{name: "ExpiredDeadline", run: expiredDeadline,
 		why: "a call whose deadline has passed must report context.DeadlineExceeded, never an outcome it did not observe"},
 
-	{name: "ExtendOwner", needs: needs[lock.Extender]("lock.Extender"), run: extendOwner,
+	{name: "ExtendOwner", needs: extender, run: extendOwner,
 		why: "Extend by the holder must keep the lock for the new TTL, or lock.Run loses locks it renewed"},
-	{name: "ExtendShortens", needs: needs[lock.Extender]("lock.Extender"), run: extendShortens,
+	{name: "ExtendShortens", needs: extender, run: extendShortens,
 		why: "Extend sets the TTL from now, a shorter one too: a store that only ever lengthens keeps locks longer than their holders asked"},
-	{name: "ExtendWrongToken", needs: needs[lock.Extender]("lock.Extender"), run: extendWrongToken,
+	{name: "ExtendWrongToken", needs: extender, run: extendWrongToken,
 		why: "only the holder's token may extend a lock"},
-	{name: "ExtendAfterExpiry", needs: needs[lock.Extender]("lock.Extender"), run: extendAfterExpiry,
+	{name: "ExtendAfterExpiry", needs: extender, run: extendAfterExpiry,
 		why: "Extend must not re-create an expired lock: its holder must learn that it lost the lock, as someone else may have held it meanwhile"},
-	{name: "ExtendAfterTakeover", needs: needs[lock.Extender]("lock.Extender"), run: extendAfterTakeover,
+	{name: "ExtendAfterTakeover", needs: extender, run: extendAfterTakeover,
 		why: "Extend by a previous holder must not touch the new holder's lock"},
 
-	{name: "TTL", needs: needs[lock.TTLReader]("lock.TTLReader"), run: ttlQuery,
+	{name: "TTL", needs: ttlReader, run: ttlQuery,
 		why: "TTL must tell how long a lock has left, neither much less nor more, and say free once it is released or expired: operators and tools act on it"},
 
-	{name: "FencingIncreases", needs: needs[lock.Fencer]("lock.Fencer"), run: fencingIncreases,
+	{name: "FencingIncreases", needs: fencer, run: fencingIncreases,
 		why: "fences must grow strictly across releases and expiry, or a protected resource accepts the write of a holder whose lock expired"},
-	{name: "FencingAcrossRestart", needs: all(needs[lock.Fencer]("lock.Fencer"), restartable), run: fencingAcrossRestart,
+	{name: "FencingAcrossRestart", needs: all(fencer, restartable), run: fencingAcrossRestart,
 		why: "a fence after a restart of the server must exceed every fence before it: the holders of the locks a restart lost still write with their fences"},
-	{name: "FenceOrder", needs: needs[lock.Fencer]("lock.Fencer"), run: fenceOrder,
+	{name: "FenceOrder", needs: fencer, run: fenceOrder,
 		why: "fences must follow the order in which holders take the lock: a fence drawn apart from the lock lets a later holder carry a smaller fence, and its writes are refused"},
-	{name: "RaiseFence", needs: needs[lock.FenceRaiser]("lock.FenceRaiser"), run: raiseFence,
+	{name: "RaiseFence", needs: fenceRaiser, run: raiseFence,
 		why: "after RaiseFence(r, F) every fence of r must exceed F and the lock must be as it was: a MultiLocker relies on it to give a lock held in several stores one fence that every later lock exceeds"},
 
-	{name: "WaitFree", needs: needs[lock.Waiter]("lock.Waiter"), run: waitFree,
+	{name: "WaitFree", needs: waiter, run: waitFree,
 		why: "WaitRelease of a free resource must return at once"},
-	{name: "WaitWakesOnRelease", needs: needs[lock.Waiter]("lock.Waiter"), run: waitWakesOnRelease,
+	{name: "WaitWakesOnRelease", needs: waiter, run: waitWakesOnRelease,
 		why: "WaitRelease must block while the resource is held and return on its release: a wait that returns early makes every waiting Lock spin, one that misses the release makes it sleep to the TTL"},
-	{name: "WaitIgnoresOtherResources", needs: needs[lock.Waiter]("lock.Waiter"), run: waitIgnoresOtherResources,
+	{name: "WaitIgnoresOtherResources", needs: waiter, run: waitIgnoresOtherResources,
 		why: "WaitRelease(r) must not return for the release of another resource: every waiter would wake and retry on every release"},
-	{name: "WaitWakesOnExpiry", needs: needs[lock.Waiter]("lock.Waiter"), run: waitWakesOnExpiry,
+	{name: "WaitWakesOnExpiry", needs: waiter, run: waitWakesOnExpiry,
 		why: "WaitRelease must return when the lock expires, or waiters sleep past the death of a holder that never released"},
-	{name: "WaitHonoursContext", needs: needs[lock.Waiter]("lock.Waiter"), run: waitHonoursContext,
+	{name: "WaitHonoursContext", needs: waiter, run: waitHonoursContext,
 		why: "WaitRelease must return when its context ends, or a Lock outlives its caller's deadline"},
-	{name: "WaitReleaseRace", needs: needs[lock.Waiter]("lock.Waiter"), run: waitReleaseRace,
+	{name: "WaitReleaseRace", needs: waiter, run: waitReleaseRace,
 		why: "a release at the moment WaitRelease begins must not be missed, or the waiter sleeps until the TTL runs out"},
 
 	{name: "ReleaseRacesExpiry", run: releaseRacesExpiry,
 		why: "a release racing the lock's expiry and a new owner's Acquire must not delete the new owner's lock: the token check and the delete must be one step"},
 
-	{name: "StartOutcomes", needs: needs[lock.Starter]("lock.Starter"), run: startOutcomes,
+	{name: "StartOutcomes", needs: starter, run: startOutcomes,
 		why: "calls made through Start must have the outcomes of the blocking methods: a MultiLocker makes its calls through Start"},
-	{name: "StartFenced", needs: all(needs[lock.Starter]("lock.Starter"), needs[lock.Fencer]("lock.Fencer")), run: startFenced,
+	{name: "StartFenced", needs: all(starter, fencer), run: startFenced,
 		why: "fenced acquisitions made through Start must answer the fences AcquireFenced would, strictly increasing with them"},
-	{name: "StartRaiseFence", needs: all(needs[lock.Starter]("lock.Starter"), needs[lock.FenceRaiser]("lock.FenceRaiser")), run: startRaiseFence,
+	{name: "StartRaiseFence", needs: all(starter, fenceRaiser), run: startRaiseFence,
 		why: "RaiseFence made through Start must raise the next fences as RaiseFence does"},
-	{name: "StartCanceledContext", needs: needs[lock.Starter]("lock.Starter"), run: startCanceled,
+	{name: "StartCanceledContext", needs: starter, run: startCanceled,
 		why: "a call started with a canceled context must report the context's error, never an outcome"},
-	{name: "StartExpiredDeadline", needs: needs[lock.Starter]("lock.Starter"), run: startExpiredDeadline,
+	{name: "StartExpiredDeadline", needs: starter, run: startExpiredDeadline,
 		why: "a call started with an expired deadline must report context.DeadlineExceeded: Start must honour deadlines, not only cancellation"},
-	{name: "StartOwnDeadline", needs: needs[lock.Starter]("lock.Starter"), run: startOwnDeadline,
+	{name: "StartOwnDeadline", needs: starter, run: startOwnDeadline,
 		why: "each started call must be answered by its own deadline: callers with short deadlines must not make callers with long ones fail"},
-	{name: "StartConcurrent", needs: needs[lock.Starter]("lock.Starter"), run: startConcurrent,
+	{name: "StartConcurrent", needs: starter, run: startConcurrent,
 		why: "calls started by many goroutines at once must each get exactly one answer, with one winner per resource"},
 
 	{name: "SingleLocker", run: singleLocker,
@@ -111,6 +111,16 @@ var rules = []rule{
 	{name: "MultiLocker", run: multiLocker,
 		why: "a MultiLocker over three such stores must keep workers out of each other's critical sections"},
 }
+
+// The requirements of the rules that need an optional capability.
+var (
+	extender    = needs[lock.Extender]("lock.Extender")
+	ttlReader   = needs[lock.TTLReader]("lock.TTLReader")
+	fencer      = needs[lock.Fencer]("lock.Fencer")
+	fenceRaiser = needs[lock.FenceRaiser]("lock.FenceRaiser")
+	waiter      = needs[lock.Waiter]("lock.Waiter")
+	starter     = needs[lock.Starter]("lock.Starter")
+)
 
 // needs returns the requirement that the store implement C, named name.
 func needs[C any](name string) func(h *harness) string {

@@ -135,9 +135,13 @@ func startRaiseFence(t *testing.T, h *harness) {
 	fs.acquire(fmt.Sprintf("AcquireFenced(r, b) after Start(raise fence r, %d)", floor), r, h.long, floor)
 }
 
+func startCanceled(t *testing.T, h *harness)        { deadContextStarts(t, h, false) }
+func startExpiredDeadline(t *testing.T, h *harness) { deadContextStarts(t, h, true) }
+
 // deadContextStarts checks that calls started with a dead context report
 // the context's error, never a lock outcome.
-func deadContextStarts(t *testing.T, h *harness, ctx context.Context, target error, what string) {
+func deadContextStarts(t *testing.T, h *harness, expired bool) {
+	ctx, target, what := h.deadContext(expired)
 	held, free, holder, a := h.res("held"), h.res("free"), h.tok("holder"), h.tok("a")
 	h.must("Acquire(held, holder)", h.store.Acquire(h.ctx(), held, holder, h.long))
 	calls := []lock.Call{
@@ -166,18 +170,6 @@ func deadContextStarts(t *testing.T, h *harness, ctx context.Context, target err
 		t.Errorf("Exists(held) = false after calls started with %s context; want true", what)
 	}
 	h.must("Release(held, holder)", h.store.Release(h.ctx(), held, holder))
-}
-
-func startCanceled(t *testing.T, h *harness) {
-	ctx, cancel := context.WithCancel(h.ctx())
-	cancel()
-	deadContextStarts(t, h, ctx, context.Canceled, "a canceled")
-}
-
-func startExpiredDeadline(t *testing.T, h *harness) {
-	ctx, cancel := context.WithDeadline(h.ctx(), time.Now().Add(-time.Second))
-	defer cancel()
-	deadContextStarts(t, h, ctx, context.DeadlineExceeded, "an expired")
 }
 
 // startOwnDeadline starts, all at once, acquisitions with deadlines of a
