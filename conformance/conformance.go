@@ -265,19 +265,28 @@ func (h *harness) waitExpired(resource string, set time.Time, ttl time.Duration)
 	}
 }
 
-// heldEarly reports whether resource, set with ttl by a call sent at
-// start, is still there at the lower bound of its life. It says false
-// only when the answer arrived before the lock could have expired (its TTL
-// less the granularity), so a check delayed by a slow machine never fails
-// a correct store.
-func (h *harness) heldEarly(resource string, start time.Time, ttl time.Duration) (held bool, after time.Duration, err error) {
-	time.Sleep(time.Until(start.Add(h.lifeBound(ttl))))
-	held, err = h.store.Exists(h.ctx(), resource)
-	after = time.Since(start)
-	if err == nil && !held && after >= ttl-h.gran {
-		held = true // checked too late to tell
+// lasts polls Exists on resource, set with ttl by a call sent at start,
+// until the least the lock must live (lifeBound), and reports whether it
+// lasted, with the time of the last answer. It reports false only for an
+// answer that arrived before the lock could have expired (its TTL less
+// the granularity), so a check delayed by a slow machine never fails a
+// correct store; polling, not one check at the end, catches a lock that
+// goes early however late the checks run.
+func (h *harness) lasts(resource string, start time.Time, ttl time.Duration) (bool, time.Duration, error) {
+	end := start.Add(h.lifeBound(ttl))
+	for {
+		held, err := h.store.Exists(h.ctx(), resource)
+		after := time.Since(start)
+		switch {
+		case err != nil:
+			return false, after, err
+		case !held:
+			return after >= ttl-h.gran, after, nil // gone after its TTL could have run out: too late to tell
+		case !time.Now().Before(end):
+			return true, after, nil
+		}
+		time.Sleep(min(max(ttl/50, 5*time.Millisecond), time.Until(end)))
 	}
-	return held, after, err
 }
 
 // name renders a resource in messages: the rule's own resources by their

@@ -23,7 +23,7 @@ func expiry(t *testing.T, h *harness) {
 		t.Fatalf("Exists(r) = false right after Acquire(r, a, %v); want true", h.ttl)
 	}
 	if h.lifeBound(h.ttl) > 0 {
-		held, after, err := h.heldEarly(r, start, h.ttl)
+		held, after, err := h.lasts(r, start, h.ttl)
 		h.must("Exists(r)", err)
 		if !held {
 			t.Fatalf("Exists(r) = false %v after Acquire(r, a, %v) (granularity %v); want true: the lock expired early",
@@ -40,7 +40,6 @@ func expiry(t *testing.T, h *harness) {
 // start. The checks run together, so the rule takes one such TTL.
 func longTTL(t *testing.T, h *harness) {
 	ttl := 5*time.Second + 2*h.gran
-	life := h.lifeBound(ttl)
 	ext, extends := h.store.(lock.Extender)
 	fencer, fences := h.store.(lock.Fencer)
 	_, starts := h.store.(lock.Starter)
@@ -112,16 +111,16 @@ func longTTL(t *testing.T, h *harness) {
 			if msg := h.checkTTL(r, start, ttl); msg != "" {
 				t.Errorf("after %s: %s", c.what, msg)
 			}
-			held, after, err := h.heldEarly(r, start, ttl)
+			held, after, err := h.lasts(r, start, ttl)
 			switch {
 			case err != nil:
-				t.Errorf("Exists(r) %v after %s = %v", life, c.what, err)
+				t.Errorf("Exists(r) %v after %s = %v", after.Round(time.Millisecond), c.what, err)
 			case !held:
 				t.Errorf("Exists(r) = false %v after %s (granularity %v); want true until %v: the lock expired early",
 					after.Round(time.Millisecond), c.what, h.gran, ttl-h.gran)
 			default:
 				if err := h.store.Release(h.ctx(), r, a); err != nil {
-					t.Errorf("Release(r, a) %v after %s = %v; want nil", life, c.what, err)
+					t.Errorf("Release(r, a) %v after %s = %v; want nil", after.Round(time.Millisecond), c.what, err)
 				}
 			}
 		}()
