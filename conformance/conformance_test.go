@@ -191,7 +191,7 @@ var controls = map[string]control{
 	},
 	"start-batches-deadlines": {
 		store: func() lock.Store { return brokenstore.StartBatchesDeadlines() },
-		rule:  "StartOwnDeadline", wants: []string{"with a 30s deadline = context deadline exceeded, among calls with deadlines under a millisecond; want nil: a call must be answered by its own deadline, not another's"},
+		rule:  "StartOwnDeadline", wants: []string{"with a 30s deadline = context deadline exceeded, among calls with deadlines of a millisecond or so; want nil: a call must be answered by its own deadline, not another's"},
 	},
 	"start-ignores-raise": {
 		store: func() lock.Store { return brokenstore.StartIgnoresRaise() },
