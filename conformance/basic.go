@@ -162,17 +162,17 @@ func contention(t *testing.T, h *harness) {
 }
 
 // deadContext returns a context that is dead — canceled, or past its
-// deadline if expired is set — the error calls made with it must report,
-// and words for it.
-func (h *harness) deadContext(expired bool) (ctx context.Context, target error, what string) {
+// deadline if expired is set — words for it, and the error calls made with
+// it must report.
+func (h *harness) deadContext(expired bool) (ctx context.Context, what string, target error) {
 	if expired {
 		ctx, cancel := context.WithDeadline(h.ctx(), time.Now().Add(-time.Second))
 		h.t.Cleanup(cancel)
-		return ctx, context.DeadlineExceeded, "an expired"
+		return ctx, "an expired", context.DeadlineExceeded
 	}
 	ctx, cancel := context.WithCancel(h.ctx())
 	cancel()
-	return ctx, context.Canceled, "a canceled"
+	return ctx, "a canceled", context.Canceled
 }
 
 func canceledContext(t *testing.T, h *harness) { deadContextCalls(t, h, false) }
@@ -181,7 +181,7 @@ func expiredDeadline(t *testing.T, h *harness) { deadContextCalls(t, h, true) }
 // deadContextCalls checks that calls made with a dead context report the
 // context's error, never a lock outcome.
 func deadContextCalls(t *testing.T, h *harness, expired bool) {
-	ctx, target, what := h.deadContext(expired)
+	ctx, what, target := h.deadContext(expired)
 	free, held, a, holder := h.res("free"), h.res("held"), h.tok("a"), h.tok("holder")
 	h.must("Acquire(held, holder)", h.store.Acquire(h.ctx(), held, holder, h.long))
 

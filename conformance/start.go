@@ -141,7 +141,7 @@ func startExpiredDeadline(t *testing.T, h *harness) { deadContextStarts(t, h, tr
 // deadContextStarts checks that calls started with a dead context report
 // the context's error, never a lock outcome.
 func deadContextStarts(t *testing.T, h *harness, expired bool) {
-	ctx, target, what := h.deadContext(expired)
+	ctx, what, target := h.deadContext(expired)
 	held, free, holder, a := h.res("held"), h.res("free"), h.tok("holder"), h.tok("a")
 	h.must("Acquire(held, holder)", h.store.Acquire(h.ctx(), held, holder, h.long))
 	calls := []lock.Call{
