@@ -7,13 +7,14 @@
 //
 //	cd bench && go run .
 //
-// It needs redis-server (7 or later) and memcached on the PATH, and takes
+// It needs redis-server (7 or later) and memcached on the PATH (and
+// PostgreSQL for its section, which is skipped without it), and takes
 // about three minutes on two cores. Uncontended cells run four times
 // (-passes), contention and in-memory cells half as often, each time with
 // the libraries in the reverse order of the time before; -json FILE also writes
 // every number as JSON; -quick runs every cell once, briefly (a smoke
 // test, not a measurement); -only SECTION runs one section (redis,
-// contention, redlock, memcached, memory); -libs selects libraries.
+// contention, redlock, memcached, postgres, memory); -libs selects libraries.
 package main
 
 import (
@@ -33,7 +34,7 @@ import (
 var (
 	jsonOut = flag.String("json", "", "also write the results as JSON to this file")
 	quick   = flag.Bool("quick", false, "run every cell once and briefly: a smoke test, not a measurement")
-	only    = flag.String("only", "", "run only this section: redis, contention, redlock, memcached or memory")
+	only    = flag.String("only", "", "run only this section: redis, contention, redlock, memcached, postgres or memory")
 	libs    = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
 	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
 	passes  = flag.Int("passes", 4, "how many times each uncontended cell runs, alternating the order of the libraries (contention and in-memory cells: half as many)")
@@ -214,6 +215,10 @@ func run(p plan, out io.Writer) (*results, error) {
 			}
 		}
 		res.sections["contention"] = names(libs)
+	}
+
+	if want("postgres") {
+		postgresSection(p, res, progress)
 	}
 
 	if want("memory") {

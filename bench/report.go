@@ -136,6 +136,7 @@ func checkTargets(r *results) []target {
 		s := ratioPerPass(cells, "lockkit store", "gomemcache raw (floor)", pps)
 		add("memcached, 64 goroutines", "≥ 0.9× raw add/gets/cas", fmt.Sprintf("locker %.2f×, store %.2f×", v, s), v >= 0.9)
 	}
+	ts = append(ts, postgresTargets(r)...)
 	if len(r.Memory) > 0 {
 		for _, lib := range []string{"lockkit memory store", "lockkit SingleLocker"} {
 			var cells []memoryCell
@@ -167,8 +168,9 @@ func report(w io.Writer, r *results, took time.Duration) {
 		"redlock":   "Redlock over 5 masters: 64 goroutines, each on its own key",
 		"redlock-1": "Redlock over 5 masters: 1 goroutine (latency of a TryLock+Unlock pair)",
 		"memcached": "memcached: 64 goroutines, each on its own key",
+		"postgres":  "PostgreSQL (fsync off): 64 goroutines, each on its own key, one pool",
 	}
-	for _, key := range []string{"redis", "redlock", "redlock-1", "memcached"} {
+	for _, key := range []string{"redis", "redlock", "redlock-1", "memcached", "postgres"} {
 		cells := r.Throughput[key]
 		if len(cells) == 0 {
 			continue

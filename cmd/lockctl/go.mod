@@ -4,8 +4,21 @@ go 1.25.0
 
 require (
 	github.com/bradfitz/gomemcache v0.0.0-20260422231931-4d751bb6e37c
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lockkit/lock v0.1.0
+	github.com/lockkit/lock/stores/postgres v0.1.0
 	github.com/redis/rueidis v1.0.79
 )
 
-require golang.org/x/sys v0.47.0 // indirect
+require (
+	golang.org/x/sys v0.47.0
+	golang.org/x/term v0.45.0
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)

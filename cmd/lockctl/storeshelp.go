@@ -19,6 +19,10 @@ all, or a number above half).
   rediss+sentinel://...
       The master that Sentinels (port 26379 by default) know as MASTER.
       USER and PASSWORD are the master's; see sentinel_password below.
+  valkey://, valkeys://, valkey+cluster://, valkey+sentinel://...
+      The same as the redis schemes, for Valkey (or Redis) servers.
+  unix:///PATH/TO/redis.sock[?PARAMS]
+      One Redis server on a unix socket; the database as ?db=N.
   memcache://HOST[:PORT][?PARAMS]
       One memcached server (port 11211 by default). TTLs round up to whole
       seconds, so use TTLs of several seconds. memcached may evict a lock
@@ -41,11 +45,18 @@ Redis parameters:
   wait_replicas=N     wait until N replicas have each lock (WAIT)...
   wait_timeout=D      ...for at most D (default 100ms)
   fence_retention=D   how long fence counters live (default 24h)
-TLS parameters (rediss schemes):
+  db=N                the database, as /DB in the path
+  write_timeout=D     bound on each write to a connection
+  client_cache=0, max_retries=0
+                      taken, as rueidis URLs write them: lockctl never uses
+                      client-side caching, and the client never retries
+                      lock calls. rueidis's addr=, master_set= and protocol=
+                      are refused with what to write instead.
+TLS parameters (rediss and valkeys schemes):
   ca=FILE             PEM file of the authorities to trust (default: the system's)
   cert=FILE, key=FILE PEM files of a client certificate
   server_name=N       the name to verify (default: each connection's host)
-  insecure=true       do not verify the server's certificate
+  insecure=true       do not verify the server's certificate (or skip_verify)
 Sentinel parameters:
   sentinel_user=U, sentinel_password=P   the Sentinels' own credentials
 memcache parameters:
@@ -63,5 +74,6 @@ Examples:
   rediss://default:s3cret@redis.example.com:6380/2?ca=/etc/ssl/redis-ca.pem
   redis+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000?prefix=jobs:
   redis+sentinel://:s3cret@10.0.0.5:26379,10.0.0.6:26379/mymaster
+  unix:///run/redis/redis.sock?db=1
   memcache://10.0.0.7:11211?prefix=locks:
 `
