@@ -40,6 +40,7 @@ type library struct {
 type env struct {
 	redis     []string // addresses; Redlock uses all, the rest the first
 	memcached string
+	etcd      []string // the etcd cluster's client endpoints, in the etcd section
 	prefix    string
 	ttl       time.Duration
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockkit/lock/internal/waitline"
 )
 
 // hub holds the subscriptions of every Store in the process, so that
@@ -84,7 +86,7 @@ type topic struct {
 	err         error         // why it ended, set before done is closed
 	unsupported bool          // the server has no SSUBSCRIBE; set before done is closed
 
-	line Line // this process's callers waiting for a release
+	line waitline.Line // this process's callers waiting for a release
 
 	// woken counts the callers a release woke that have not acquired the
 	// lock since: one that comes back to wait lost its turn to a caller

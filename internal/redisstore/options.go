@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Option configures a store. The adapters re-export the With functions
@@ -33,8 +34,8 @@ func WithPrefix(prefix string) Option {
 // WithName names the store in its String method.
 func WithName(name string) Option {
 	return func(c *config) error {
-		if name == "" {
-			return fmt.Errorf("%w: WithName(\"\"): the name may not be empty", lock.ErrInvalid)
+		if err := storecall.CheckName(name); err != nil {
+			return err
 		}
 		c.name = name
 		return nil

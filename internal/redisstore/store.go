@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Store is the lock store over a Client. The adapters embed it: its
@@ -223,16 +224,10 @@ func (s *Store) lockKey(resource string) string { return LockKey(s.prefix, resou
 // refuses is an error wrapping lock.ErrInvalid; a context that has ended
 // returns its error.
 func (s *Store) check(ctx context.Context, resource, token string, ttl time.Duration) error {
-	switch {
-	case ctx == nil:
-		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case token == "":
-		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
-	case ttl <= 0:
-		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
-	case s.guard > 0 && ttl > s.guard:
+	if err := storecall.Check(ctx, token, ttl); err != nil {
+		return err
+	}
+	if s.guard > 0 && ttl > s.guard {
 		return fmt.Errorf("%w: ttl is %v, above the restart guard's maximum TTL %v (WithRestartGuard): such a lock would outlive the guard", lock.ErrInvalid, ttl, s.guard)
 	}
 	return ValidateResource(s.kind, resource)
@@ -245,16 +240,7 @@ func (s *Store) check(ctx context.Context, resource, token string, ttl time.Dura
 // unknown, and it is never lock.ErrNotAcquired or lock.ErrNotHeld. A
 // deadline that has passed counts as ended: a client's socket deadline
 // can fire a moment before ctx reports it.
-func (s *Store) failed(ctx context.Context, err error) error {
-	ctxErr := ctx.Err()
-	if dl, ok := ctx.Deadline(); ok && ctxErr == nil && !time.Now().Before(dl) {
-		ctxErr = context.DeadlineExceeded
-	}
-	if ctxErr == nil || errors.Is(err, ctxErr) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ctxErr, err)
-}
+func (s *Store) failed(ctx context.Context, err error) error { return storecall.Failed(ctx, err) }
 
 // errUnknownOutcome reports a command that the client sent more than once
 // and whose outcome the last answer cannot tell.

@@ -1,13 +1,13 @@
-package redisstore
+package waitline
 
 import "sync"
 
 // Line is the line of a process's callers waiting for the release of one
 // lock, behind one subscription to its release notifications: each
 // notification wakes one caller, the one that has waited longest, and a
-// wake that no caller can use goes on to the next subscription in line on
-// the server (see Pass). The zero Line is empty and ready to use; it is
-// safe for concurrent use.
+// wake that no caller can use is handed on (to the next subscription in
+// line on a Redis server, say). The zero Line is empty and ready to use;
+// it is safe for concurrent use.
 type Line struct {
 	mu      sync.Mutex
 	waiting []*Place // longest waiting first
