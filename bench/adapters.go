@@ -21,6 +21,7 @@ import (
 	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/lockkit/lock"
+	goredisstore "github.com/lockkit/lock/stores/goredis"
 	memcachestore "github.com/lockkit/lock/stores/memcache"
 	"github.com/lockkit/lock/stores/memory"
 	redisstore "github.com/lockkit/lock/stores/redis"
@@ -39,6 +40,7 @@ type library struct {
 type env struct {
 	redis     []string // addresses; Redlock uses all, the rest the first
 	memcached string
+	etcd      []string // the etcd cluster's client endpoints, in the etcd section
 	prefix    string
 	ttl       time.Duration
 }
@@ -109,6 +111,8 @@ func redisLibraries() []library {
 		{name: "go-redis raw", open: openRawGoRedis},
 		{name: "lockkit", open: func(e env) (client, error) { return openLockkit(e, false) }},
 		{name: "lockkit NoFence", open: func(e env) (client, error) { return openLockkit(e, true) }},
+		{name: "lockkit (go-redis)", open: func(e env) (client, error) { return openLockkitGoRedis(e, false) }},
+		{name: "lockkit (go-redis) NoFence", open: func(e env) (client, error) { return openLockkitGoRedis(e, true) }},
 		{name: "redsync (rueidis)", open: openRedsyncRueidis},
 		{name: "redsync (go-redis)", open: openRedsyncGoRedis},
 		{name: "bsm/redislock", open: openBSM},
@@ -253,6 +257,23 @@ func openLockkit(e env, noFence bool) (client, error) {
 		return nil, err
 	}
 	return lockkitClient(l, e, c.Close), nil
+}
+
+// openLockkitGoRedis is lockkit's go-redis store, on a client made as its
+// documentation recommends (ContextTimeoutEnabled) with go-redis raw's pool.
+func openLockkitGoRedis(e env, noFence bool) (client, error) {
+	c := goredis.NewClient(&goredis.Options{Addr: e.redis[0], PoolSize: 128, ContextTimeoutEnabled: true})
+	s, err := goredisstore.New(c, goredisstore.WithPrefix(e.prefix))
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	l, err := lock.NewSingle(s, &lock.Options{NoFence: noFence})
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return lockkitClient(l, e, func() { _ = c.Close() }), nil
 }
 
 // redsyncMutex holds two redsync mutexes on the same key: one that tries

@@ -7,13 +7,16 @@
 //
 //	cd bench && go run .
 //
-// It needs redis-server (7 or later) and memcached on the PATH, and takes
+// It needs redis-server (7 or later) and memcached on the PATH (and
+// PostgreSQL for its section, which is skipped without it), and takes
 // about three minutes on two cores. Uncontended cells run four times
 // (-passes), contention and in-memory cells half as often, each time with
 // the libraries in the reverse order of the time before; -json FILE also writes
 // every number as JSON; -quick runs every cell once, briefly (a smoke
 // test, not a measurement); -only SECTION runs one section (redis,
-// contention, redlock, memcached, memory); -libs selects libraries.
+// contention, redlock, memcached, postgres, memory, etcd); -libs selects
+// libraries. The etcd section needs etcd on the PATH; without it, it is
+// skipped.
 package main
 
 import (
@@ -33,7 +36,7 @@ import (
 var (
 	jsonOut = flag.String("json", "", "also write the results as JSON to this file")
 	quick   = flag.Bool("quick", false, "run every cell once and briefly: a smoke test, not a measurement")
-	only    = flag.String("only", "", "run only this section: redis, contention, redlock, memcached or memory")
+	only    = flag.String("only", "", "run only this section: redis, contention, redlock, memcached, postgres, memory or etcd")
 	libs    = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
 	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
 	passes  = flag.Int("passes", 4, "how many times each uncontended cell runs, alternating the order of the libraries (contention and in-memory cells: half as many)")
@@ -99,6 +102,18 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// extraSection is a section with servers of its own, which registers
+// itself from its own file (etcd.go): it runs after the others, adds its
+// cells to the results, reports them and checks its targets.
+type extraSection struct {
+	key     string // its name for -only
+	run     func(p plan, res *results, s *servers, progress func(string, ...any)) error
+	report  func(w io.Writer, r *results)
+	targets func(r *results) []target
+}
+
+var extraSections []extraSection
 
 // results is everything a run measured.
 type results struct {
@@ -181,10 +196,7 @@ func run(p plan, out io.Writer) (*results, error) {
 			continue
 		}
 		for pass := range p.passes {
-			libs := slices.Clone(sec.libs)
-			if pass%2 == 1 {
-				slices.Reverse(libs)
-			}
+			libs := inPassOrder(sec.libs, pass)
 			for _, lib := range libs {
 				e := newEnv(s, p.ttl)
 				r := throughput(lib, e, sec.goroutines, p.throughput, sec.goroutines == 1, sec.left(e))
@@ -200,11 +212,7 @@ func run(p plan, out io.Writer) (*results, error) {
 		libs := selected(contentionLibraries())
 		for _, pause := range []time.Duration{time.Millisecond, 0} {
 			for pass := range p.fewer {
-				order := slices.Clone(libs)
-				if pass%2 == 1 {
-					slices.Reverse(order)
-				}
-				for _, lib := range order {
+				for _, lib := range inPassOrder(libs, pass) {
 					e := newEnv(s, p.ttl)
 					r := contention(lib, e, 16, pause, p.contended, redisLeft(e.redis[:1]))
 					progress("contention, pause %v, pass %d: %-24s %6.0f acq/s  handoff p50 %6.0fµs  wait p99 %7.0fµs  acq/handoff %5.2f  violations %d  lost %d  errors %d  still waiting %d %s",
@@ -216,9 +224,21 @@ func run(p plan, out io.Writer) (*results, error) {
 		res.sections["contention"] = names(libs)
 	}
 
+	if want("postgres") {
+		postgresSection(p, res, progress)
+	}
+
 	if want("memory") {
 		res.Memory = memorySection(p, progress)
 		res.sections["memory"] = names(memoryLibraries())
+	}
+
+	for _, x := range extraSections {
+		if want(x.key) {
+			if err := x.run(p, res, s, progress); err != nil {
+				return nil, fmt.Errorf("%s section: %w", x.key, err)
+			}
+		}
 	}
 
 	res.Targets = checkTargets(res)
@@ -233,6 +253,16 @@ func run(p plan, out io.Writer) (*results, error) {
 		}
 	}
 	return res, nil
+}
+
+// inPassOrder returns libs in the order of a pass: as given in even
+// passes, reversed in odd ones, so that no library always runs first.
+func inPassOrder(libs []library, pass int) []library {
+	order := slices.Clone(libs)
+	if pass%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
 }
 
 func names(libs []library) []string {

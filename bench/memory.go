@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"testing"
 	"time"
 
@@ -32,11 +31,7 @@ func memorySection(p plan, progress func(string, ...any)) []memoryCell {
 	var cells []memoryCell
 	libs := selected(memoryLibraries())
 	for pass := range p.fewer {
-		order := slices.Clone(libs)
-		if pass%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, lib := range order {
+		for _, lib := range inPassOrder(libs, pass) {
 			cells = append(cells, memoryRun(lib, p, pass+1))
 			c := cells[len(cells)-1]
 			progress("memory, pass %d: %-24s %6.0f ns/pair %d allocs/pair  1 core %9.0f/s  %d cores %9.0f/s (x%.2f) %s",

@@ -94,7 +94,7 @@ func checkTargets(r *results) []target {
 			add("allocations per pair, single Redis ("+lib+")", "≤ 8", fmt.Sprintf("%.1f", allocs), allocs <= 8)
 		}
 	}
-	if len(r.Contention) > 0 {
+	if r.sections["contention"] != nil {
 		ms := time.Millisecond
 		ours := contentionOf(r.Contention, "lockkit", ms)
 		theirs := contentionOf(r.Contention, "rueidislock", ms)
@@ -136,6 +136,7 @@ func checkTargets(r *results) []target {
 		s := ratioPerPass(cells, "lockkit store", "gomemcache raw (floor)", pps)
 		add("memcached, 64 goroutines", "≥ 0.9× raw add/gets/cas", fmt.Sprintf("locker %.2f×, store %.2f×", v, s), v >= 0.9)
 	}
+	ts = append(ts, postgresTargets(r)...)
 	if len(r.Memory) > 0 {
 		for _, lib := range []string{"lockkit memory store", "lockkit SingleLocker"} {
 			var cells []memoryCell
@@ -150,6 +151,9 @@ func checkTargets(r *results) []target {
 			add("memory ("+lib+")", "≤ 250ns and ≤ 2 allocs per pair on one core; scales with cores",
 				fmt.Sprintf("%.0fns, %.0f allocs; ×%.2f on %d cores", ns, allocs, sc, cells[0].Cores), ns <= 250 && allocs <= 2 && sc >= 1.5)
 		}
+	}
+	for _, x := range extraSections {
+		ts = append(ts, x.targets(r)...)
 	}
 	return ts
 }
@@ -167,83 +171,13 @@ func report(w io.Writer, r *results, took time.Duration) {
 		"redlock":   "Redlock over 5 masters: 64 goroutines, each on its own key",
 		"redlock-1": "Redlock over 5 masters: 1 goroutine (latency of a TryLock+Unlock pair)",
 		"memcached": "memcached: 64 goroutines, each on its own key",
+		"postgres":  "PostgreSQL (fsync off): 64 goroutines, each on its own key, one pool",
 	}
-	for _, key := range []string{"redis", "redlock", "redlock-1", "memcached"} {
-		cells := r.Throughput[key]
-		if len(cells) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "### %s\n\n", titles[key])
-		if key == "redlock-1" {
-			fmt.Fprintf(w, "| library | p50 µs | p99 µs | × floor (p50) | allocs/pair | errors | leftover keys |\n|---|---|---|---|---|---|---|\n")
-		} else {
-			fmt.Fprintf(w, "| library | pairs/s | × floor | allocs/pair | errors | leftover keys |\n|---|---|---|---|---|---|\n")
-		}
-		for _, lib := range r.sections[key] {
-			cs := byLib(cells, lib)
-			name := lib
-			if len(cs) > 0 && cs[0].Floor {
-				name = "**" + lib + "**"
-			}
-			left := joinInts(cs, func(c cellResult) int { return c.Leftover })
-			fences := 0
-			for _, c := range cs {
-				fences += c.Fences
-			}
-			if fences > 0 {
-				left += " (+ " + joinInts(cs, func(c cellResult) int { return c.Fences }) + " fence counters or waiters' queues)"
-			}
-			if key == "redlock-1" {
-				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", name,
-					join(cs, "%.0f", func(c cellResult) float64 { return c.P50 }),
-					join(cs, "%.0f", func(c cellResult) float64 { return c.P99 }),
-					join(cs, "%.2f", func(c cellResult) float64 { return c.Ratio }),
-					join(cs, "%.1f", func(c cellResult) float64 { return c.AllocsPerPair }),
-					joinInts(cs, func(c cellResult) int { return int(c.Errors) }), left)
-				continue
-			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", name,
-				join(cs, "%.0f", func(c cellResult) float64 { return c.PairsPerSec }),
-				join(cs, "%.2f", func(c cellResult) float64 { return c.Ratio }),
-				join(cs, "%.1f", func(c cellResult) float64 { return c.AllocsPerPair }),
-				joinInts(cs, func(c cellResult) int { return int(c.Errors) }), left)
-		}
-		fmt.Fprintln(w)
-		for _, c := range cells {
-			if c.FirstError != "" {
-				fmt.Fprintf(w, "- %s, run %d, first error: %s\n", c.Library, c.Pass, c.FirstError)
-			}
-		}
+	for _, key := range []string{"redis", "redlock", "redlock-1", "memcached", "postgres"} {
+		throughputTable(w, r, key, titles[key])
 	}
 
-	if len(r.Contention) > 0 {
-		for _, pause := range []time.Duration{time.Millisecond, 0} {
-			fmt.Fprintf(w, "### Contention: 16 clients (separate connections) on one key, Lock → update → Unlock, pause after unlock %v\n\n", pause)
-			fmt.Fprintf(w, "| library | acquisitions/s | handoff p50 µs | handoff p99 µs | wait p50 µs | wait p99 µs | longest wait ms | acquisitions per handoff | violations | lost updates | errors | leftover keys |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-			for _, lib := range r.sections["contention"] {
-				cs := contentionOf(r.Contention, lib, pause)
-				f := func(format string, v func(contentionCell) float64) string { return summary(format, values(cs, v)) }
-				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", lib,
-					f("%.0f", func(c contentionCell) float64 { return c.PerSec }),
-					f("%.0f", func(c contentionCell) float64 { return c.HandoffP50 }),
-					f("%.0f", func(c contentionCell) float64 { return c.HandoffP99 }),
-					f("%.0f", func(c contentionCell) float64 { return c.WaitP50 }),
-					f("%.0f", func(c contentionCell) float64 { return c.WaitP99 }),
-					f("%.1f", func(c contentionCell) float64 { return c.LongestStarvedMs }),
-					f("%.2f", func(c contentionCell) float64 { return c.AcqPerHandoff }),
-					f("%.0f", func(c contentionCell) float64 { return float64(c.Violations) }),
-					f("%.0f", func(c contentionCell) float64 { return float64(c.LostUpdates) }),
-					f("%.0f", func(c contentionCell) float64 { return float64(c.Errors) })+stuck(cs),
-					f("%.0f", func(c contentionCell) float64 { return float64(c.Leftover) }))
-			}
-			fmt.Fprintln(w)
-		}
-		for _, c := range r.Contention {
-			if c.FirstError != "" {
-				fmt.Fprintf(w, "- %s, pause %v, run %d, first error: %s\n", c.Library, c.Pause, c.Pass, c.FirstError)
-			}
-		}
-	}
+	contentionTables(w, r, "contention", "16 clients (separate connections) on one key")
 
 	if len(r.Memory) > 0 {
 		fmt.Fprintf(w, "### In memory: TryLock+Unlock on one core, and on distinct keys with 1 and %d cores\n\n", r.Memory[0].Cores)
@@ -267,6 +201,10 @@ func report(w io.Writer, r *results, took time.Duration) {
 		fmt.Fprintln(w)
 	}
 
+	for _, x := range extraSections {
+		x.report(w, r)
+	}
+
 	if len(r.Targets) > 0 {
 		fmt.Fprintf(w, "### Targets (issue 6), this run\n\n| workload | target | measured (median of runs) | met |\n|---|---|---|---|\n")
 		for _, t := range r.Targets {
@@ -277,6 +215,98 @@ func report(w io.Writer, r *results, took time.Duration) {
 			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.Workload, t.Target, t.Measured, met)
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// throughputTable prints the table of a throughput section, if it ran: a
+// latency table for the one-goroutine sections (key ending in "-1").
+func throughputTable(w io.Writer, r *results, key, title string) {
+	cells := r.Throughput[key]
+	if len(cells) == 0 {
+		return
+	}
+	latency := strings.HasSuffix(key, "-1")
+	fmt.Fprintf(w, "### %s\n\n", title)
+	if latency {
+		fmt.Fprintf(w, "| library | p50 µs | p99 µs | × floor (p50) | allocs/pair | errors | leftover keys |\n|---|---|---|---|---|---|---|\n")
+	} else {
+		fmt.Fprintf(w, "| library | pairs/s | × floor | allocs/pair | errors | leftover keys |\n|---|---|---|---|---|---|\n")
+	}
+	for _, lib := range r.sections[key] {
+		cs := byLib(cells, lib)
+		name := lib
+		if len(cs) > 0 && cs[0].Floor {
+			name = "**" + lib + "**"
+		}
+		left := joinInts(cs, func(c cellResult) int { return c.Leftover })
+		fences := 0
+		for _, c := range cs {
+			fences += c.Fences
+		}
+		if fences > 0 {
+			left += " (+ " + joinInts(cs, func(c cellResult) int { return c.Fences }) + " fence counters or waiters' queues)"
+		}
+		if latency {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", name,
+				join(cs, "%.0f", func(c cellResult) float64 { return c.P50 }),
+				join(cs, "%.0f", func(c cellResult) float64 { return c.P99 }),
+				join(cs, "%.2f", func(c cellResult) float64 { return c.Ratio }),
+				join(cs, "%.1f", func(c cellResult) float64 { return c.AllocsPerPair }),
+				joinInts(cs, func(c cellResult) int { return int(c.Errors) }), left)
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", name,
+			join(cs, "%.0f", func(c cellResult) float64 { return c.PairsPerSec }),
+			join(cs, "%.2f", func(c cellResult) float64 { return c.Ratio }),
+			join(cs, "%.1f", func(c cellResult) float64 { return c.AllocsPerPair }),
+			joinInts(cs, func(c cellResult) int { return int(c.Errors) }), left)
+	}
+	fmt.Fprintln(w)
+	for _, c := range cells {
+		if c.FirstError != "" {
+			fmt.Fprintf(w, "- %s, run %d, first error: %s\n", c.Library, c.Pass, c.FirstError)
+		}
+	}
+}
+
+// contentionTables prints the contention tables of the libraries of a
+// section, one per pause, if it ran.
+func contentionTables(w io.Writer, r *results, section, what string) {
+	libs := r.sections[section]
+	var cells []contentionCell
+	for _, c := range r.Contention {
+		if slices.Contains(libs, c.Library) {
+			cells = append(cells, c)
+		}
+	}
+	if len(cells) == 0 {
+		return
+	}
+	for _, pause := range []time.Duration{time.Millisecond, 0} {
+		fmt.Fprintf(w, "### Contention: %s, Lock → update → Unlock, pause after unlock %v\n\n", what, pause)
+		fmt.Fprintf(w, "| library | acquisitions/s | handoff p50 µs | handoff p99 µs | wait p50 µs | wait p99 µs | longest wait ms | acquisitions per handoff | violations | lost updates | errors | leftover keys |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, lib := range libs {
+			cs := contentionOf(cells, lib, pause)
+			f := func(format string, v func(contentionCell) float64) string { return summary(format, values(cs, v)) }
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", lib,
+				f("%.0f", func(c contentionCell) float64 { return c.PerSec }),
+				f("%.0f", func(c contentionCell) float64 { return c.HandoffP50 }),
+				f("%.0f", func(c contentionCell) float64 { return c.HandoffP99 }),
+				f("%.0f", func(c contentionCell) float64 { return c.WaitP50 }),
+				f("%.0f", func(c contentionCell) float64 { return c.WaitP99 }),
+				f("%.1f", func(c contentionCell) float64 { return c.LongestStarvedMs }),
+				f("%.2f", func(c contentionCell) float64 { return c.AcqPerHandoff }),
+				f("%.0f", func(c contentionCell) float64 { return float64(c.Violations) }),
+				f("%.0f", func(c contentionCell) float64 { return float64(c.LostUpdates) }),
+				f("%.0f", func(c contentionCell) float64 { return float64(c.Errors) })+stuck(cs),
+				f("%.0f", func(c contentionCell) float64 { return float64(c.Leftover) }))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, c := range cells {
+		if c.FirstError != "" {
+			fmt.Fprintf(w, "- %s, pause %v, run %d, first error: %s\n", c.Library, c.Pause, c.Pass, c.FirstError)
+		}
 	}
 }
 

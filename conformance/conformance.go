@@ -6,6 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,7 +28,8 @@ type Options struct {
 	Granularity time.Duration
 
 	// Tolerance is the slack allowed to timing checks on top of the TTL
-	// and granularity, for the latency of a real server. Default: 100ms,
+	// and granularity, for the latency of a real server. Checks at the
+	// long TTL allow a tenth of that TTL if it is more. Default: 100ms,
 	// or 1ms with Synctest.
 	Tolerance time.Duration
 
@@ -37,12 +42,22 @@ type Options struct {
 
 	// Contenders and Rounds size the contention rules. Defaults: 8 and 20.
 	Contenders, Rounds int
+
+	// Restart, if set, restarts the server behind the stores that
+	// newStore returns, as a crash and restart would (persistence as the
+	// server is configured), and returns once those stores can reach it
+	// again. The rules on fences across a restart run only with it. It
+	// may call t.Fatal.
+	Restart func(t *testing.T)
 }
 
 // TestStore runs the conformance suite: one subtest per rule, each on a
 // fresh store from newStore. newStore must return a store that shares no
 // locks with the stores it returned before (use a fresh key prefix on a
 // shared server); it may call t.Skip, and register cleanups with t.Cleanup.
+//
+// A rule that fails says which call broke it and what was expected, then
+// why the rule matters and where it is written.
 func TestStore(t *testing.T, newStore func(t *testing.T) lock.Store, opts *Options) {
 	t.Helper()
 	o := Options{}
@@ -63,22 +78,63 @@ func TestStore(t *testing.T, newStore func(t *testing.T) lock.Store, opts *Optio
 	}
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
+			defer explain(t, r)
+			var skip string
 			body := func(t *testing.T) {
 				h := newHarness(t, newStore, o)
 				if r.needs != nil {
-					if missing := r.needs(h.store); missing != "" {
-						t.Skipf("store does not implement %s", missing)
+					if skip = r.needs(h); skip != "" {
+						return // skipped outside the bubble: t.Skip inside one reports a pass
 					}
 				}
+				defer h.close()
 				r.run(t, h)
 			}
 			if o.Synctest {
-				synctest.Test(t, body)
+				if inBubble(t, body) {
+					t.SkipNow() // the factory skipped
+				}
 			} else {
 				body(t)
 			}
+			if skip != "" {
+				t.Skip(skip)
+			}
 		})
 	}
+}
+
+// inBubble runs body in a synctest bubble and reports whether it skipped.
+// A rule that leaves goroutines blocked in the bubble (a store that leaks
+// one, or a call that never returns) fails, instead of aborting the test
+// binary with synctest's deadlock panic and losing every later rule.
+func inBubble(t *testing.T, body func(*testing.T)) (skipped bool) {
+	t.Helper()
+	defer func() {
+		if v := recover(); v != nil {
+			if err, ok := v.(error); ok && strings.HasPrefix(err.Error(), "deadlock") {
+				t.Fatalf("the rule ended with goroutines blocked for good (synctest: %v): a store call never returned, or the store leaks a goroutine that waits on nothing", err)
+			}
+			panic(v)
+		}
+	}()
+	var inner *testing.T
+	synctest.Test(t, func(t *testing.T) {
+		inner = t
+		body(t)
+	})
+	return inner.Skipped()
+}
+
+// explain tells, after a rule failed, why the rule matters and where it
+// is written.
+func explain(t *testing.T, r rule) {
+	if !t.Failed() {
+		return
+	}
+	fn := runtime.FuncForPC(reflect.ValueOf(r.run).Pointer())
+	file, line := fn.FileLine(fn.Entry())
+	t.Logf("rule %s (%s:%d): %s", r.name, filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file)), line, r.why)
 }
 
 // harness is what a rule works with: the store, timing, names and tokens.
@@ -92,6 +148,8 @@ type harness struct {
 	long     time.Duration // TTL of locks that must outlive the rule
 	prefix   string
 	n        int
+	cancel   context.CancelFunc // ends every context of the rule's calls
+	base     context.Context
 }
 
 func newHarness(t *testing.T, newStore func(t *testing.T) lock.Store, o Options) *harness {
@@ -111,8 +169,13 @@ func newHarness(t *testing.T, newStore func(t *testing.T) lock.Store, o Options)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	h.prefix = "conformance-" + hex.EncodeToString(b[:]) + "/"
+	h.base, h.cancel = context.WithCancel(t.Context())
 	return h
 }
+
+// close ends the rule: it cancels the contexts of its calls, so that
+// calls still blocked (a WaitRelease, a Lock) return.
+func (h *harness) close() { h.cancel() }
 
 // res returns a resource name unique to this rule.
 func (h *harness) res(name string) string { return h.prefix + name }
@@ -123,17 +186,34 @@ func (h *harness) tok(owner string) string {
 	return fmt.Sprintf("%s-%s%d", owner, h.prefix, h.n)
 }
 
-// ctx returns a context for one call: the test's, bounded so that a store
-// that hangs fails the rule instead of the whole test binary.
+// callTimeout bounds every call of a rule, so that a store that hangs
+// fails the rule instead of the whole test binary.
+const callTimeout = 30 * time.Second
+
+// ctx returns a context for one call: the rule's, bounded by callTimeout.
 func (h *harness) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(h.t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(h.base, callTimeout)
 	h.t.Cleanup(cancel)
 	return ctx
 }
 
-// expiryBound is how long after acquisition a lock of ttl must be gone.
+// tolerance is the slack of a timing check on a lock of ttl: the
+// configured tolerance, or a tenth of ttl if that is more.
+func (h *harness) tolerance(ttl time.Duration) time.Duration {
+	return max(h.opts.Tolerance, ttl/10)
+}
+
+// expiryBound is how long after the call that set it a lock of ttl must
+// be gone.
 func (h *harness) expiryBound(ttl time.Duration) time.Duration {
 	return ttl + 2*h.gran + h.opts.Tolerance
+}
+
+// lifeBound is when, after the call that set it was sent, the rules check
+// that a lock of ttl is still there: the least it must live, its TTL less
+// the granularity, less the tolerance, so that the check lands in time.
+func (h *harness) lifeBound(ttl time.Duration) time.Duration {
+	return ttl - h.gran - h.tolerance(ttl)
 }
 
 // settle gives goroutines started by the rule time to reach the state they
@@ -146,19 +226,6 @@ func (h *harness) settle() {
 	time.Sleep(50 * time.Millisecond)
 }
 
-// eventually polls cond until it holds or within has passed since start.
-func (h *harness) eventually(start time.Time, within time.Duration, cond func() bool) bool {
-	for {
-		if cond() {
-			return true
-		}
-		if time.Since(start) > within {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // exists calls Exists and fails the rule on error.
 func (h *harness) exists(resource string) bool {
 	h.t.Helper()
@@ -169,13 +236,56 @@ func (h *harness) exists(resource string) bool {
 	return ok
 }
 
-// waitExpired waits for a lock acquired at start with ttl to expire, and
-// fails the rule if it outlives its TTL.
-func (h *harness) waitExpired(resource string, start time.Time, ttl time.Duration) {
+// expires polls Exists until resource, set with ttl by a call that
+// returned at set, is gone. It reports false, with how long after set,
+// if it was still there for a poll sent after the expiry bound. Judging
+// by when the poll was sent, not when it was answered, keeps a slow
+// machine from failing a correct store.
+func (h *harness) expires(resource string, set time.Time, ttl time.Duration) (bool, time.Duration) {
 	h.t.Helper()
-	if !h.eventually(start, h.expiryBound(ttl), func() bool { return !h.exists(resource) }) {
-		h.t.Fatalf("Exists(%s) = true %v after Acquire with ttl %v; want false: the lock did not expire",
-			h.name(resource), time.Since(start).Round(time.Millisecond), ttl)
+	for {
+		sent := time.Since(set)
+		if !h.exists(resource) {
+			return true, 0
+		}
+		if sent > h.expiryBound(ttl) {
+			return false, sent
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitExpired waits for a lock of ttl, set by a call that returned at set,
+// to expire, and fails the rule if it outlives its TTL.
+func (h *harness) waitExpired(resource string, set time.Time, ttl time.Duration) {
+	h.t.Helper()
+	if ok, after := h.expires(resource, set, ttl); !ok {
+		h.t.Fatalf("Exists(%s) = true %v after it was set with ttl %v; want false: the lock did not expire",
+			h.name(resource), after.Round(time.Millisecond), ttl)
+	}
+}
+
+// lasts polls Exists on resource, set with ttl by a call sent at start,
+// until the least the lock must live (lifeBound), and reports whether it
+// lasted, with the time of the last answer. It reports false only for an
+// answer that arrived before the lock could have expired (its TTL less
+// the granularity), so a check delayed by a slow machine never fails a
+// correct store; polling, not one check at the end, catches a lock that
+// goes early however late the checks run.
+func (h *harness) lasts(resource string, start time.Time, ttl time.Duration) (bool, time.Duration, error) {
+	end := start.Add(h.lifeBound(ttl))
+	for {
+		held, err := h.store.Exists(h.ctx(), resource)
+		after := time.Since(start)
+		switch {
+		case err != nil:
+			return false, after, err
+		case !held:
+			return after >= ttl-h.gran, after, nil // gone after its TTL could have run out: too late to tell
+		case !time.Now().Before(end):
+			return true, after, nil
+		}
+		time.Sleep(min(max(ttl/50, 5*time.Millisecond), time.Until(end)))
 	}
 }
 
@@ -220,10 +330,14 @@ func sentinelName(err error) string {
 		return "ErrNotAcquired"
 	case lock.ErrNotHeld:
 		return "ErrNotHeld"
+	case lock.ErrInvalid:
+		return "an error matching lock.ErrInvalid"
 	case context.Canceled:
 		return "context.Canceled"
 	case context.DeadlineExceeded:
 		return "context.DeadlineExceeded"
+	case errors.ErrUnsupported:
+		return "errors.ErrUnsupported"
 	}
 	return err.Error()
 }

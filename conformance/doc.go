@@ -9,27 +9,80 @@
 //
 // TestStore runs one named subtest per rule, each on a fresh store from the
 // factory, and reports a broken rule as the call that broke it and what was
-// expected:
+// expected, then why the rule matters and where it is written:
 //
 //	--- FAIL: TestConformance/ReleaseWrongToken
-//	    Release(r, wrongToken) = nil; want ErrNotHeld
+//	    basic.go:53: Release(r, wrongToken) = nil; want ErrNotHeld
+//	    conformance.go:137: rule ReleaseWrongToken (conformance/basic.go:50): only the holder's token may release: otherwise a holder whose lock expired frees its successor's
 //
-// Rules that need an optional capability (Extend, TTL, fencing,
-// wait-for-release, Start) are skipped when the store lacks it.
+// Rules that need an optional capability (Extend, TTL, fencing, raising
+// fences, wait-for-release, Start) or an option (Restart) are skipped when
+// the store or the options lack it.
 //
-// The rules cover acquisition of free and held resources (locks are not
-// re-entrant), compare-and-delete release, expiry, independence of
-// resources and unusual resource names, contention (exactly one winner per
-// round), canceled contexts (never reported as contention or as "not
-// held"), extension, TTL queries, strictly increasing fences, waiting for
-// release, calls started without waiting (lock.Starter: the same outcomes
-// as the blocking methods, one answer per call), and mutual exclusion through both lockers of package lock built
-// on the store.
+// # Rules
 //
-// Stores that talk to a server run in real time: rules that wait for expiry
-// take a few TTLs each. Stores that live entirely in the process (such as
-// package memory) can set Options.Synctest to run every rule on a
-// testing/synctest fake clock.
+//   - Acquisition and release: free and held resources (locks are not
+//     re-entrant), a refused Acquire leaves the holder's expiry alone,
+//     compare-and-delete release (wrong token, twice, never held, after
+//     expiry, after takeover), long tokens compared whole, independent
+//     resources, contention (exactly one winner per round), and canceled
+//     or expired contexts never reported as contention or as "not held".
+//   - Names: plain names are accepted; unusual ones (spaces, control
+//     bytes, braces, Unicode, binary, 1 KiB) and lookalikes (names that
+//     differ only in case, surrounding white space, after byte 250, in
+//     normalization, by escaping, after a NUL, by a leading '#') are held
+//     all at once and must be distinct locks — or refused through
+//     [lock.ResourceValidator] with an error wrapping [lock.ErrInvalid].
+//   - Time: expiry at the short TTL (held until the TTL less the
+//     granularity and tolerance, gone soon after it); LongTTL, a TTL of
+//     five seconds (plus the granularity) set by every call that sets one
+//     — Acquire, AcquireFenced, Extend, a refused Acquire, Start — at once,
+//     each lock held until its TTL less the granularity and a tenth of the
+//     TTL; Extend (owner, shorter TTL, wrong token, after expiry, after
+//     takeover); TTL read from below and above, and free once released or
+//     expired.
+//   - Fences: strictly increasing across releases and expiry, and across a
+//     restart of the server (with Options.Restart); in the order holders
+//     take the lock, under contention (FenceOrder); RaiseFence(r, F) makes
+//     the next fence exceed F and leaves the lock alone.
+//   - Waiting: WaitRelease returns at once when free, blocks while held,
+//     wakes on release and on expiry, not for another resource, honours
+//     its context, and misses no release that happens as it begins.
+//   - Start ([lock.Starter]): the outcomes and fences of the blocking
+//     methods, errors.ErrUnsupported for calls the store cannot make, dead
+//     contexts (canceled and expired deadlines), each call answered by its
+//     own deadline among calls with much shorter ones, exactly one answer
+//     per call under concurrency.
+//   - Lockers: mutual exclusion through a lock.SingleLocker and a
+//     lock.MultiLocker built on the store. They first check that
+//     WaitRelease blocks while the resource is held, and stop there if it
+//     does not: the lockers would spin on such a store.
+//
+// The stress rules (ReleaseRacesExpiry, FenceOrder, WaitReleaseRace,
+// StartOwnDeadline) time many tries to land in a race window; on a fake
+// clock they are exact, in real time they hit the window often enough to
+// catch a store that is wrong in it.
+//
+// # Time
+//
+// Stores that talk to a server run in real time: rules that wait for
+// expiry take a few short TTLs each, and LongTTL takes one long TTL (its
+// checks run together); the whole suite takes about half a minute against
+// a local server with a one-second granularity. Stores that live entirely
+// in the process (such as package memory) can set Options.Synctest to run
+// every rule on a testing/synctest fake clock. Under Synctest, a rule that
+// leaves goroutines blocked (a leaked goroutine, a call that never
+// returns) fails with synctest's deadlock report instead of aborting the
+// test binary.
+//
+// # Restarts
+//
+// A store whose server the test can restart should set Options.Restart:
+// the hook restarts it (as a crash would, with the persistence the server
+// is configured with) and returns once the factory's stores can reach it
+// again — drop the client's idle connections to the old process, or the
+// first calls after the restart fail on them. FencingAcrossRestart then
+// checks that fences after the restart exceed the fences before it.
 //
 // The package depends on the standard library and package lock only.
 package conformance

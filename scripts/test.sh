@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of lockkit on a fresh Debian machine: installs the servers
-# the store tests talk to (redis-server, redis-cli, memcached) when they are
-# missing, then vets, lints (staticcheck) and tests every module with the
-# race detector.
+# the store tests talk to (redis-server, redis-cli, memcached, etcd,
+# PostgreSQL) and the shells lockctl's completion is tested in (zsh, fish)
+# when they are missing, then vets, lints (staticcheck) and tests every
+# module with the race detector. The root module's tests include
+# internal/release's: it publishes every module to a local module proxy and
+# builds a consumer of them.
 #
 # Set LOCKKIT_REQUIRE_SERVERS=1 to make a missing server fail the tests
 # instead of skipping them (.ci/run does).
@@ -10,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! command -v go >/dev/null; then
-  echo "test.sh: Go is not installed; get Go 1.25 or newer from https://go.dev/dl/" >&2
+  echo "test.sh: Go is not installed; get Go 1.26 or newer (go.work's go line) from https://go.dev/dl/" >&2
   exit 1
 fi
 
@@ -18,6 +21,11 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 command -v memcached >/dev/null || missing+=(memcached)
+command -v etcd >/dev/null || missing+=(etcd-server)
+# PostgreSQL: Debian keeps initdb and postgres out of the PATH.
+command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+command -v zsh >/dev/null || missing+=(zsh)
+command -v fish >/dev/null || missing+=(fish)
 if ((${#missing[@]})); then
   if command -v apt-get >/dev/null; then
     sudo=""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,8 +57,31 @@ func TestStatusAndReleaseAgreeWithLibrary(t *testing.T) {
 			}
 		}
 		code, stdout, _ := lockctl(t, nil, append(append([]string{"status"}, b.flags()...), "orders/42")...)
-		if code != 0 || !strings.HasPrefix(stdout, "orders/42: held\n") || strings.Count(stdout, " held") != 1+len(b.urls) {
-			t.Errorf("status: exit %d, %q; want held on every store", code, stdout)
+		if code != 0 || !strings.HasPrefix(stdout, "orders/42: held\n") {
+			t.Errorf("status: exit %d, %q; want held", code, stdout)
+		}
+		// One row per store, in aligned columns under the header.
+		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		if len(lines) != 2+len(b.urls) || strings.Fields(lines[1])[0] != "STORE" {
+			t.Fatalf("status: %q; want the resource, a header and a row per store", stdout)
+		}
+		for i, u := range b.urls {
+			row := lines[2+i]
+			want := "unknown"
+			if b.ttls {
+				want = "-" // a duration, checked below
+			}
+			f := strings.Fields(row)
+			switch {
+			case f[0] != u || f[1] != "held":
+				t.Errorf("status row %q; want %s held", row, u)
+			case strings.Index(row, " held")+1 != strings.Index(lines[1], "STATE") || strings.Index(row, f[2]) != strings.Index(lines[1], "TTL"):
+				t.Errorf("status row %q is not aligned with its header %q", row, lines[1])
+			case want == "unknown" && f[2] != want, want != "unknown" && !strings.HasSuffix(f[2], "s"):
+				t.Errorf("status row %q: TTL %q", row, f[2])
+			case b.fences && f[3] != strconv.FormatUint(l.Fence, 10), !b.fences && f[3] != "-":
+				t.Errorf("status row %q: last fence %q; the holder's is %d", row, f[3], l.Fence)
+			}
 		}
 
 		code, stdout, stderr := lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "orders/42")...)

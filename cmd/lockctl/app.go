@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
@@ -33,7 +34,7 @@ type command struct {
 	flags func(fs *flag.FlagSet) func(ctx context.Context, a *app, args []string) error
 }
 
-var commands = []*command{runCommand, statusCommand, releaseCommand, checkCommand, benchCommand}
+var commands = []*command{runCommand, acquireCommand, extendCommand, releaseCommand, statusCommand, checkCommand, benchCommand, completionCommand}
 
 func lookup(name string) *command {
 	for _, c := range commands {
@@ -48,17 +49,23 @@ func lookup(name string) *command {
 // exit status.
 func (a *app) main(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		a.mainUsage(a.stderr)
+		a.shortUsage(a.stderr)
 		return exitUsage
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		return a.help(args[1:])
+	case "--version", "-version":
+		bi, ok := debug.ReadBuildInfo()
+		fmt.Fprint(a.stdout, versionText(bi, ok))
+		return exitOK
+	case completeCommand:
+		return a.complete(args[1:])
 	}
 	cmd := lookup(args[0])
 	if cmd == nil {
-		fmt.Fprintf(a.stderr, "lockctl: unknown command %q\n\n", args[0])
-		a.mainUsage(a.stderr)
+		fmt.Fprintf(a.stderr, "lockctl: unknown command %q\n", args[0])
+		a.shortUsage(a.stderr)
 		return exitUsage
 	}
 	fs := newFlagSet(cmd.name)
@@ -66,7 +73,7 @@ func (a *app) main(ctx context.Context, args []string) int {
 	pos, err := parseFlags(fs, args[1:], cmd.interspersed)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		a.commandHelp(a.stdout, cmd, fs, true)
+		a.commandHelp(a.stdout, cmd, fs)
 		return exitOK
 	case err != nil:
 		err = &usageError{err: err}
@@ -79,10 +86,19 @@ func (a *app) main(ctx context.Context, args []string) int {
 		fmt.Fprintf(a.stderr, "lockctl %s: %v\n", cmd.name, err)
 	}
 	if code == exitUsage {
-		fmt.Fprintln(a.stderr)
-		a.commandHelp(a.stderr, cmd, fs, false)
+		fmt.Fprintf(a.stderr, "Usage: lockctl %s\nRun 'lockctl help %s' for its flags and examples.\n", cmd.usage, cmd.name)
 	}
 	return code
+}
+
+// shortUsage is what a mistaken command line gets: the synopsis and the
+// commands, without the full help.
+func (a *app) shortUsage(w io.Writer) {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	fmt.Fprintf(w, "Usage: lockctl COMMAND [flags] [arguments]\nCommands: %s\nRun 'lockctl help' for details.\n", strings.Join(names, ", "))
 }
 
 // help is lockctl help [command|topic].
@@ -101,60 +117,59 @@ func (a *app) help(args []string) int {
 	}
 	cmd := lookup(args[0])
 	if cmd == nil {
-		fmt.Fprintf(a.stderr, "lockctl help: no command or topic %q\n\n", args[0])
-		a.mainUsage(a.stderr)
+		fmt.Fprintf(a.stderr, "lockctl help: no command or topic %q\n", args[0])
+		a.shortUsage(a.stderr)
 		return exitUsage
 	}
 	fs := newFlagSet(cmd.name)
 	cmd.flags(fs)
-	a.commandHelp(a.stdout, cmd, fs, true)
+	a.commandHelp(a.stdout, cmd, fs)
 	return exitOK
 }
 
 func (a *app) mainUsage(w io.Writer) {
-	fmt.Fprint(w, `lockctl takes distributed locks on Redis, Redlock and memcached from the
+	fmt.Fprint(w, `lockctl takes distributed locks on Redis, Redlock, memcached and etcd from the
 shell: flock(1) across machines.
 
 Usage:
   lockctl COMMAND [flags] [arguments]
+  lockctl --version
 
 Commands:
 `)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Stores are given as URLs with --store (repeatable) or in $`+storesEnv+`:
-  redis://[user:pass@]host[:port][/db]     one Redis server (rediss:// for TLS)
+  redis://[user:pass@]host[:port][/db]     one Redis server (rediss:// for TLS;
+                                            valkey://, unix:///path.sock too)
   redis+cluster://host:port[,host:port...]  a Redis Cluster
   redis+sentinel://host:port[,...]/master   a Sentinel-managed master
   memcache://host[:port]                    one memcached server
+  etcd://host[:port][,host[:port]...]       an etcd cluster (etcds:// for TLS)
   memory://                                 in-process (check, bench, demos)
 Several --store flags make a Redlock over independent stores.
 'lockctl help stores' has every form and option.
 
 `+exitCodesHelp+`
 Run 'lockctl help COMMAND' (or lockctl COMMAND --help) for its flags and
-examples. To try it with nothing installed:
+examples. To try it with nothing installed but Go:
 
-  go run github.com/lockkit/lock/cmd/lockctl check
+  go run github.com/lockkit/lock/cmd/lockctl@latest check
 `)
 }
 
-// commandHelp prints cmd's usage and flags and, when full, its
-// description and examples.
-func (a *app) commandHelp(w io.Writer, cmd *command, fs *flag.FlagSet, full bool) {
-	fmt.Fprintf(w, "Usage: lockctl %s\n", cmd.usage)
-	if full {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(cmd.doc))
+// commandHelp prints cmd's usage, description, flags and examples.
+func (a *app) commandHelp(w io.Writer, cmd *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: lockctl %s\n\n%s\n", cmd.usage, strings.TrimSpace(cmd.doc))
+	var n int
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		printFlags(w, fs)
 	}
-	fmt.Fprint(w, "\nFlags:\n")
-	printFlags(w, fs)
-	if full {
-		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(cmd.examples, "\n"))
-		return
-	}
-	fmt.Fprintf(w, "\nRun 'lockctl help %s' for details and examples.\n", cmd.name)
+	fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(cmd.examples, "\n"))
 }
 
 // printFlags lists fs's flags as --name, the way the help texts and docs

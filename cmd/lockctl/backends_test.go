@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/testing/memcachetest"
@@ -20,14 +21,22 @@ type backend struct {
 	ttls   bool // the stores tell the remaining TTL
 }
 
-// flags returns the --store flags of b.
+// flags returns the --store flags of b. A Redlock's get a store timeout
+// that a loaded machine does not run out.
 func (b backend) flags() []string {
 	var f []string
 	for _, u := range b.urls {
 		f = append(f, "--store", u)
 	}
+	if len(b.urls) > 1 {
+		f = append(f, "--store-timeout", storeTimeout.String())
+	}
 	return f
 }
+
+// storeTimeout bounds each store call of a Redlock in the tests: long, so
+// that a loaded machine does not make a store look unavailable.
+const storeTimeout = 2 * time.Second
 
 // backends are the real setups the end-to-end tests run against: one
 // Redis server, one memcached, and a Redlock over three Redis servers.
@@ -62,7 +71,7 @@ var backends = []struct {
 			for i, s := range srvs {
 				stores[i] = redisStore(t, s)
 			}
-			l, err := lock.NewMulti(stores, nil)
+			l, err := lock.NewMulti(stores, &lock.Options{StoreTimeout: storeTimeout})
 			if err != nil {
 				t.Fatal(err)
 			}

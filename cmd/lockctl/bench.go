@@ -101,11 +101,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 			return err
 		}
 	}
-	specs, err := a.storeSpecs(o.stores, "memory://")
-	if err != nil {
-		return err
-	}
-	set, err := openStores(specs, o.stores, a.stderr)
+	set, err := a.openStores(o.stores, "memory://", a.stderr)
 	if err != nil {
 		return err
 	}
@@ -184,7 +180,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 	if e := firstErr.Load(); e != nil {
 		rep.FirstError = (*e).Error()
 	}
-	for _, s := range specs {
+	for _, s := range set.specs {
 		rep.Stores = append(rep.Stores, s.display)
 	}
 	if o.json {

@@ -54,7 +54,7 @@ Without --store (or $LOCKCTL_STORES) it checks the in-process memory store,
 so it works on a machine with nothing installed. Interrupt it (Ctrl-C) to
 stop early and get the summary of what ran.`,
 	examples: `  # Nothing installed: the in-memory store.
-  go run github.com/lockkit/lock/cmd/lockctl check
+  go run github.com/lockkit/lock/cmd/lockctl@latest check
 
   # Your Redis, with 32 workers for a minute.
   lockctl check --store redis://:secret@redis.internal:6379 --workers 32 --duration 1m
@@ -134,11 +134,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 			return err
 		}
 	}
-	specs, err := a.storeSpecs(o.stores, "memory://")
-	if err != nil {
-		return err
-	}
-	first, err := openStores(specs, o.stores, a.stderr)
+	first, err := a.openStores(o.stores, "memory://", a.stderr)
 	if err != nil {
 		return err
 	}
@@ -219,7 +215,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		Handoffs: len(handoffs),
 		Problem:  rep.Unsafe(),
 	}
-	for _, s := range specs {
+	for _, s := range first.specs {
 		cr.Stores = append(cr.Stores, s.display)
 	}
 	cr.OK = cr.Problem == "" && cr.Acquisitions > 0

@@ -43,8 +43,11 @@ func TestUsage(t *testing.T) {
 		out, err   string // substrings of stdout and stderr
 		errMissing string // a substring stderr must not have
 	}{
-		{args: nil, code: exitUsage, err: "Commands:"},
-		{args: []string{"help"}, code: exitOK, out: "lockctl check"},
+		{args: nil, code: exitUsage, err: "Commands: run, acquire, extend, release, status, check, bench, completion\nRun 'lockctl help' for details.\n"},
+		{args: []string{"--verison"}, code: exitUsage, err: "lockctl: unknown command \"--verison\"\nUsage: lockctl COMMAND"},
+		{args: []string{"help"}, code: exitOK, out: "cmd/lockctl@latest check"},
+		{args: []string{"--version"}, code: exitOK, out: "lockctl (devel), built from a source tree"},
+		{args: []string{"help", "completion"}, code: exitOK, out: "source <(lockctl completion bash)"},
 		{args: []string{"--help"}, code: exitOK, out: "Exit status:"},
 		{args: []string{"help", "stores"}, code: exitOK, out: "redis+sentinel://"},
 		{args: []string{"help", "run"}, code: exitOK, out: "Examples:"},
@@ -65,7 +68,18 @@ func TestUsage(t *testing.T) {
 		{args: []string{"run", "--store", "memory://a", "--store", "memory://b", "--store", "memory://c", "--fence-env", "F", "res", "true"}, code: exitUsage, err: "a Redlock's locks carry no fence"},
 		{args: []string{"status", "--store", "memory://"}, code: exitUsage, err: "want one RESOURCE, got 0"},
 		{args: []string{"status", "--store", "redis://h:x", "r"}, code: exitUsage, err: `store redis://h:x: port: "x"`},
-		{args: []string{"release", "--store", "memory://", "r"}, code: exitUsage, err: "release needs --force"},
+		{args: []string{"release", "--store", "memory://", "r"}, code: exitUsage, err: "release needs --lock FILE (a lock taken by acquire) or --force RESOURCE"},
+		{args: []string{"release", "--lock", "f", "--force", "r"}, code: exitUsage, err: "--force and --yes are for releasing a lock whoever holds it"},
+		{args: []string{"release", "--lock", "f", "r"}, code: exitUsage, err: `unexpected argument "r": the resource is in the lock file`},
+		{args: []string{"acquire", "--store", "memory://"}, code: exitUsage, err: "want one RESOURCE, got 0"},
+		{args: []string{"acquire", "--store", "memory://", "r"}, code: exitUsage, err: "memory:// locks end with this lockctl process"},
+		{args: []string{"acquire", "--ttl", "0s", "r"}, code: exitUsage, err: "--ttl 0s: want a positive duration"},
+		{args: []string{"acquire", "--conflict-exit-code", "300", "r"}, code: exitUsage, err: "--conflict-exit-code 300"},
+		{args: []string{"extend", "--store", "memory://"}, code: exitUsage, err: "extend needs --lock FILE"},
+		{args: []string{"extend", "--lock", "-", "--ttl", "-1s"}, code: exitUsage, err: "--ttl -1s"},
+		{args: []string{"extend", "--store", "memory://", "--lock", "-"}, code: exitUsage, err: "stdin does not hold a lock as lockctl acquire writes it"},
+		{args: []string{"completion"}, code: exitUsage, err: "want one SHELL: bash, zsh or fish"},
+		{args: []string{"completion", "tcsh"}, code: exitUsage, err: `"tcsh": want bash, zsh or fish`},
 		{args: []string{"release", "--force", "--store", "memory://", "r"}, code: exitUsage, err: "stdin is not a terminal"},
 		{args: []string{"check", "--workers", "0"}, code: exitUsage, err: "--workers 0"},
 		{args: []string{"check", "extra"}, code: exitUsage, err: `unexpected argument "extra"`},
@@ -77,8 +91,14 @@ func TestUsage(t *testing.T) {
 			(tc.errMissing != "" && strings.Contains(errOut+out, tc.errMissing)) {
 			t.Errorf("lockctl %q: exit %d, stdout %.200q..., stderr %q\nwant exit %d, stdout with %q, stderr with %q", tc.args, code, out, errOut, tc.code, tc.out, tc.err)
 		}
-		if code == exitUsage && len(tc.args) > 0 && lookup(tc.args[0]) != nil && !strings.Contains(errOut, "Usage: lockctl "+tc.args[0]) {
-			t.Errorf("lockctl %q: a usage error without the command's usage: %q", tc.args, errOut)
+		// A usage error is short: the error, the synopsis, where to look.
+		if code == exitUsage && len(tc.args) > 0 && lookup(tc.args[0]) != nil {
+			if !strings.Contains(errOut, "Usage: lockctl "+tc.args[0]) || !strings.HasSuffix(errOut, "Run 'lockctl help "+tc.args[0]+"' for its flags and examples.\n") {
+				t.Errorf("lockctl %q: a usage error without the command's synopsis: %q", tc.args, errOut)
+			}
+			if strings.Contains(errOut, "Flags:") || strings.Count(errOut, "\n") > 4 {
+				t.Errorf("lockctl %q: a usage error of %d lines, with the flags: %q", tc.args, strings.Count(errOut, "\n"), errOut)
+			}
 		}
 	}
 }

@@ -1,23 +1,31 @@
 // Command lockctl takes lockkit's distributed locks from the shell: flock(1)
 // across machines, on Redis (a server, a Cluster, a Sentinel-managed
-// master), memcached, or a Redlock over several of them.
+// master), memcached, a Redlock over several of them, or etcd.
 //
 //	lockctl run [flags] RESOURCE [--] COMMAND [ARGS...]  run a command under a lock
-//	lockctl status [flags] RESOURCE                      is it held, for how long, which fence
+//	lockctl acquire [flags] RESOURCE                     take a lock for the next steps of a job
+//	lockctl extend --lock FILE [flags]                   extend it
+//	lockctl release --lock FILE [flags]                  release it
 //	lockctl release --force [--yes] [flags] RESOURCE     delete a lock whoever holds it
+//	lockctl status [flags] RESOURCE                      is it held, for how long, which fence
 //	lockctl check [flags]                                do the stores keep mutual exclusion, and how fast
 //	lockctl bench [flags]                                lock+unlock throughput and latency
+//	lockctl completion bash|zsh|fish                     shell completion
+//	lockctl --version                                    the version it was built from
 //
 // Stores are URLs given with --store (repeat it for a Redlock) or in
 // $LOCKCTL_STORES: redis://, rediss://, redis+cluster://,
-// redis+sentinel://, memcache:// and memory://. Run lockctl help for the
+// redis+sentinel://, their valkey:// forms, unix://, memcache://,
+// etcd://, etcds://, postgres:// and memory://. Run lockctl help for the
 // exit statuses, lockctl help stores for every URL form, and lockctl help
 // COMMAND for a command's flags and examples; docs/lockctl.md shows each
 // command with its output.
 //
-// With nothing installed, lockctl check tests the in-process memory store:
+// Install it with go install github.com/lockkit/lock/cmd/lockctl@latest.
+// With nothing installed but Go, lockctl check tests the in-process
+// memory store:
 //
-//	go run github.com/lockkit/lock/cmd/lockctl check
+//	go run github.com/lockkit/lock/cmd/lockctl@latest check
 //
 // # Capabilities
 //
@@ -26,15 +34,22 @@
 //     waiting woken by releases (Redis 7).
 //   - memcache: no fence, no TTL in status, TTLs in whole seconds; waiting
 //     polls.
-//   - memory: every capability, within one lockctl process.
+//   - etcd: run --fence-env (fences are revisions), status with TTL (whole
+//     seconds) and the holder's fence, waiting woken by releases.
+//   - postgres: run --fence-env (fences from one sequence), status with
+//     TTL, waiting woken by releases (LISTEN/NOTIFY).
+//   - memory: every capability, within one lockctl process (so acquire
+//     refuses it).
 //   - several stores (Redlock): no fence; status per store.
 //
 // # Design
 //
 // main.go only wires the process's streams to app.main. Each command has
-// its own file (run.go, status.go, release.go, check.go, bench.go); the
-// store URLs are parsed in urls.go and store_*.go, opened in stores.go;
-// exit statuses are in exitcodes.go. check drives internal/contention, the
+// its own file (run.go, acquire.go, status.go, release.go, check.go,
+// bench.go, completion.go), with what run and acquire share in take.go and
+// the lock files of acquire in lockfile.go; the store URLs are parsed in
+// urls.go and store_*.go (rueidis's URL forms in rueidisurl.go), opened in
+// stores.go; exit statuses are in exitcodes.go. check drives internal/contention, the
 // harness of the library's own fault suite. The end-to-end tests build
 // the binary with the test-only broken-memory:// store (build tag
 // lockctl_broken) and run it against real servers.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,8 +96,15 @@ type proc struct {
 // killed, if still running, when the test ends.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	return startIn(t, nil, env, args...)
+}
+
+// startIn is start with stdin (nil: /dev/null).
+func startIn(t *testing.T, stdin io.Reader, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(bin, args...), stdout: newOutput(), stderr: newOutput(), done: make(chan struct{})}
 	p.cmd.Env = append(baseEnv(), env...)
+	p.cmd.Stdin = stdin
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting lockctl %q: %v", args, err)
@@ -139,6 +147,14 @@ func (p *proc) wait(t *testing.T, within time.Duration) int {
 func lockctl(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	p := start(t, env, args...)
+	code = p.wait(t, time.Minute)
+	return code, p.stdout.String(), p.stderr.String()
+}
+
+// lockctlIn is lockctl with stdin.
+func lockctlIn(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	p := startIn(t, strings.NewReader(stdin), nil, args...)
 	code = p.wait(t, time.Minute)
 	return code, p.stdout.String(), p.stderr.String()
 }

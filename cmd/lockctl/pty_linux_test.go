@@ -124,19 +124,7 @@ func TestCheckProgressOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave.Close()
-	out := make(chan string, 1)
-	go func() {
-		var b []byte
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			b = append(b, buf[:n]...)
-			if err != nil {
-				out <- string(b)
-				return
-			}
-		}
-	}()
+	out, _ := readTerminal(master, "")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("check on a terminal: %v", err)
 	}
@@ -151,4 +139,56 @@ func TestCheckProgressOnTerminal(t *testing.T) {
 	if i < 0 || j < i || !strings.HasPrefix(text[j+4:], "lockctl check:") || !strings.Contains(text, "PASS") {
 		t.Errorf("check on a terminal wrote %q; want progress lines, erased before the summary", text)
 	}
+}
+
+// On a terminal, release --force asks before it deletes a lock, and a
+// "no" keeps it (isTerminal must tell a terminal from a pipe).
+func TestReleaseAsksOnTerminal(t *testing.T) {
+	master, slave := openPTY(t)
+	cmd := exec.Command(bin, "release", "--force", "--store", "memory://", "r")
+	cmd.Env = baseEnv()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	out, asked := readTerminal(master, "[y/N] ")
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("release --force on a terminal did not ask")
+	}
+	if _, err := master.Write([]byte("n\n")); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	text := <-out
+	if code := cmd.ProcessState.ExitCode(); code != exitFailure || !strings.Contains(text, "not released") {
+		t.Errorf("release --force answered no: exit %d (%v); terminal %q", code, err, text)
+	}
+}
+
+// readTerminal reads what the terminal of master shows until it closes,
+// and sends it on out; seen is closed once it shows prompt.
+func readTerminal(master *os.File, prompt string) (out <-chan string, seen <-chan struct{}) {
+	text := make(chan string, 1)
+	shown := make(chan struct{})
+	go func(notify chan struct{}) {
+		var b []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			b = append(b, buf[:n]...)
+			if prompt != "" && notify != nil && strings.Contains(string(b), prompt) {
+				close(notify)
+				notify = nil
+			}
+			if err != nil {
+				text <- string(b)
+				return
+			}
+		}
+	}(shown)
+	return text, shown
 }

@@ -8,17 +8,27 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lockkit/lock"
 )
 
 var releaseCommand = &command{
 	name:         "release",
-	summary:      "delete a lock whoever holds it (administrative)",
-	usage:        "release --force [--yes] [flags] RESOURCE",
+	summary:      "release a lock taken by acquire, or delete one whoever holds it",
+	usage:        "release --lock FILE [flags]\n       lockctl release --force [--yes] [flags] RESOURCE",
 	interspersed: true,
-	doc: `Deletes the lock on RESOURCE on every store, whoever holds it, for a lock
-whose owner is known to be gone and whose TTL is too long to wait out.
-Locks are normally released by their owner's token; --force says you mean
-to bypass that.
+	doc: `With --lock, releases the lock recorded in FILE by lockctl acquire (with
+--lock -, read on stdin), on the same stores, and removes FILE. Exits 0 when
+released; 76 if the lock was no longer held (it expired, was taken over, or
+was released with --force: the work done under it may have overlapped
+another owner's), and FILE is removed all the same; 1 if a store failed, in
+which case FILE stays for another try and the lock frees when its TTL runs
+out.
+
+With --force, deletes the lock on RESOURCE on every store, whoever holds
+it, for a lock whose owner is known to be gone and whose TTL is too long to
+wait out. Locks are normally released by their owner's token; --force says
+you mean to bypass that.
 
 The owner is not told. A lockctl run holding the lock notices at its next
 extension (within a third of its TTL), stops its command and exits with 76;
@@ -29,18 +39,32 @@ a new one may both be running.
 On a terminal, release asks for confirmation; --yes skips the question, and
 is required when stdin is not a terminal. Exits 0 when the lock is gone
 (or was not held), 1 if a store failed.`,
-	examples: `  lockctl release --force --store redis://localhost:6379 deploy/prod
+	examples: `  lockctl release --lock "$RUNNER_TEMP/deploy.lock"
+  lockctl release --force --store redis://localhost:6379 deploy/prod
   LOCKCTL_STORES="memcache://mc1:11211 memcache://mc2:11211 memcache://mc3:11211" \
     lockctl release --force --yes nightly-report`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		sf := addStoreFlags(fs)
-		force := fs.Bool("force", false, "required: release whoever holds the lock")
-		yes := fs.Bool("yes", false, "do not ask for confirmation")
+		file := fs.String("lock", "", "release the lock in `FILE`, written by acquire (- for stdin)")
+		force := fs.Bool("force", false, "release RESOURCE whoever holds it")
+		yes := fs.Bool("yes", false, "with --force, do not ask for confirmation")
 		timeout := fs.Duration("timeout", 10*time.Second, "give up on the stores after this long")
 		return func(ctx context.Context, a *app, args []string) error {
+			if *file != "" {
+				switch {
+				case *force || *yes:
+					return usagef("--lock releases the lock in the file as its owner; --force and --yes are for releasing a lock whoever holds it")
+				case len(args) != 0:
+					return usagef("unexpected argument %q: the resource is in the lock file", args[0])
+				}
+				if err := positiveDuration("timeout", *timeout); err != nil {
+					return err
+				}
+				return a.releaseFile(ctx, sf, *file, *timeout)
+			}
 			switch {
 			case !*force:
-				return usagef("release needs --force: it deletes the lock whoever holds it, and its owner is not told")
+				return usagef("release needs --lock FILE (a lock taken by acquire) or --force RESOURCE (whoever holds it; its owner is not told)")
 			case len(args) != 1:
 				return usagef("want one RESOURCE, got %d arguments", len(args))
 			case !*yes && !isTerminal(a.stdin):
@@ -54,12 +78,19 @@ is required when stdin is not a terminal. Exits 0 when the lock is gone
 	},
 }
 
-func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes bool, timeout time.Duration) error {
-	specs, err := a.storeSpecs(sf, "")
-	if err != nil {
-		return err
+// releaseFile releases the lock in file as its owner.
+func (a *app) releaseFile(ctx context.Context, sf *storeFlags, file string, timeout time.Duration) error {
+	err := a.withHeldLock(ctx, sf, file, timeout, func(ctx context.Context, locker lock.Locker, l lock.Lock) error {
+		return locker.Unlock(ctx, l)
+	})
+	if code := exitCode(err); code == exitOK || code == exitLost {
+		a.removeLockFile(file)
 	}
-	set, err := openStores(specs, sf, nil)
+	return err
+}
+
+func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes bool, timeout time.Duration) error {
+	set, err := a.openStores(sf, "", nil)
 	if err != nil {
 		return err
 	}
@@ -97,7 +128,7 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 		state = "released"
 	}
 	fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
-	for i, spec := range specs {
+	for i, spec := range set.specs {
 		fmt.Fprintf(a.stdout, "  %s  %s\n", spec.display, lines[i])
 	}
 	if failed > 0 {

@@ -54,27 +54,22 @@ the command is killed if lockctl itself dies.`,
   # In crontab: skip quietly, and successfully, when another machine runs it.
   */5 * * * * lockctl run --quiet --conflict-exit-code 0 --store memcache://mc:11211 sync -- ./sync.sh`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
-		o := &runOptions{stores: addStoreFlags(fs)}
+		o := &runOptions{stores: addStoreFlags(fs), take: addTakeFlags(fs)}
 		fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "lock TTL; extended every TTL/3 while the command runs, so the lock of a crashed lockctl frees within a TTL")
-		fs.Var(&o.wait, "wait", "how long to wait for a held lock: 0 fails at once; a `DURATION` such as 5m; or forever")
 		fs.StringVar(&o.fenceEnv, "fence-env", "", "pass the lock's fence to the command in environment variable `NAME` (stores that fence: redis, memory)")
 		fs.DurationVar(&o.killAfter, "kill-after", 10*time.Second, "when the lock is lost, how long after SIGTERM the command gets SIGKILL")
-		fs.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "exit status when the lock is held by another owner")
 		fs.BoolVar(&o.verbose, "verbose", false, "report on stderr when the lock is acquired and released")
-		fs.BoolVar(&o.quiet, "quiet", false, "say nothing on stderr when the lock is held by another owner")
 		return func(ctx context.Context, a *app, args []string) error { return a.run(ctx, o, args) }
 	},
 }
 
 type runOptions struct {
-	stores       *storeFlags
-	ttl          time.Duration
-	wait         waitValue
-	fenceEnv     string
-	killAfter    time.Duration
-	conflictCode int
-	verbose      bool
-	quiet        bool
+	stores    *storeFlags
+	take      *takeFlags
+	ttl       time.Duration
+	fenceEnv  string
+	killAfter time.Duration
+	verbose   bool
 }
 
 func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
@@ -90,28 +85,23 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	switch {
 	case len(argv) == 0:
 		return usagef("missing COMMAND after RESOURCE %q", resource)
-	case o.ttl <= 0:
-		return usagef("--ttl %v: want a positive duration", o.ttl)
 	case o.killAfter < 0:
 		return usagef("--kill-after %v: want a duration >= 0", o.killAfter)
-	case o.conflictCode < 0 || o.conflictCode > 255:
-		return usagef("--conflict-exit-code %d: want 0 to 255", o.conflictCode)
 	case o.fenceEnv != "" && strings.ContainsAny(o.fenceEnv, "=\x00"):
 		return usagef("--fence-env %q: not an environment variable name", o.fenceEnv)
 	}
-	specs, err := a.storeSpecs(o.stores, "")
-	if err != nil {
+	if err := o.take.check(o.ttl); err != nil {
 		return err
 	}
-	set, err := openStores(specs, o.stores, a.stderr)
+	set, err := a.openStores(o.stores, "", a.stderr)
 	if err != nil {
 		return err
 	}
 	defer set.Close()
 	if o.fenceEnv != "" && !set.fences() {
 		why := "a Redlock's locks carry no fence"
-		if len(specs) == 1 {
-			why = specs[0].kind + " stores cannot hand out fences"
+		if len(set.specs) == 1 {
+			why = set.specs[0].kind + " stores cannot hand out fences"
 		}
 		return usagef("--fence-env: %s; drop --fence-env, or use one redis:// store", why)
 	}
@@ -130,20 +120,20 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	sup.cancelAcq = cancelAcq
 	stopSignals := sup.catchSignals()
 	defer stopSignals()
-	if o.verbose && (o.wait.forever || o.wait.d > 0) {
+	if o.verbose && (o.take.wait.forever || o.take.wait.d > 0) {
 		hook.onWait = func() {
-			fmt.Fprintf(a.stderr, "lockctl run: %q is held by another owner: waiting (--wait %v)\n", resource, &o.wait)
+			fmt.Fprintf(a.stderr, "lockctl run: %q is held by another owner: waiting (--wait %v)\n", resource, &o.take.wait)
 		}
 	}
 
-	acquirer := &acquirer{Locker: locker, ctx: acqCtx, wait: o.wait}
+	acquirer := &acquirer{Locker: locker, ctx: acqCtx, wait: o.take.wait}
 	var res runResult
 	err = lock.Run(ctx, acquirer, resource, o.ttl, func(runCtx context.Context, l lock.Lock) error {
 		res = sup.runCommand(runCtx, l, argv, o)
 		return nil
 	})
 	if !res.acquired {
-		return a.acquireError(acqCtx, err, resource, o, hook)
+		return acquireError(acqCtx, err, resource, o.take, hook)
 	}
 	if o.verbose && err == nil {
 		fmt.Fprintf(a.stderr, "lockctl run: released %q\n", resource)
@@ -164,29 +154,6 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	return nil
 }
 
-// acquireError turns the error of an acquisition into lockctl's answer.
-func (a *app) acquireError(acqCtx context.Context, err error, resource string, o *runOptions, hook *waitHook) error {
-	var sig signalCause
-	switch {
-	case err == nil:
-		return fmt.Errorf("%q: the lock was not acquired, for no reason given", resource) // cannot happen
-	case errors.As(context.Cause(acqCtx), &sig):
-		return exitWith(exitSignal+signalNumber(sig.sig), fmt.Errorf("interrupted by %s while waiting for %q", signalName(sig.sig), resource))
-	case errors.Is(err, lock.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded) && hook.contended():
-		msg := fmt.Sprintf("%q is held by another owner", resource)
-		if o.wait.d > 0 {
-			msg += fmt.Sprintf(" (waited %v)", o.wait.d)
-		}
-		if o.quiet {
-			return exitWith(o.conflictCode, nil)
-		}
-		return exitWith(o.conflictCode, errors.New(msg))
-	case errors.Is(err, lock.ErrInvalid):
-		return &usageError{err: err}
-	}
-	return err
-}
-
 // runResult is what became of the command.
 type runResult struct {
 	acquired bool
@@ -194,62 +161,6 @@ type runResult struct {
 	code     int   // lockctl's exit status
 	err      error // what to print, if anything
 }
-
-// acquirer is the locker lock.Run acquires with: it fails at once or waits
-// as --wait says, and stops waiting when lockctl is interrupted. Extend
-// and Unlock go to the locker unchanged.
-type acquirer struct {
-	lock.Locker
-	ctx  context.Context // canceled by a signal before the command starts
-	wait waitValue
-}
-
-func (w *acquirer) Lock(_ context.Context, resource string, ttl time.Duration, _ ...lock.Option) (lock.Lock, error) {
-	if !w.wait.forever && w.wait.d == 0 {
-		return w.TryLock(w.ctx, resource, ttl)
-	}
-	ctx := w.ctx
-	if !w.wait.forever {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.wait.d)
-		defer cancel()
-	}
-	return w.Locker.Lock(ctx, resource, ttl)
-}
-
-// waitHook remembers whether the last failed attempt met contention, so
-// that a --wait that runs out is reported as contention rather than as a
-// timeout, and announces the first wait.
-type waitHook struct {
-	mu       sync.Mutex
-	held     bool
-	announce sync.Once
-	onWait   func()
-}
-
-func (h *waitHook) Observe(_ context.Context, e lock.Event) {
-	if e.Kind != lock.EventRetry {
-		return
-	}
-	held := errors.Is(e.Err, lock.ErrNotAcquired)
-	h.mu.Lock()
-	h.held = held
-	h.mu.Unlock()
-	if held && h.onWait != nil {
-		h.announce.Do(h.onWait)
-	}
-}
-
-func (h *waitHook) contended() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.held
-}
-
-// signalCause is the cause of an acquisition interrupted by a signal.
-type signalCause struct{ sig os.Signal }
-
-func (s signalCause) Error() string { return "interrupted by " + signalName(s.sig) }
 
 // supervisor runs the command and passes signals on to it.
 type supervisor struct {

@@ -103,7 +103,7 @@ func TestRunLost(t *testing.T) {
 			t.Errorf("stderr %q does not say the lock was lost", p.stderr)
 		}
 
-		p = s.run("stubborn", append([]string{"--ttl", "3s", "--kill-after", "200ms"}, b.flags()...), "lost", "WAIT=1", "ON_TERM=ignore")
+		p = s.run("stubborn", append([]string{"--ttl", "3s", "--kill-after", "1s"}, b.flags()...), "lost", "WAIT=1", "ON_TERM=ignore")
 		pid, _ := s.ready("stubborn")
 		if code, _, stderr := lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "lost")...); code != 0 {
 			t.Fatalf("release --force: exit %d, stderr %q", code, stderr)
@@ -245,7 +245,7 @@ func TestRunCommandDiesWithLockctl(t *testing.T) {
 func TestRunRedlockMinorityDown(t *testing.T) {
 	srvs := redistest.StartN(t, 2)
 	down := closedPort(t)
-	flags := []string{"--store", "redis://" + srvs[0].Addr(), "--store", "redis://" + down, "--store", "redis://" + srvs[1].Addr()}
+	flags := []string{"--store", "redis://" + srvs[0].Addr(), "--store", "redis://" + down, "--store", "redis://" + srvs[1].Addr(), "--store-timeout", storeTimeout.String()}
 	s := newScene(t)
 	p := s.run("cmd", flags, "minority", "WAIT=1")
 	s.ready("cmd")

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -67,11 +69,7 @@ type storeStatus struct {
 }
 
 func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSON bool) error {
-	specs, err := a.storeSpecs(sf, "")
-	if err != nil {
-		return err
-	}
-	set, err := openStores(specs, sf, nil)
+	set, err := a.openStores(sf, "", nil)
 	if err != nil {
 		return err
 	}
@@ -88,7 +86,7 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSO
 		rep.Error = err.Error()
 	}
 	for i, s := range set.stores {
-		rep.Stores[i] = storeStatusOf(ctx, specs[i], s, resource)
+		rep.Stores[i] = storeStatusOf(ctx, set.specs[i], s, resource)
 	}
 	if asJSON {
 		enc := json.NewEncoder(a.stdout)
@@ -105,8 +103,13 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSO
 			state = "held"
 		}
 		fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
+		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  STORE\tSTATE\tTTL\tLAST FENCE")
 		for _, st := range rep.Stores {
-			fmt.Fprintf(a.stdout, "  %s  %s\n", st.Store, st.text())
+			fmt.Fprintln(tw, "  "+strings.Join(st.cells(), "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
 		}
 	}
 	if rep.Held == nil {
@@ -147,27 +150,25 @@ func storeStatusOf(ctx context.Context, spec *storeSpec, s *openStore, resource 
 	return st
 }
 
-// text renders a store's status on one line.
-func (st storeStatus) text() string {
-	var parts []string
+// cells renders a store's status as the cells of its row: store, state,
+// TTL, last fence, and the error if there was one.
+func (st storeStatus) cells() []string {
+	row := []string{st.Store, "unknown", "-", "-"}
 	switch {
 	case st.Held == nil:
-		parts = append(parts, "unknown")
 	case *st.Held:
-		parts = append(parts, "held")
+		row[1], row[2] = "held", "unknown" // the store cannot tell
 		if st.TTLMillis != nil {
-			parts = append(parts, "ttl "+(time.Duration(*st.TTLMillis)*time.Millisecond).String())
-		} else {
-			parts = append(parts, "ttl unknown (the store cannot tell)")
+			row[2] = (time.Duration(*st.TTLMillis) * time.Millisecond).String()
 		}
 	default:
-		parts = append(parts, "free")
+		row[1] = "free"
 	}
 	if st.LastFence != nil {
-		parts = append(parts, fmt.Sprintf("last fence %d", *st.LastFence))
+		row[3] = strconv.FormatUint(*st.LastFence, 10)
 	}
 	if st.Error != "" {
-		parts = append(parts, "error: "+st.Error)
+		row = append(row, "error: "+st.Error)
 	}
-	return strings.Join(parts, "  ")
+	return row
 }

@@ -28,6 +28,7 @@ const (
 	redisSingle redisMode = iota
 	redisCluster
 	redisSentinel
+	redisUnix // one server on a unix socket
 )
 
 var redisParams = []string{"prefix", "name", "dial_timeout", "client_name", "wait_replicas", "wait_timeout", "fence_retention"}
@@ -35,19 +36,25 @@ var tlsParams = []string{"ca", "cert", "key", "server_name", "insecure"}
 var sentinelParams = []string{"sentinel_user", "sentinel_password"}
 
 func init() {
-	for _, tls := range []bool{false, true} {
-		s := "redis"
-		if tls {
-			s = "rediss"
+	for _, name := range []string{"redis", "valkey"} {
+		for _, tls := range []bool{false, true} {
+			s := name
+			if tls {
+				s += "s"
+			}
+			schemes[s] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisSingle, tls) }
+			schemes[s+"+cluster"] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisCluster, tls) }
+			schemes[s+"+sentinel"] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisSentinel, tls) }
 		}
-		schemes[s] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisSingle, tls) }
-		schemes[s+"+cluster"] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisCluster, tls) }
-		schemes[s+"+sentinel"] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisSentinel, tls) }
 	}
+	schemes["unix"] = func(u *storeURL) (*storeSpec, error) { return parseRedis(u, redisUnix, false) }
 }
 
 func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
-	known := append([]string{}, redisParams...)
+	if err := rueidisForms(u, mode, useTLS); err != nil {
+		return nil, err
+	}
+	known := append(append([]string{}, redisParams...), rueidisParams...)
 	if useTLS {
 		known = append(known, tlsParams...)
 	}
@@ -58,7 +65,7 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		if !useTLS {
 			for _, p := range tlsParams {
 				if _, ok := u.param(p); ok {
-					return nil, u.bad("query parameter "+p, "TLS settings need a TLS scheme: rediss%s://", strings.TrimPrefix(u.scheme, "redis"))
+					return nil, u.bad("query parameter "+p, "TLS settings need a TLS scheme: %s://", tlsScheme(u.scheme))
 				}
 			}
 		}
@@ -98,10 +105,21 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		opt.Sentinel.Password, _ = u.param("sentinel_password")
 		opt.Sentinel.ClientName = "lockctl"
 		opt.SelectDB, err = redisDB(u, db)
+	case redisUnix:
+		err = unixSocket(u, &opt)
+	}
+	if err == nil && mode != redisCluster {
+		if db, ok := u.param("db"); ok {
+			opt.SelectDB, err = redisDB(u, db)
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
+	if opt.ConnWriteTimeout, err = u.durationParam("write_timeout", 0); err != nil {
+		return nil, err
+	}
+	_, opt.DisableRetry = u.param("max_retries") // max_retries=0: see rueidisForms
 	dial, err := u.durationParam("dial_timeout", 5*time.Second)
 	if err != nil {
 		return nil, err

@@ -89,6 +89,16 @@ func (a *app) storeSpecs(sf *storeFlags, fallback string) ([]*storeSpec, error) 
 	return specs, nil
 }
 
+// openStores opens the stores named by the flags (or else $LOCKCTL_STORES,
+// or else fallback), as openStores does.
+func (a *app) openStores(sf *storeFlags, fallback string, warn io.Writer) (*storeSet, error) {
+	specs, err := a.storeSpecs(sf, fallback)
+	if err != nil {
+		return nil, err
+	}
+	return openStores(specs, sf, warn)
+}
+
 // storeSet is the open stores of one locker.
 type storeSet struct {
 	specs  []*storeSpec

@@ -19,12 +19,29 @@ all, or a number above half).
   rediss+sentinel://...
       The master that Sentinels (port 26379 by default) know as MASTER.
       USER and PASSWORD are the master's; see sentinel_password below.
+  valkey://, valkeys://, valkey+cluster://, valkey+sentinel://...
+      The same as the redis schemes, for Valkey (or Redis) servers.
+  unix:///PATH/TO/redis.sock[?PARAMS]
+      One Redis server on a unix socket; the database as ?db=N.
   memcache://HOST[:PORT][?PARAMS]
       One memcached server (port 11211 by default). TTLs round up to whole
       seconds, so use TTLs of several seconds. memcached may evict a lock
       when it runs out of memory, and forgets them all when it restarts:
       run it with -M, or use a Redlock over several servers. Locks carry no
       fence.
+  etcd://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][?PARAMS]
+  etcds://...
+      An etcd cluster, through the client URLs of its members (port 2379
+      by default): a lock holds while a majority of them lives, and its
+      fence is an etcd revision. TTLs round up to whole seconds, at least
+      2s (etcd's shortest lease with its default election timeout).
+      USER and PASSWORD are etcd's own auth; etcds:// is the same over TLS.
+  postgres://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...][/DATABASE][?PARAMS]
+  postgresql://...
+      A table of a PostgreSQL database: TTLs on the database's clock,
+      fences from a sequence, locks that survive a crash of the server.
+      Parameters other than lockctl's own go to the driver, as libpq
+      reads them (sslmode, connect_timeout...; PGPASSWORD and ~/.pgpass).
   memory://[NAME]
       A store in lockctl's own memory: it keeps out only the workers of
       check and bench, which run in one process. For trying lockctl out.
@@ -41,13 +58,34 @@ Redis parameters:
   wait_replicas=N     wait until N replicas have each lock (WAIT)...
   wait_timeout=D      ...for at most D (default 100ms)
   fence_retention=D   how long fence counters live (default 24h)
-TLS parameters (rediss schemes):
+  db=N                the database, as /DB in the path
+  write_timeout=D     bound on each write to a connection
+  client_cache=0, max_retries=0
+                      taken, as rueidis URLs write them: lockctl never uses
+                      client-side caching, and the client never retries
+                      lock calls. rueidis's addr=, master_set= and protocol=
+                      are refused with what to write instead.
+TLS parameters (rediss, valkeys and etcds schemes):
   ca=FILE             PEM file of the authorities to trust (default: the system's)
   cert=FILE, key=FILE PEM files of a client certificate
   server_name=N       the name to verify (default: each connection's host)
-  insecure=true       do not verify the server's certificate
+  insecure=true       do not verify the server's certificate (or skip_verify)
 Sentinel parameters:
   sentinel_user=U, sentinel_password=P   the Sentinels' own credentials
+etcd parameters (and the TLS parameters above, with etcds://):
+  prefix=P            key prefix (default "lock/")
+  name=N              the store's name in messages (default: the URL)
+  dial_timeout=D      connection timeout (default 5s)
+  timeout=D           bound on each call (default 5s): a dying leader's
+                      writes are otherwise answered only after etcd's own
+                      request timeout
+  min_ttl=D           the shortest TTL accepted, whole seconds (default 2s):
+                      1.5 times the cluster's election timeout, rounded up
+postgres parameters:
+  table=T             the locks' table (default lockkit_locks)
+  schema=S            its schema (default: the search_path's)
+  name=N              the store's name in messages (default: the URL)
+  migrate=true        create the table and its sequence if missing
 memcache parameters:
   prefix=P            key prefix (default "lock:")
   name=N              the store's name in messages (default: the URL)
@@ -63,5 +101,8 @@ Examples:
   rediss://default:s3cret@redis.example.com:6380/2?ca=/etc/ssl/redis-ca.pem
   redis+cluster://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000?prefix=jobs:
   redis+sentinel://:s3cret@10.0.0.5:26379,10.0.0.6:26379/mymaster
+  unix:///run/redis/redis.sock?db=1
   memcache://10.0.0.7:11211?prefix=locks:
+  etcds://app:s3cret@10.0.0.8:2379,10.0.0.9:2379,10.0.0.10:2379?ca=/etc/ssl/etcd-ca.pem
+  postgres://app@db.internal/app?sslmode=verify-full&migrate=true
 `

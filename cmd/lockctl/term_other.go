@@ -1,11 +1,9 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+//go:build !unix
 
 package main
 
 import "os"
 
-// isTerminal reports false: lockctl cannot tell on this system.
-func isTerminal(*os.File) bool { return false }
-
-// inForeground reports false: lockctl cannot tell on this system.
-func inForeground(*os.File) bool { return false }
+// inForeground reports whether f is a terminal: without process groups,
+// a terminal means an interactive prompt.
+func inForeground(f *os.File) bool { return isTerminal(f) }

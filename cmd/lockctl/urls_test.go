@@ -22,6 +22,16 @@ func TestParseStoreURLs(t *testing.T) {
 		{"memcache://mc", "memcache", "memcache://mc"},
 		{"memory://", "memory", "memory://"},
 		{"memory://demo", "memory", "memory://demo"},
+		// The forms of rueidis URLs that mean what lockctl's do.
+		{"valkey://:pw@h:6380/1", "redis", "valkey://:xxxxx@h:6380/1"},
+		{"valkeys://h?skip_verify=true", "redis", "valkeys://h?skip_verify=true"},
+		{"valkey+cluster://a:7000,b:7000", "redis", "valkey+cluster://a:7000,b:7000"},
+		{"valkeys+sentinel://a/m", "redis", "valkeys+sentinel://a/m"},
+		{"unix:///run/redis/redis.sock?db=2", "redis", "unix:///run/redis/redis.sock?db=2"},
+		{"unix://:pw@/tmp/r.sock", "redis", "unix://:xxxxx@/tmp/r.sock"},
+		{"redis://h?db=3&write_timeout=2s&client_cache=0&max_retries=0", "redis", "redis://h?db=3&write_timeout=2s&client_cache=0&max_retries=0"},
+		{"redis://h/3?db=3", "redis", "redis://h/3?db=3"},
+		{"redis+sentinel://a/m?db=4", "redis", "redis+sentinel://a/m?db=4"},
 	} {
 		spec, err := parseStore(tc.url)
 		if err != nil {
@@ -43,7 +53,7 @@ func TestParseStoreURLErrors(t *testing.T) {
 	}{
 		{"localhost:6379", []string{"scheme", "SCHEME://"}},
 		{"://h", []string{"scheme"}},
-		{"postgres://h", []string{"scheme", `"postgres"`, "redis", "memcache"}},
+		{"mysql://h", []string{"scheme", `"mysql"`, "redis", "memcache", "postgres"}},
 		{"redis://", []string{"host", "missing"}},
 		{"redis://:6379", []string{"host", "no host name"}},
 		{"redis://h:port", []string{"port", `"port"`, "1 to 65535"}},
@@ -77,6 +87,22 @@ func TestParseStoreURLErrors(t *testing.T) {
 		{"memcache://h?timeout=-1s", []string{"query parameter timeout"}},
 		{"memcache://h?prefix=has%20space", []string{"query parameter prefix", "space"}},
 		{"memory://a/b", []string{"name"}},
+		// The forms of rueidis URLs that lockctl writes otherwise.
+		{"redis://a?addr=b:6379", []string{"query parameter addr", "redis+cluster://HOST1:PORT,HOST2:PORT", "redis+sentinel://", "repeat --store"}},
+		{"valkey://a?addr=b", []string{"query parameter addr", "valkey+cluster://"}},
+		{"redis://a?master_set=mymaster", []string{"query parameter master_set", "redis+sentinel://SENTINEL:26379[,SENTINEL2:26379]/mymaster"}},
+		{"redis://a?protocol=2", []string{"query parameter protocol", "drop it"}},
+		{"redis://a?client_cache=1", []string{"query parameter client_cache", "client_cache=0"}},
+		{"redis://a?max_retries=3", []string{"query parameter max_retries", "max_retries=0"}},
+		{"redis://a/1?db=2", []string{"query parameter db", `"2"`, `"1"`}},
+		{"redis://a?db=x", []string{"database", `"x"`}},
+		{"redis+cluster://a?db=1", []string{"query parameter db", "only database 0"}},
+		{"redis://a?skip_verify", []string{"query parameter skip_verify", "rediss://"}},
+		{"valkey+cluster://a?ca=x.pem", []string{"query parameter ca", "valkeys+cluster://"}},
+		{"valkeys://a?skip_verify&insecure", []string{"skip_verify", "not both"}},
+		{"redis://a?write_timeout=0s", []string{"query parameter write_timeout", "positive duration"}},
+		{"unix://tmp/redis.sock", []string{"socket", "unix:///PATH/TO/redis.sock"}},
+		{"unix://", []string{"socket"}},
 		{"memory://?x=1", []string{"query parameter x", "no parameters"}},
 	} {
 		_, err := parseStore(tc.url)

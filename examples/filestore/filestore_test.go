@@ -14,7 +14,10 @@ import (
 	"github.com/lockkit/lock/examples/filestore"
 )
 
-// The whole suite, in real time: each rule gets a fresh directory.
+// The whole suite, in real time: each rule gets a fresh directory. The
+// store keeps nothing outside its files, so a restart (of the process
+// using it) changes nothing: the restart rule checks that locks and
+// fences survive it.
 func TestConformance(t *testing.T) {
 	conformance.TestStore(t, func(t *testing.T) lock.Store {
 		s, err := filestore.New(t.TempDir())
@@ -22,7 +25,7 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
-	}, &conformance.Options{TTL: 100 * time.Millisecond, Tolerance: 100 * time.Millisecond})
+	}, &conformance.Options{TTL: 100 * time.Millisecond, Tolerance: 100 * time.Millisecond, Restart: func(*testing.T) {}})
 }
 
 // Two stores over the same directory (two processes, say) exclude each

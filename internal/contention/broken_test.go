@@ -10,17 +10,9 @@ import (
 	"github.com/lockkit/lock/stores/memory"
 )
 
-// The deliberately broken setups of the positive controls. Each is a
-// test-only wrapper around a correct part.
-
-// carelessRelease is a store whose Release deletes the key without
-// checking the token: a holder whose lock expired deletes its successor's.
-type carelessRelease struct{ *memory.Store }
-
-func (s carelessRelease) Release(_ context.Context, resource, _ string) error {
-	s.Expire(resource)
-	return nil
-}
+// The deliberately broken setups of the positive controls that only these
+// tests use. Each is a test-only wrapper around a correct part; broken
+// stores shared with other tests are in internal/testing/brokenstore.
 
 // slowReply is a store that takes every third acquisition at once but
 // answers it late, as over a slow reply path: the lock's TTL runs from
@@ -69,11 +61,3 @@ func (b *bypass) Lock(_ context.Context, resource string, ttl time.Duration, _ .
 }
 
 func (b *bypass) Unlock(context.Context, lock.Lock) error { return nil }
-
-// constantFence is a store whose fences never increase.
-type constantFence struct{ *memory.Store }
-
-func (s constantFence) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
-	_, err := s.Store.AcquireFenced(ctx, resource, token, ttl)
-	return 1, err
-}

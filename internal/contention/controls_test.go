@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/contention"
+	"github.com/lockkit/lock/internal/testing/brokenstore"
 	"github.com/lockkit/lock/internal/testing/faultkit"
 	"github.com/lockkit/lock/stores/memory"
 )
@@ -137,7 +138,7 @@ func TestPositiveControls(t *testing.T) {
 			}
 		}
 		synctest.Test(t, func(t *testing.T) {
-			broken, _ := run(t, "control-broken-careless-release", cfg(carelessRelease{memory.New()}))
+			broken, _ := run(t, "control-broken-careless-release", cfg(brokenstore.ReleaseWithoutTokenCheck()))
 			if broken.Violations == 0 || broken.MaxHolders < 2 || broken.MaxOverlap <= 0 {
 				t.Errorf("overlap checker blind to a release without token check: %s", broken.Line())
 			}
@@ -219,7 +220,7 @@ func TestPositiveControls(t *testing.T) {
 			}
 		}
 		synctest.Test(t, func(t *testing.T) {
-			broken, _ := run(t, "control-broken-constant-fence", cfg(constantFence{memory.New()}))
+			broken, _ := run(t, "control-broken-constant-fence", cfg(brokenstore.ConstantFence()))
 			if broken.StaleAccepted == 0 {
 				t.Errorf("fenced resource blind to fences that do not increase: %s", broken.Line())
 			}

@@ -16,10 +16,13 @@ import (
 
 // BenchmarkLockUnlock measures lock+unlock pairs on one memcached from 64
 // goroutines, each on a resource of its own: "raw" is the floor, the same
-// three requests (add, gets, cas) sent with gomemcache directly; "store"
-// is Acquire+Release with a context that cannot end (no goroutine per
-// call) and with one that can; "locker" is TryLock+Unlock through a
-// SingleLocker (token generation, validation, held-lock bookkeeping).
+// three requests (add, gets, cas) sent with gomemcache directly, and
+// "raw/fenced" adds the incr of a fence; "store" is Acquire+Release with a
+// context that cannot end (no goroutine per call) and with one that can,
+// and "store/fenced" is AcquireFenced+Release; "locker" is TryLock+Unlock
+// through a SingleLocker (token generation, validation, held-lock
+// bookkeeping), fenced as by default, and "locker/nofence" with
+// Options.NoFence.
 func BenchmarkLockUnlock(b *testing.B) {
 	srv := memcachetest.Start(b, nil)
 	client := srv.Client(b)
@@ -28,25 +31,52 @@ func BenchmarkLockUnlock(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	unfenced, err := lock.NewSingle(s, &lock.Options{NoFence: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	cancelable, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ttl = 10 * time.Second
 
-	pairs := map[string]func(resource, token string) error{
-		"raw": func(resource, token string) error {
-			key := "bench:" + resource
-			if err := client.Add(&gomemcache.Item{Key: key, Value: []byte(token), Expiration: 10}); err != nil {
+	raw := func(resource, token string, fenced bool) error {
+		key := "bench:" + resource
+		if err := client.Add(&gomemcache.Item{Key: key, Value: []byte(token), Expiration: 10}); err != nil {
+			return err
+		}
+		if fenced {
+			if _, err := client.Increment("bench:#fence", 1); err != nil {
 				return err
 			}
-			it, err := client.Get(key)
+		}
+		it, err := client.Get(key)
+		if err != nil {
+			return err
+		}
+		if string(it.Value) != token {
+			return fmt.Errorf("token %q; want %q", it.Value, token)
+		}
+		it.Value, it.Expiration = nil, -1
+		return client.CompareAndSwap(it)
+	}
+	if err := client.Set(&gomemcache.Item{Key: "bench:#fence", Value: []byte("1")}); err != nil {
+		b.Fatal(err)
+	}
+	pairs := map[string]func(resource, token string) error{
+		"raw":        func(resource, token string) error { return raw(resource, token, false) },
+		"raw/fenced": func(resource, token string) error { return raw(resource, token, true) },
+		"store/fenced": func(resource, token string) error {
+			if _, err := s.AcquireFenced(context.Background(), resource, token, ttl); err != nil {
+				return err
+			}
+			return s.Release(context.Background(), resource, token)
+		},
+		"locker/nofence": func(resource, _ string) error {
+			l, err := unfenced.TryLock(context.Background(), resource, ttl)
 			if err != nil {
 				return err
 			}
-			if string(it.Value) != token {
-				return fmt.Errorf("token %q; want %q", it.Value, token)
-			}
-			it.Value, it.Expiration = nil, -1
-			return client.CompareAndSwap(it)
+			return unfenced.Unlock(context.Background(), l)
 		},
 		"store/background": func(resource, token string) error {
 			if err := s.Acquire(context.Background(), resource, token, ttl); err != nil {
@@ -68,7 +98,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 			return locker.Unlock(context.Background(), l)
 		},
 	}
-	for _, name := range []string{"raw", "store/background", "store/cancelable", "locker"} {
+	for _, name := range []string{"raw", "store/background", "store/cancelable", "locker/nofence", "raw/fenced", "store/fenced", "locker"} {
 		pair := pairs[name]
 		b.Run(name, func(b *testing.B) {
 			var g atomic.Int64

@@ -12,7 +12,8 @@ import (
 )
 
 // TestConformance runs the suite on a real memcached, every store under a
-// prefix of its own, with the store's one-second granularity.
+// prefix of its own, with the store's one-second granularity. Restart
+// restarts the server, which comes back empty.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	srv := memcachetest.Start(t, nil)
@@ -24,5 +25,14 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
-	}, nil)
+	}, &conformance.Options{Restart: func(t *testing.T) {
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		// Drop the client's idle connections to the old process, so that
+		// no call after the restart fails on one.
+		if err := client.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
@@ -54,7 +55,8 @@ func TestKeyForms(t *testing.T) {
 }
 
 // The mapping is injective: a resource used verbatim never collides with
-// the hashed form of another, and hashing does not fold distinct names.
+// the hashed form of another, hashing does not fold distinct names, and
+// no resource maps to the key of the fence counter.
 func TestKeyInjective(t *testing.T) {
 	prefix := strings.Repeat("x", MaxPrefixLen) // the tightest fit
 	for _, p := range []string{"", "lock:", prefix} {
@@ -65,8 +67,9 @@ func TestKeyInjective(t *testing.T) {
 			hashedOf[len(p):],   // ...and its suffix used as a resource
 			hashedOf[len(p)+1:], // the suffix without '#': verbatim
 			strings.Repeat("k", 250-len(p)), strings.Repeat("k", 251-len(p)), strings.Repeat("k", 1000),
+			fenceKeySuffix, fenceKeySuffix[1:],
 		}
-		seen := make(map[string]string)
+		seen := map[string]string{s.fenceKey: "the fence counter"}
 		for _, r := range resources {
 			k := s.key(r)
 			if len(k) > maxKeyLen || !legal(k) {
@@ -94,6 +97,7 @@ func TestNewValidates(t *testing.T) {
 		{"prefix with a space", client, []Option{WithPrefix("my locks:")}},
 		{"prefix with a newline", client, []Option{WithPrefix("locks\n")}},
 		{"prefix too long", client, []Option{WithPrefix(strings.Repeat("p", MaxPrefixLen+1))}},
+		{"negative fence guard", client, []Option{WithFenceGuard(-time.Second)}},
 	} {
 		if s, err := New(tt.client, tt.opts...); !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("New with %s = %v, %v; want an error matching lock.ErrInvalid", tt.name, s, err)

@@ -14,10 +14,12 @@ import (
 // Store is a lock store on a memcached server, reached through a
 // gomemcache client. Create it with New; it is safe for concurrent use.
 type Store struct {
-	client  *gomemcache.Client
-	prefix  string
-	name    string
-	pending pending // abandoned adds still on their way
+	client     *gomemcache.Client
+	prefix     string
+	name       string
+	fenceKey   string        // the key of the fence counter
+	fenceGuard time.Duration // see WithFenceGuard
+	pending    pending       // abandoned adds still on their way
 
 	// beforeCAS, when set (by tests only), runs in Release and Extend
 	// between the gets and the cas, to open the race window at will.
@@ -25,9 +27,10 @@ type Store struct {
 }
 
 var (
-	_ lock.Store    = (*Store)(nil)
-	_ lock.Extender = (*Store)(nil)
-	_ lock.Granular = (*Store)(nil)
+	_ lock.Store       = (*Store)(nil)
+	_ lock.Extender    = (*Store)(nil)
+	_ lock.Granular    = (*Store)(nil)
+	_ lock.FenceRaiser = (*Store)(nil)
 )
 
 // DefaultPrefix is the key prefix of a Store made without WithPrefix.
@@ -63,10 +66,11 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 // its MaxIdleConns should be at least the number of concurrent lock calls,
 // or connections are dialled and closed all the time.
 //
-// New returns an error matching lock.ErrInvalid if client is nil or the
-// prefix cannot be part of a memcached key.
+// New returns an error matching lock.ErrInvalid if client is nil, the
+// prefix cannot be part of a memcached key, or the fence guard is
+// negative.
 func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
-	s := &Store{client: client, prefix: DefaultPrefix, name: "memcache"}
+	s := &Store{client: client, prefix: DefaultPrefix, name: "memcache", fenceGuard: DefaultFenceGuard}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
@@ -78,6 +82,10 @@ func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
 	if err := checkPrefix(s.prefix); err != nil {
 		return nil, err
 	}
+	if s.fenceGuard < 0 {
+		return nil, fmt.Errorf("%w: memcache.New: fence guard is %v: want >= 0", lock.ErrInvalid, s.fenceGuard)
+	}
+	s.fenceKey = s.prefix + fenceKeySuffix
 	return s, nil
 }
 

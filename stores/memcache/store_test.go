@@ -326,39 +326,53 @@ func eventually(cond func() bool) bool {
 
 // An Acquire abandoned on a paused server leaves its add on the way; the
 // caller's Release by token (abandoned too) must not overtake it, or the
-// add would land after the release and leave a lock nobody holds.
+// add would land after the release and leave a lock nobody holds. The
+// same holds for AcquireFenced, whose add is followed by an incr.
 func TestReleaseAfterAbandonedAcquire(t *testing.T) {
 	t.Parallel()
-	srv := memcachetest.Start(t, nil)
-	s := newStore(t, srv.Client(t), memcache.WithPrefix("p:"))
-	for i := range 20 {
-		tok := fmt.Sprintf("a%d", i)
-		if err := srv.Pause(); err != nil {
-			t.Fatal(err)
-		}
-		c, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-		err := s.Acquire(c, "r", tok, time.Minute)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("round %d: Acquire on a paused server = %v; want context.DeadlineExceeded", i, err)
-		}
-		c, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
-		err = s.Release(c, "r", tok)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("round %d: Release on a paused server = %v; want context.DeadlineExceeded", i, err)
-		}
-		if err := srv.Resume(); err != nil {
-			t.Fatal(err)
-		}
-		// Both requests now go through; the add first, then the release.
-		if !eventually(func() bool { return casHits(t, srv) == int64(i+1) }) {
-			it, found := item(t, srv, "p:r")
-			t.Fatalf("round %d: memcached served %d successful cas commands; want %d, one release per round (r: %+v, found %v)", i, casHits(t, srv), i+1, it, found)
-		}
-		if it, found := item(t, srv, "p:r"); found {
-			t.Fatalf("round %d: r is held (%+v) after the abandoned Acquire and Release went through; want it free", i, it)
-		}
+	for name, acquire := range map[string]func(s *memcache.Store, c context.Context, tok string) error{
+		"Acquire": func(s *memcache.Store, c context.Context, tok string) error {
+			return s.Acquire(c, "r", tok, time.Minute)
+		},
+		"AcquireFenced": func(s *memcache.Store, c context.Context, tok string) error {
+			_, err := s.AcquireFenced(c, "r", tok, time.Minute)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := memcachetest.Start(t, nil)
+			s := newStore(t, srv.Client(t), memcache.WithPrefix("p:"))
+			for i := range 20 {
+				tok := fmt.Sprintf("a%d", i)
+				if err := srv.Pause(); err != nil {
+					t.Fatal(err)
+				}
+				c, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+				err := acquire(s, c, tok)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("round %d: %s on a paused server = %v; want context.DeadlineExceeded", i, name, err)
+				}
+				c, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+				err = s.Release(c, "r", tok)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("round %d: Release on a paused server = %v; want context.DeadlineExceeded", i, err)
+				}
+				if err := srv.Resume(); err != nil {
+					t.Fatal(err)
+				}
+				// Both requests now go through; the add first, then the release.
+				if !eventually(func() bool { return casHits(t, srv) == int64(i+1) }) {
+					it, found := item(t, srv, "p:r")
+					t.Fatalf("round %d: memcached served %d successful cas commands; want %d, one release per round (r: %+v, found %v)", i, casHits(t, srv), i+1, it, found)
+				}
+				if it, found := item(t, srv, "p:r"); found {
+					t.Fatalf("round %d: r is held (%+v) after the abandoned %s and Release went through; want it free", i, it, name)
+				}
+			}
+		})
 	}
 }
 
@@ -383,6 +397,12 @@ func TestDeadServer(t *testing.T) {
 		}
 		if _, err := s.Exists(ctx(t), "r"); err == nil {
 			t.Errorf("call %d: Exists on a dead server = nil error; want an error", i)
+		}
+		if _, err := s.AcquireFenced(ctx(t), "r", "b", time.Minute); err == nil || errors.Is(err, lock.ErrNotAcquired) {
+			t.Errorf("call %d: AcquireFenced on a dead server = %v; want an error other than ErrNotAcquired", i, err)
+		}
+		if err := s.RaiseFence(ctx(t), "r", 1); err == nil {
+			t.Errorf("call %d: RaiseFence on a dead server = nil; want an error", i)
 		}
 	}
 }
@@ -409,8 +429,8 @@ func TestCASDisabled(t *testing.T) {
 // The store claims only what memcached can do honestly.
 func TestCapabilities(t *testing.T) {
 	var s lock.Store = newStore(t, gomemcache.New("127.0.0.1:1"))
-	if _, ok := s.(lock.Fencer); ok {
-		t.Error("the store implements lock.Fencer; memcached cannot keep a fence strictly increasing (see doc.go)")
+	if _, ok := s.(lock.FenceRaiser); !ok {
+		t.Error("the store does not implement lock.FenceRaiser")
 	}
 	if _, ok := s.(lock.TTLReader); ok {
 		t.Error("the store implements lock.TTLReader; gomemcache cannot read a TTL")

@@ -18,7 +18,7 @@ import (
 // takes the same writes without fences, shows what they would have done.
 func TestPausedHolderFenced(t *testing.T) {
 	for _, bc := range allBackends(t) {
-		if bc.name != "memory" && bc.name != "redis" && bc.name != "redis-cluster" {
+		if bc.name != "memory" && bc.name != "redis" && bc.name != "redis-cluster" && bc.name != "memcache" {
 			continue // the stores that fence
 		}
 		t.Run(bc.name, func(t *testing.T) {
@@ -28,8 +28,11 @@ func TestPausedHolderFenced(t *testing.T) {
 			s := begin(t, "paused-holder-fenced", bc.name)
 			s.lossy = true
 			b := bc.make(s)
-			const ttl = 300 * time.Millisecond
-			cfg := b.config(2, ttl, 10*time.Millisecond, 2*time.Second)
+			ttl := 300 * time.Millisecond
+			if bc.name == "memcache" {
+				ttl = 2 * time.Second // whole seconds, less one of validity
+			}
+			cfg := b.config(2, ttl, 10*time.Millisecond, max(2*time.Second, 4*ttl))
 			cfg.Writes = 2
 			cfg.Pause = 5 * time.Millisecond
 			var stalls atomic.Int32

@@ -1,7 +1,0 @@
-//go:build darwin || freebsd || netbsd || openbsd || dragonfly
-
-package main
-
-import "syscall"
-
-const ioctlReadTermios = syscall.TIOCGETA

@@ -1,5 +1,0 @@
-package main
-
-import "syscall"
-
-const ioctlReadTermios = syscall.TCGETS

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestVersionText(t *testing.T) {
+	for _, tc := range []struct {
+		bi   *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{&debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}}, true, "lockctl v0.3.1 ("},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v0.3.2-0.20260101120000-abcdef012345"}}, true, "lockctl v0.3.2-0.20260101120000-abcdef012345 ("},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "lockctl (devel), built from a source tree ("},
+		{&debug.BuildInfo{Main: debug.Module{Version: ""}}, true, "lockctl (devel), built from a source tree ("},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"},
+		}}, true, "lockctl (devel), built from a source tree at commit 0123456789ab, with changes ("},
+		{nil, false, "lockctl, unknown version: built without module support ("},
+	} {
+		got := versionText(tc.bi, tc.ok)
+		if !strings.HasPrefix(got, tc.want) || !strings.HasSuffix(got, ")\n") || strings.Count(got, "\n") != 1 {
+			t.Errorf("versionText(%+v) = %q; want one line starting %q", tc.bi, got, tc.want)
+		}
+	}
+}

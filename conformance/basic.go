@@ -1,0 +1,225 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// The rules of the required methods: Acquire, Release, Exists.
+
+func acquireFree(t *testing.T, h *harness) {
+	r := h.res("r")
+	h.must("Acquire(r, a) on a free resource", h.store.Acquire(h.ctx(), r, h.tok("a"), h.long))
+	if !h.exists(r) {
+		t.Fatal("Exists(r) = false after Acquire(r, a) = nil; want true")
+	}
+}
+
+func acquireHeld(t *testing.T, h *harness) {
+	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	h.want("Acquire(r, b) while a holds r", h.store.Acquire(h.ctx(), r, b, h.long), lock.ErrNotAcquired)
+	h.want("Release(r, b) after b was refused", h.store.Release(h.ctx(), r, b), lock.ErrNotHeld)
+	h.must("Release(r, a): a must still hold r after b was refused", h.store.Release(h.ctx(), r, a))
+}
+
+func acquireHeldBySelf(t *testing.T, h *harness) {
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	h.want("Acquire(r, a) again (locks are not re-entrant)", h.store.Acquire(h.ctx(), r, a, h.long), lock.ErrNotAcquired)
+}
+
+func releaseOwner(t *testing.T, h *harness) {
+	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
+	if h.exists(r) {
+		t.Fatal("Exists(r) = true after Release(r, a) = nil; want false")
+	}
+	h.must("Acquire(r, b) after Release(r, a)", h.store.Acquire(h.ctx(), r, b, h.long))
+}
+
+func releaseWrongToken(t *testing.T, h *harness) {
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	h.want("Release(r, wrongToken)", h.store.Release(h.ctx(), r, h.tok("wrong")), lock.ErrNotHeld)
+	if !h.exists(r) {
+		t.Fatal("Exists(r) = false after Release(r, wrongToken); want true: a release with the wrong token freed the lock")
+	}
+	h.must("Release(r, a) after Release(r, wrongToken)", h.store.Release(h.ctx(), r, a))
+}
+
+func releaseTwice(t *testing.T, h *harness) {
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
+	h.want("Release(r, a) a second time", h.store.Release(h.ctx(), r, a), lock.ErrNotHeld)
+}
+
+func releaseNeverHeld(t *testing.T, h *harness) {
+	h.want("Release(r, a) of a resource never locked", h.store.Release(h.ctx(), h.res("r"), h.tok("a")), lock.ErrNotHeld)
+}
+
+func releaseAfterExpiry(t *testing.T, h *harness) {
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
+	h.waitExpired(r, time.Now(), h.ttl)
+	h.want("Release(r, a) after r expired", h.store.Release(h.ctx(), r, a), lock.ErrNotHeld)
+}
+
+func releaseAfterTakeover(t *testing.T, h *harness) {
+	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
+	h.waitExpired(r, time.Now(), h.ttl)
+	h.must("Acquire(r, b) after a's lock expired", h.store.Acquire(h.ctx(), r, b, h.long))
+	h.want("Release(r, a) after b took r over", h.store.Release(h.ctx(), r, a), lock.ErrNotHeld)
+	if !h.exists(r) {
+		t.Fatal("Exists(r) = false after Release(r, a) while b holds r; want true: a late release freed another owner's lock")
+	}
+	h.must("Release(r, b)", h.store.Release(h.ctx(), r, b))
+}
+
+// longTokens: two tokens of a kilobyte that differ in their last byte
+// only are two owners.
+func longTokens(t *testing.T, h *harness) {
+	r := h.res("r")
+	common := h.tok("long") + strings.Repeat("t", 1000)
+	a, b := common+"a", common+"b"
+	h.must("Acquire(r, a) with a 1KB token a", h.store.Acquire(h.ctx(), r, a, h.long))
+	h.want("Acquire(r, b) while a holds r, b differing from a in its last byte", h.store.Acquire(h.ctx(), r, b, h.long), lock.ErrNotAcquired)
+	h.want("Release(r, b) while a holds r, b differing from a in its last byte", h.store.Release(h.ctx(), r, b), lock.ErrNotHeld)
+	if !h.exists(r) {
+		t.Fatal("Exists(r) = false after Release(r, b); want true: a token differing only in its last byte released a's lock")
+	}
+	if ext, ok := h.store.(lock.Extender); ok {
+		h.want("Extend(r, b) while a holds r, b differing from a in its last byte", ext.Extend(h.ctx(), r, b, h.long), lock.ErrNotHeld)
+	}
+	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
+	h.must("Acquire(r, b) once a released r", h.store.Acquire(h.ctx(), r, b, h.long))
+	h.want("Release(r, a) while b holds r", h.store.Release(h.ctx(), r, a), lock.ErrNotHeld)
+	h.must("Release(r, b)", h.store.Release(h.ctx(), r, b))
+}
+
+func independentResources(t *testing.T, h *harness) {
+	r1, r2, a, b := h.res("r1"), h.res("r2"), h.tok("a"), h.tok("b")
+	h.must("Acquire(r1, a)", h.store.Acquire(h.ctx(), r1, a, h.long))
+	h.must("Acquire(r2, b) while a holds r1", h.store.Acquire(h.ctx(), r2, b, h.long))
+	h.must("Release(r1, a)", h.store.Release(h.ctx(), r1, a))
+	if !h.exists(r2) {
+		t.Fatal("Exists(r2) = false after Release(r1, a); want true: releasing one resource freed another")
+	}
+	h.want("Release(r2, a) with r1's token", h.store.Release(h.ctx(), r2, a), lock.ErrNotHeld)
+	h.must("Release(r2, b)", h.store.Release(h.ctx(), r2, b))
+}
+
+func contention(t *testing.T, h *harness) {
+	r := h.res("r")
+	for round := range h.opts.Rounds {
+		var winners atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		tokens := make([]string, h.opts.Contenders)
+		errs := make([]error, h.opts.Contenders)
+		for i := range tokens {
+			tokens[i] = h.tok(fmt.Sprintf("c%d", i))
+		}
+		ctx := h.ctx()
+		for i := range h.opts.Contenders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				errs[i] = h.store.Acquire(ctx, r, tokens[i], h.long)
+				if errs[i] == nil {
+					winners.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				winner = i
+			case !errors.Is(err, lock.ErrNotAcquired):
+				t.Fatalf("round %d: Acquire(r, c%d) = %v; want nil or ErrNotAcquired", round, i, err)
+			}
+		}
+		if n := winners.Load(); n != 1 {
+			t.Fatalf("round %d: %d of %d concurrent Acquire(r, …) calls succeeded; want exactly 1", round, n, h.opts.Contenders)
+		}
+		h.must(fmt.Sprintf("round %d: Release(r, winner)", round), h.store.Release(h.ctx(), r, tokens[winner]))
+	}
+}
+
+// deadContext returns a context that is dead — canceled, or past its
+// deadline if expired is set — words for it, and the error calls made with
+// it must report.
+func (h *harness) deadContext(expired bool) (ctx context.Context, what string, target error) {
+	if expired {
+		ctx, cancel := context.WithDeadline(h.ctx(), time.Now().Add(-time.Second))
+		h.t.Cleanup(cancel)
+		return ctx, "an expired", context.DeadlineExceeded
+	}
+	ctx, cancel := context.WithCancel(h.ctx())
+	cancel()
+	return ctx, "a canceled", context.Canceled
+}
+
+func canceledContext(t *testing.T, h *harness) { deadContextCalls(t, h, false) }
+func expiredDeadline(t *testing.T, h *harness) { deadContextCalls(t, h, true) }
+
+// deadContextCalls checks that calls made with a dead context report the
+// context's error, never a lock outcome.
+func deadContextCalls(t *testing.T, h *harness, expired bool) {
+	ctx, what, target := h.deadContext(expired)
+	free, held, a, holder := h.res("free"), h.res("held"), h.tok("a"), h.tok("holder")
+	h.must("Acquire(held, holder)", h.store.Acquire(h.ctx(), held, holder, h.long))
+
+	err := h.store.Acquire(ctx, held, a, h.long)
+	if errors.Is(err, lock.ErrNotAcquired) || !errors.Is(err, target) {
+		t.Errorf("Acquire(held, a) with %s context = %v; want %s, not ErrNotAcquired", what, errString(err), sentinelName(target))
+	}
+	err = h.store.Acquire(ctx, free, a, h.long)
+	if err == nil || errors.Is(err, lock.ErrNotAcquired) {
+		t.Errorf("Acquire(free, a) with %s context = %v; want an error matching %s", what, errString(err), sentinelName(target))
+	}
+	// Whatever the store did, a release by token must leave free free.
+	if err := h.store.Release(h.ctx(), free, a); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Release(free, a) after the Acquire with %s context = %v; want nil or ErrNotHeld", what, err)
+	}
+	if h.exists(free) {
+		t.Errorf("Exists(free) = true after the Acquire with %s context and a release by its token; want false", what)
+	}
+	if err := h.store.Release(ctx, held, h.tok("other")); errors.Is(err, lock.ErrNotHeld) && !errors.Is(err, target) {
+		t.Errorf("Release(held, other) with %s context = %v; want %s: a failed call must not claim an outcome", what, err, sentinelName(target))
+	}
+	if ext, ok := h.store.(lock.Extender); ok {
+		if err := ext.Extend(ctx, held, h.tok("other"), h.long); errors.Is(err, lock.ErrNotHeld) && !errors.Is(err, target) {
+			t.Errorf("Extend(held, other) with %s context = %v; want %s", what, err, sentinelName(target))
+		}
+	}
+	if f, ok := h.store.(lock.Fencer); ok {
+		if _, err := f.AcquireFenced(ctx, held, a, h.long); errors.Is(err, lock.ErrNotAcquired) || !errors.Is(err, target) {
+			t.Errorf("AcquireFenced(held, a) with %s context = %v; want %s, not ErrNotAcquired", what, errString(err), sentinelName(target))
+		}
+	}
+	if f, ok := h.store.(lock.FenceRaiser); ok {
+		if err := f.RaiseFence(ctx, held, 1); !errors.Is(err, target) {
+			t.Errorf("RaiseFence(held, 1) with %s context = %v; want %s", what, errString(err), sentinelName(target))
+		}
+	}
+	if !h.exists(held) {
+		t.Errorf("Exists(held) = false after calls with %s context; want true", what)
+	}
+	h.must("Release(held, holder)", h.store.Release(h.ctx(), held, holder))
+}

@@ -1,0 +1,120 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// The rules of lock.Fencer and lock.FenceRaiser.
+
+// fences takes fenced locks and checks that each fence exceeds every
+// fence before it.
+type fences struct {
+	h    *harness
+	last uint64
+}
+
+// acquire takes resource under a fresh token with AcquireFenced and
+// returns the token; the fence must exceed every earlier one, and floor.
+func (fs *fences) acquire(call, resource string, ttl time.Duration, floor uint64) string {
+	h := fs.h
+	h.t.Helper()
+	token := h.tok("f")
+	fence, err := h.store.(lock.Fencer).AcquireFenced(h.ctx(), resource, token, ttl)
+	h.must(call, err)
+	fs.check(call, fence, floor)
+	return token
+}
+
+// check fails the rule unless fence exceeds every earlier fence and floor.
+func (fs *fences) check(call string, fence, floor uint64) {
+	fs.h.t.Helper()
+	if want := max(fs.last, floor); fence == 0 || fence <= want {
+		fs.h.t.Fatalf("%s = fence %d; want a fence > %d (strictly greater than every earlier one)", call, fence, want)
+	}
+	fs.last = fence
+}
+
+func fencingIncreases(t *testing.T, h *harness) {
+	f := h.store.(lock.Fencer)
+	fs := &fences{h: h}
+	r, other := h.res("r"), h.res("other")
+	a := fs.acquire("AcquireFenced(r, a)", r, h.long, 0)
+	if fence, err := f.AcquireFenced(h.ctx(), r, h.tok("b"), h.long); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("AcquireFenced(r, b) while a holds r = %d, %v; want ErrNotAcquired", fence, errString(err))
+	}
+	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
+	if _, err := f.AcquireFenced(h.ctx(), other, h.tok("o"), h.long); err != nil {
+		t.Fatalf("AcquireFenced(other, o) = %v; want nil", err)
+	}
+	fs.acquire("AcquireFenced(r, c) after Release(r, a)", r, h.ttl, 0)
+	h.waitExpired(r, time.Now(), h.ttl)
+	fs.acquire("AcquireFenced(r, d) after c's lock expired", r, h.long, 0)
+
+	// A resource whose only lock expired, never released.
+	fresh, fs := h.res("fresh"), &fences{h: h}
+	fs.acquire("AcquireFenced(fresh, e), the first lock of fresh", fresh, h.ttl, 0)
+	h.waitExpired(fresh, time.Now(), h.ttl)
+	fs.acquire("AcquireFenced(fresh, f) after e's lock expired", fresh, h.long, 0)
+}
+
+// fencingAcrossRestart takes fenced locks, restarts the server, and
+// checks that the fences after the restart exceed those before: on a
+// resource still held when the server went down, on one released before,
+// and (for a FenceRaiser) on one whose fences were raised.
+func fencingAcrossRestart(t *testing.T, h *harness) {
+	f := h.store.(lock.Fencer)
+	raiser, raises := h.store.(lock.FenceRaiser)
+	held, released, raised := h.res("held"), h.res("released"), h.res("raised")
+	onHeld, onReleased := &fences{h: h}, &fences{h: h}
+	a := onHeld.acquire("AcquireFenced(held, a)", held, h.long, 0)
+	b := onReleased.acquire("AcquireFenced(released, b)", released, h.long, 0)
+	h.must("Release(released, b)", h.store.Release(h.ctx(), released, b))
+	floor := max(onHeld.last, onReleased.last) + 1000
+	if raises {
+		h.must(fmt.Sprintf("RaiseFence(raised, %d)", floor), raiser.RaiseFence(h.ctx(), raised, floor))
+	}
+
+	h.opts.Restart(t)
+
+	token := h.tok("c")
+	fence, err := f.AcquireFenced(h.ctx(), held, token, h.long)
+	if errors.Is(err, lock.ErrNotAcquired) {
+		// The lock survived the restart (the server persists): it is still a's.
+		h.must("Release(held, a) after a restart that kept a's lock", h.store.Release(h.ctx(), held, a))
+		fence, err = f.AcquireFenced(h.ctx(), held, token, h.long)
+	}
+	h.must("AcquireFenced(held, c) after a restart", err)
+	onHeld.check("AcquireFenced(held, c) after a restart, with a holding held before it", fence, 0)
+	onReleased.acquire("AcquireFenced(released, d) after a restart", released, h.long, 0)
+	if raises {
+		(&fences{h: h}).acquire(fmt.Sprintf("AcquireFenced(raised, e) after RaiseFence(raised, %d) and a restart", floor), raised, h.long, floor)
+	}
+}
+
+// raiseFence: RaiseFence(r, F) makes the next fence of r exceed F, lower
+// values change nothing, and the lock itself is left alone.
+func raiseFence(t *testing.T, h *harness) {
+	raiser := h.store.(lock.FenceRaiser)
+	fs := &fences{h: h}
+	r := h.res("r")
+	a := fs.acquire("AcquireFenced(r, a)", r, h.long, 0)
+	floor := fs.last + 1000
+	h.must(fmt.Sprintf("RaiseFence(r, %d) while a holds r", floor), raiser.RaiseFence(h.ctx(), r, floor))
+	h.want("Acquire(r, b) after RaiseFence while a holds r", h.store.Acquire(h.ctx(), r, h.tok("b"), h.long), lock.ErrNotAcquired)
+	h.must("Release(r, a) after RaiseFence: RaiseFence must not touch the lock", h.store.Release(h.ctx(), r, a))
+	c := fs.acquire(fmt.Sprintf("AcquireFenced(r, c) after RaiseFence(r, %d)", floor), r, h.long, floor)
+	h.must("Release(r, c)", h.store.Release(h.ctx(), r, c))
+
+	h.must("RaiseFence(r, 1), below r's fences", raiser.RaiseFence(h.ctx(), r, 1))
+	fs.acquire("AcquireFenced(r, d) after RaiseFence(r, 1), which must change nothing", r, h.long, 0)
+
+	fresh := h.res("fresh")
+	floor = fs.last + 1000
+	h.must(fmt.Sprintf("RaiseFence(fresh, %d) of a resource never locked", floor), raiser.RaiseFence(h.ctx(), fresh, floor))
+	fs.acquire(fmt.Sprintf("AcquireFenced(fresh, e) after RaiseFence(fresh, %d)", floor), fresh, h.long, floor)
+}

@@ -1,0 +1,281 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// The rules of time: expiry, extension, and what TTL reports. Each checks
+// that a lock lives long enough (its TTL less the granularity and a
+// tolerance) and not too long.
+
+func expiry(t *testing.T, h *harness) {
+	r, a := h.res("r"), h.tok("a")
+	start := time.Now()
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
+	set := time.Now()
+	if !h.exists(r) {
+		t.Fatalf("Exists(r) = false right after Acquire(r, a, %v); want true", h.ttl)
+	}
+	if h.lifeBound(h.ttl) > 0 {
+		held, after, err := h.lasts(r, start, h.ttl)
+		h.must("Exists(r)", err)
+		if !held {
+			t.Fatalf("Exists(r) = false %v after Acquire(r, a, %v) (granularity %v); want true: the lock expired early",
+				after.Round(time.Millisecond), h.ttl, h.gran)
+		}
+	}
+	h.waitExpired(r, set, h.ttl)
+	h.must("Acquire(r, b) after r expired", h.store.Acquire(h.ctx(), r, h.tok("b"), h.long))
+}
+
+// longTTL sets a TTL of several seconds with every call that sets one,
+// all at once, and checks that each lock lives that long (less the
+// granularity and a tenth of the TTL) and that TTL reports it from the
+// start. The checks run together, so the rule takes one such TTL.
+func longTTL(t *testing.T, h *harness) {
+	ttl := 5*time.Second + 2*h.gran
+	ext, extends := h.store.(lock.Extender)
+	fencer, fences := h.store.(lock.Fencer)
+	_, starts := h.store.(lock.Starter)
+
+	type check struct {
+		what string
+		set  func(r, a string) error // sets r's TTL to ttl, holding it under a
+	}
+	checks := []check{
+		{fmt.Sprintf("Acquire(r, a, %v)", ttl), func(r, a string) error {
+			return h.store.Acquire(h.ctx(), r, a, ttl)
+		}},
+		{fmt.Sprintf("Acquire(r, b, %v) refused while a held r with that TTL", h.ttl), func(r, a string) error {
+			if err := h.store.Acquire(h.ctx(), r, a, ttl); err != nil {
+				return err
+			}
+			if err := h.store.Acquire(h.ctx(), r, a+"-b", h.ttl); !errors.Is(err, lock.ErrNotAcquired) {
+				return fmt.Errorf("Acquire(r, b) while a holds r = %v; want ErrNotAcquired", errString(err))
+			}
+			return nil
+		}},
+	}
+	if fences {
+		checks = append(checks, check{fmt.Sprintf("AcquireFenced(r, a, %v)", ttl), func(r, a string) error {
+			_, err := fencer.AcquireFenced(h.ctx(), r, a, ttl)
+			return err
+		}})
+	}
+	if extends {
+		checks = append(checks, check{fmt.Sprintf("Extend(r, a, %v) of a lock taken for %v", ttl, h.ttl), func(r, a string) error {
+			if err := h.store.Acquire(h.ctx(), r, a, h.ttl); err != nil {
+				return err
+			}
+			return ext.Extend(h.ctx(), r, a, ttl)
+		}})
+	}
+	if starts {
+		started := func(op lock.CallOp) check {
+			return check{fmt.Sprintf("Start(%v r, a, %v)", op, ttl), func(r, a string) error {
+				if op == lock.CallExtend {
+					if err := h.store.Acquire(h.ctx(), r, a, h.ttl); err != nil {
+						return err
+					}
+				}
+				_, err := h.start(h.ctx(), lock.Call{Op: op, Resource: r, Token: a, TTL: ttl})
+				return err
+			}}
+		}
+		checks = append(checks, started(lock.CallAcquire))
+		if fences {
+			checks = append(checks, started(lock.CallAcquireFenced))
+		}
+		if extends {
+			checks = append(checks, started(lock.CallExtend))
+		}
+	}
+
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		r, a := h.res(fmt.Sprint("r", i)), h.tok("a")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			if err := c.set(r, a); err != nil {
+				t.Errorf("%s = %v; want nil", c.what, err)
+				return
+			}
+			if msg := h.checkTTL(r, start, ttl); msg != "" {
+				t.Errorf("after %s: %s", c.what, msg)
+			}
+			held, after, err := h.lasts(r, start, ttl)
+			switch {
+			case err != nil:
+				t.Errorf("Exists(r) %v after %s = %v", after.Round(time.Millisecond), c.what, err)
+			case !held:
+				t.Errorf("Exists(r) = false %v after %s (granularity %v); want true until %v: the lock expired early",
+					after.Round(time.Millisecond), c.what, h.gran, ttl-h.gran)
+			default:
+				if err := h.store.Release(h.ctx(), r, a); err != nil {
+					t.Errorf("Release(r, a) %v after %s = %v; want nil", after.Round(time.Millisecond), c.what, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// checkTTL reads the TTL of resource, set to ttl at start, if the store
+// can, and says what is wrong with it: it must be held, with at least ttl
+// less the granularity, the tolerance and the time since start left, and
+// at most ttl plus the granularity.
+func (h *harness) checkTTL(resource string, start time.Time, ttl time.Duration) string {
+	tr, ok := h.store.(lock.TTLReader)
+	if !ok {
+		return ""
+	}
+	left, held, err := tr.TTL(h.ctx(), resource)
+	lo := ttl - h.gran - h.opts.Tolerance - time.Since(start)
+	hi := ttl + h.gran
+	if err != nil || !held || left < lo || left > hi {
+		return fmt.Sprintf("TTL(%s) = %v, %v, %v; want %v ≤ remaining ≤ %v, true, nil", h.name(resource), left, held, errString(err), lo.Round(time.Millisecond), hi)
+	}
+	return ""
+}
+
+// acquireHeldKeepsExpiry: a refused Acquire (or AcquireFenced) neither
+// stretches nor shortens the holder's lock.
+func acquireHeldKeepsExpiry(t *testing.T, h *harness) {
+	type attempt struct {
+		name    string
+		acquire func(r, token string, ttl time.Duration) error
+	}
+	attempts := []attempt{{"Acquire", func(r, token string, ttl time.Duration) error {
+		return h.store.Acquire(h.ctx(), r, token, ttl)
+	}}}
+	if f, ok := h.store.(lock.Fencer); ok {
+		attempts = append(attempts, attempt{"AcquireFenced", func(r, token string, ttl time.Duration) error {
+			_, err := f.AcquireFenced(h.ctx(), r, token, ttl)
+			return err
+		}})
+	}
+	type held struct {
+		r, a, what string
+		start      time.Time
+	}
+	var short, long []held
+	for _, at := range attempts {
+		r, a := h.res(at.name+"-short"), h.tok("a")
+		h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.ttl), at.acquire(r, a, h.ttl))
+		what := fmt.Sprintf("%s(r, b, %v) while a holds r with ttl %v", at.name, h.long, h.ttl)
+		h.want(what, at.acquire(r, h.tok("b"), h.long), lock.ErrNotAcquired)
+		short = append(short, held{r, a, what, time.Now()})
+
+		r, a = h.res(at.name+"-long"), h.tok("a")
+		h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.long), at.acquire(r, a, h.long))
+		what = fmt.Sprintf("%s(r, b, %v) while a holds r with ttl %v", at.name, h.ttl, h.long)
+		start := time.Now()
+		h.want(what, at.acquire(r, h.tok("b"), h.ttl), lock.ErrNotAcquired)
+		long = append(long, held{r, a, what, start})
+	}
+	for _, s := range short {
+		if ok, after := h.expires(s.r, s.start, h.ttl); !ok {
+			t.Fatalf("Exists(r) = true %v after a locked r with ttl %v and %s was refused; want false: the refused acquisition stretched a's lock",
+				after.Round(time.Millisecond), h.ttl, s.what)
+		}
+	}
+	for _, l := range long {
+		time.Sleep(time.Until(l.start.Add(h.expiryBound(h.ttl))))
+		if !h.exists(l.r) {
+			t.Fatalf("Exists(r) = false %v after %s was refused; want true: the refused acquisition shortened a's lock",
+				time.Since(l.start).Round(time.Millisecond), l.what)
+		}
+		h.must("Release(r, a)", h.store.Release(h.ctx(), l.r, l.a))
+	}
+}
+
+func extendOwner(t *testing.T, h *harness) {
+	ext := h.store.(lock.Extender)
+	r, a := h.res("r"), h.tok("a")
+	start := time.Now()
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
+	h.must("Extend(r, a) by its owner", ext.Extend(h.ctx(), r, a, h.long))
+	if msg := h.checkTTL(r, start, h.long); msg != "" {
+		t.Fatalf("after Extend(r, a, %v): %s", h.long, msg)
+	}
+	time.Sleep(time.Until(start.Add(h.expiryBound(h.ttl))))
+	if !h.exists(r) {
+		t.Fatalf("Exists(r) = false after the first TTL (%v) ran out, though Extend(r, a, %v) = nil; want true", h.ttl, h.long)
+	}
+	h.must("Release(r, a) after Extend", h.store.Release(h.ctx(), r, a))
+}
+
+func extendShortens(t *testing.T, h *harness) {
+	ext := h.store.(lock.Extender)
+	r, a := h.res("r"), h.tok("a")
+	h.must(fmt.Sprintf("Acquire(r, a, %v)", h.long), h.store.Acquire(h.ctx(), r, a, h.long))
+	h.must(fmt.Sprintf("Extend(r, a, %v)", h.ttl), ext.Extend(h.ctx(), r, a, h.ttl))
+	if ok, after := h.expires(r, time.Now(), h.ttl); !ok {
+		t.Fatalf("Exists(r) = true %v after Extend(r, a, %v) of a lock taken for %v; want false: Extend did not shorten the lock",
+			after.Round(time.Millisecond), h.ttl, h.long)
+	}
+}
+
+func extendWrongToken(t *testing.T, h *harness) {
+	ext := h.store.(lock.Extender)
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
+	set := time.Now()
+	h.want("Extend(r, wrongToken)", ext.Extend(h.ctx(), r, h.tok("wrong"), h.long), lock.ErrNotHeld)
+	h.waitExpired(r, set, h.ttl) // the wrong token must not have extended it
+}
+
+func extendAfterExpiry(t *testing.T, h *harness) {
+	ext := h.store.(lock.Extender)
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
+	h.waitExpired(r, time.Now(), h.ttl)
+	h.want("Extend(r, a) after r expired", ext.Extend(h.ctx(), r, a, h.long), lock.ErrNotHeld)
+	if h.exists(r) {
+		t.Fatal("Exists(r) = true after Extend(r, a) of an expired lock; want false: Extend re-created an expired lock")
+	}
+}
+
+func extendAfterTakeover(t *testing.T, h *harness) {
+	ext := h.store.(lock.Extender)
+	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.ttl))
+	h.waitExpired(r, time.Now(), h.ttl)
+	h.must("Acquire(r, b) after a's lock expired", h.store.Acquire(h.ctx(), r, b, h.long))
+	h.want("Extend(r, a) after b took r over", ext.Extend(h.ctx(), r, a, h.long), lock.ErrNotHeld)
+	h.must("Release(r, b): b must still hold r", h.store.Release(h.ctx(), r, b))
+}
+
+// ttlQuery: TTL says free for a resource never locked, released or
+// expired, and tells a held lock's remaining time from above and below.
+func ttlQuery(t *testing.T, h *harness) {
+	tr := h.store.(lock.TTLReader)
+	free := func(r, when string) {
+		t.Helper()
+		if d, held, err := tr.TTL(h.ctx(), r); err != nil || held {
+			t.Fatalf("TTL(r) %s = %v, %v, %v; want held = false, nil", when, d, held, errString(err))
+		}
+	}
+	r, a := h.res("r"), h.tok("a")
+	free(r, "of a resource never locked")
+	start := time.Now()
+	h.must(fmt.Sprintf("Acquire(r, a, %v)", h.long), h.store.Acquire(h.ctx(), r, a, h.long))
+	if msg := h.checkTTL(r, start, h.long); msg != "" {
+		t.Fatalf("after Acquire(r, a, %v): %s", h.long, msg)
+	}
+	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
+	free(r, "after Release(r, a)")
+
+	r = h.res("expires")
+	h.must(fmt.Sprintf("Acquire(expires, a, %v)", h.ttl), h.store.Acquire(h.ctx(), r, h.tok("a"), h.ttl))
+	h.waitExpired(r, time.Now(), h.ttl)
+	free(r, "once Exists(r) says the lock expired")
+}

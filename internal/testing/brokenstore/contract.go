@@ -1,0 +1,243 @@
+package brokenstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// Stores that break the basic contract: who may acquire, release and
+// extend, and for how long.
+
+// ReleaseWithoutTokenCheck frees a held resource whatever the token: a
+// holder whose lock expired deletes its successor's.
+func ReleaseWithoutTokenCheck() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Release = func(_ context.Context, resource, _ string) error {
+			if mem.Expire(resource) {
+				return nil
+			}
+			return lock.ErrNotHeld
+		}
+	})
+}
+
+// OverwriteHeld takes a resource even when someone holds it.
+func OverwriteHeld() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			mem.Expire(resource)
+			return mem.Acquire(ctx, resource, token, ttl)
+		}
+	})
+}
+
+// ExtendAfterExpiry re-creates an expired lock when asked to extend it.
+func ExtendAfterExpiry() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			err := mem.Extend(ctx, resource, token, ttl)
+			if errors.Is(err, lock.ErrNotHeld) {
+				return mem.Acquire(ctx, resource, token, ttl)
+			}
+			return err
+		}
+	})
+}
+
+// ContentionOnTimeout reports every failed acquisition, a dead context
+// included, as contention.
+func ContentionOnTimeout() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			if err := mem.Acquire(ctx, resource, token, ttl); err != nil {
+				return lock.ErrNotAcquired
+			}
+			return nil
+		}
+	})
+}
+
+// scaleTTL replaces every method that sets a TTL by the memory store's
+// with the TTL changed by scale.
+func scaleTTL(mem *memory.Store, f *Funcs, scale func(time.Duration) time.Duration) {
+	f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+		return mem.Acquire(ctx, resource, token, scale(ttl))
+	}
+	f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+		return mem.AcquireFenced(ctx, resource, token, scale(ttl))
+	}
+	f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+		return mem.Extend(ctx, resource, token, scale(ttl))
+	}
+}
+
+// IgnoresTTL keeps locks a thousand times longer than asked.
+func IgnoresTTL() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		scaleTTL(mem, f, func(ttl time.Duration) time.Duration { return 1000 * ttl })
+	})
+}
+
+// ExpiresEarly keeps locks for share of their TTL (0.6: 60%).
+func ExpiresEarly(share float64) *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		scaleTTL(mem, f, func(ttl time.Duration) time.Duration { return time.Duration(share * float64(ttl)) })
+	})
+}
+
+// CapsTTL keeps no lock longer than limit, whatever its TTL: a lock
+// taken for longer expires while its holder still counts on it.
+func CapsTTL(limit time.Duration) *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		scaleTTL(mem, f, func(ttl time.Duration) time.Duration { return min(ttl, limit) })
+	})
+}
+
+// RefusedAcquireSetsTTL sets the holder's expiry to the TTL of an Acquire
+// it refuses, as a store that sends SETNX and then EXPIRE does.
+func RefusedAcquireSetsTTL() *Store {
+	var h holders
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		tracked(mem, f, &h)
+		fenced := f.AcquireFenced
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			fence, err := fenced(ctx, resource, token, ttl)
+			if errors.Is(err, lock.ErrNotAcquired) {
+				_ = mem.Extend(ctx, resource, h.get(resource), ttl)
+			}
+			return fence, err
+		}
+	})
+}
+
+// ExtendNeverShortens ignores an Extend to a TTL shorter than the time
+// the lock has left (and still reports success).
+func ExtendNeverShortens() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			if left, held, err := mem.TTL(ctx, resource); err == nil && held {
+				ttl = max(ttl, left)
+			}
+			return mem.Extend(ctx, resource, token, ttl)
+		}
+	})
+}
+
+// TTLHeldAfterRelease reports a resource that was ever locked as held by
+// TTL, with a second left, after it was released or expired.
+func TTLHeldAfterRelease() *Store {
+	var h holders
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		tracked(mem, f, &h)
+		f.TTL = func(ctx context.Context, resource string) (time.Duration, bool, error) {
+			left, held, err := mem.TTL(ctx, resource)
+			if err == nil && !held && h.get(resource) != "" {
+				return time.Second, true, nil
+			}
+			return left, held, err
+		}
+	})
+}
+
+// TTLTooSmall reports a thousandth of the time a lock has left.
+func TTLTooSmall() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.TTL = func(ctx context.Context, resource string) (time.Duration, bool, error) {
+			left, held, err := mem.TTL(ctx, resource)
+			return left / 1000, held, err
+		}
+	})
+}
+
+// LongTokensTruncated compares only the first n bytes of tokens: two
+// owners whose tokens share those bytes release each other's locks.
+func LongTokensTruncated(n int) *Store {
+	cut := func(token string) string { return token[:min(len(token), n)] }
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			return mem.AcquireFenced(ctx, resource, cut(token), ttl)
+		}
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			return mem.Acquire(ctx, resource, cut(token), ttl)
+		}
+		f.Release = func(ctx context.Context, resource, token string) error {
+			return mem.Release(ctx, resource, cut(token))
+		}
+		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			return mem.Extend(ctx, resource, cut(token), ttl)
+		}
+	})
+}
+
+// Stores that map two resource names to one lock.
+
+// rename replaces every method that takes a resource by the memory
+// store's with the name changed by key.
+func rename(mem *memory.Store, f *Funcs, key func(string) string) {
+	f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+		return mem.Acquire(ctx, key(resource), token, ttl)
+	}
+	f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+		return mem.AcquireFenced(ctx, key(resource), token, ttl)
+	}
+	f.Release = func(ctx context.Context, resource, token string) error {
+		return mem.Release(ctx, key(resource), token)
+	}
+	f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+		return mem.Extend(ctx, key(resource), token, ttl)
+	}
+	f.Exists = func(ctx context.Context, resource string) (bool, error) {
+		return mem.Exists(ctx, key(resource))
+	}
+	f.TTL = func(ctx context.Context, resource string) (time.Duration, bool, error) {
+		return mem.TTL(ctx, key(resource))
+	}
+	f.WaitRelease = func(ctx context.Context, resource string) error {
+		return mem.WaitRelease(ctx, key(resource))
+	}
+	f.RaiseFence = func(ctx context.Context, resource string, fence uint64) error {
+		return mem.RaiseFence(ctx, key(resource), fence)
+	}
+}
+
+// FoldsCase keeps resources under their names in lower case.
+func FoldsCase() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) { rename(mem, f, strings.ToLower) })
+}
+
+// TrimsSpace keeps resources under their names without surrounding white
+// space.
+func TrimsSpace() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) { rename(mem, f, strings.TrimSpace) })
+}
+
+// Truncates keeps resources under the first n bytes of their names, as a
+// store with a key limit that cuts longer keys would.
+func Truncates(n int) *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) { rename(mem, f, truncate(n)) })
+}
+
+// TruncatesRefusingLong is Truncates made correct: it refuses, through
+// lock.ResourceValidator, every name it would truncate. It breaks
+// nothing.
+func TruncatesRefusingLong(n int) *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		rename(mem, f, truncate(n))
+		f.ValidateResource = func(resource string) error {
+			if len(resource) > n {
+				return fmt.Errorf("%w: resource name is %d bytes: want at most %d", lock.ErrInvalid, len(resource), n)
+			}
+			return nil
+		}
+	})
+}
+
+func truncate(n int) func(string) string {
+	return func(s string) string { return s[:min(len(s), n)] }
+}

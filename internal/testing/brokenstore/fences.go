@@ -1,0 +1,108 @@
+package brokenstore
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// Stores whose fences are wrong.
+
+// ConstantFence hands out fence 1 for every lock.
+func ConstantFence() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			if _, err := mem.AcquireFenced(ctx, resource, token, ttl); err != nil {
+				return 0, err
+			}
+			return 1, nil
+		}
+	})
+}
+
+// FencesForgetExpired keeps each resource's fence counter with its lock
+// and starts it again when the lock expires without a release, as a
+// store that keeps the counter in the lock's own key would.
+func FencesForgetExpired() *Store {
+	type counter struct {
+		n       uint64
+		expires time.Time
+	}
+	var mu sync.Mutex
+	counters := make(map[string]*counter)
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			if err := mem.Acquire(ctx, resource, token, ttl); err != nil {
+				return 0, err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			c := counters[resource]
+			if c == nil || !time.Now().Before(c.expires) {
+				c = &counter{}
+				counters[resource] = c
+			}
+			c.n++
+			c.expires = time.Now().Add(ttl)
+			return c.n, nil
+		}
+	})
+}
+
+// RaiseFenceIgnored accepts RaiseFence and changes nothing.
+func RaiseFenceIgnored() *Store {
+	return New(func(_ *Store, _ *memory.Store, f *Funcs) {
+		f.RaiseFence = func(ctx context.Context, _ string, _ uint64) error { return ctx.Err() }
+	})
+}
+
+// Restartable is a store that can be restarted, as a server without
+// persistence: Restart loses every lock.
+type Restartable struct {
+	*Store
+	floor atomic.Uint64 // the highest fence handed out or raised to, kept across restarts
+}
+
+// NewRestartable returns a restartable store. Unless forgetFences is set,
+// its fences survive a restart, as they must: every fence after it is
+// greater than every fence before. With forgetFences, a restart starts
+// the fences again from 1.
+func NewRestartable(forgetFences bool) *Restartable {
+	r := &Restartable{}
+	r.Store = New(func(s *Store, _ *memory.Store, f *Funcs) {
+		if forgetFences {
+			return
+		}
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			if err := s.Mem().RaiseFence(ctx, resource, r.floor.Load()); err != nil {
+				return 0, err
+			}
+			fence, err := s.Mem().AcquireFenced(ctx, resource, token, ttl)
+			r.raise(fence)
+			return fence, err
+		}
+		f.RaiseFence = func(ctx context.Context, resource string, fence uint64) error {
+			err := s.Mem().RaiseFence(ctx, resource, fence)
+			if err == nil {
+				r.raise(fence)
+			}
+			return err
+		}
+	})
+	return r
+}
+
+func (r *Restartable) raise(fence uint64) {
+	for {
+		old := r.floor.Load()
+		if fence <= old || r.floor.CompareAndSwap(old, fence) {
+			return
+		}
+	}
+}
+
+// Restart loses every lock, as a server restarted without persistence.
+func (r *Restartable) Restart() { r.mem.Store(memory.New()) }

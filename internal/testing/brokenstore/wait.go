@@ -1,0 +1,99 @@
+package brokenstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// Stores whose WaitRelease is wrong.
+
+// WaitReturnsAtOnce returns from WaitRelease at once, held or not.
+func WaitReturnsAtOnce() *Store {
+	return New(func(_ *Store, _ *memory.Store, f *Funcs) {
+		f.WaitRelease = func(ctx context.Context, _ string) error { return ctx.Err() }
+	})
+}
+
+// WaitWakesOnAnyRelease wakes every waiter on the release of any
+// resource.
+func WaitWakesOnAnyRelease() *Store {
+	var n notifier
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		n.release(mem, f, func(string) string { return "" })
+		f.WaitRelease = func(ctx context.Context, resource string) error {
+			return n.wait(ctx, mem, resource, "", 0)
+		}
+	})
+}
+
+// WaitMissesRelease looks at the resource and only gap later starts
+// listening for its release: a release in between is missed, and the
+// waiter sleeps on until the lock's TTL would have run out.
+func WaitMissesRelease(gap time.Duration) *Store {
+	var n notifier
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		n.release(mem, f, func(r string) string { return r })
+		f.WaitRelease = func(ctx context.Context, resource string) error {
+			return n.wait(ctx, mem, resource, resource, gap)
+		}
+	})
+}
+
+// notifier wakes waiters on release, by topic.
+type notifier struct {
+	mu     sync.Mutex
+	topics map[string]chan struct{}
+}
+
+// release replaces f.Release by the memory store's, notifying the topic
+// of the released resource.
+func (n *notifier) release(mem *memory.Store, f *Funcs, topic func(string) string) {
+	f.Release = func(ctx context.Context, resource, token string) error {
+		err := mem.Release(ctx, resource, token)
+		if err == nil {
+			n.mu.Lock()
+			if ch, ok := n.topics[topic(resource)]; ok {
+				close(ch)
+				delete(n.topics, topic(resource))
+			}
+			n.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// wait returns when resource is free, gap after it looked: on a
+// notification of topic, or when the lock's TTL (as read before the gap)
+// runs out.
+func (n *notifier) wait(ctx context.Context, mem *memory.Store, resource, topic string, gap time.Duration) error {
+	for {
+		left, held, err := mem.TTL(ctx, resource)
+		if err != nil || !held {
+			return err
+		}
+		time.Sleep(gap)
+		n.mu.Lock()
+		if n.topics == nil {
+			n.topics = make(map[string]chan struct{})
+		}
+		ch, ok := n.topics[topic]
+		if !ok {
+			ch = make(chan struct{})
+			n.topics[topic] = ch
+		}
+		n.mu.Unlock()
+		t := time.NewTimer(left)
+		select {
+		case <-ch:
+			t.Stop()
+			return nil
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}

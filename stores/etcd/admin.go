@@ -1,0 +1,38 @@
+package etcd
+
+import (
+	"context"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// ForceRelease deletes the lock on resource whoever holds it, by revoking
+// its lease, and reports whether it was held. It is meant for
+// administrative tools (lockctl release --force), not applications: the
+// holder is not told, and may go on working.
+func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error) {
+	ctx, cancel, err := s.begin(ctx, resource, "-")
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	return s.revokeHolder(ctx, "force release", s.key(resource), func(*mvccpb.KeyValue) bool { return true })
+}
+
+// LastFence returns the fence of the lock that holds resource — the last
+// fence handed out for it, as the next holder's will be greater — and
+// false if resource is free: a released lock's key is gone, and etcd's
+// history of it may be compacted. It is meant for administrative tools
+// (lockctl status).
+func (s *Store) LastFence(ctx context.Context, resource string) (uint64, bool, error) {
+	ctx, cancel, err := s.begin(ctx, resource, "-")
+	if err != nil {
+		return 0, false, err
+	}
+	defer cancel()
+	kv, err := s.get(ctx, s.key(resource))
+	if err != nil || kv == nil {
+		return 0, false, s.fail(ctx, "last fence", err)
+	}
+	return uint64(kv.CreateRevision), true, nil
+}

@@ -1,0 +1,20 @@
+package etcd_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/conformance"
+	"github.com/lockkit/lock/internal/testing/etcdtest"
+)
+
+// TestConformance runs the suite on a three-member cluster, in real time,
+// with one-second TTLs (the clusters' shortest lease). Locks expire late,
+// never early: up to the half second in which the leader notices an
+// expired lease, which the tolerance covers.
+func TestConformance(t *testing.T) {
+	client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
+	conformance.TestStore(t, func(t *testing.T) lock.Store { return newStore(t, client) },
+		&conformance.Options{TTL: etcdtest.MinTTL, Tolerance: time.Second})
+}

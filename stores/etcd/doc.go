@@ -1,0 +1,118 @@
+// Package etcd is a lock store on an etcd cluster, through a
+// [go.etcd.io/etcd/client/v3] client. It is a module of its own, so that
+// users of the other stores never download etcd's client.
+//
+//	client, err := clientv3.New(clientv3.Config{Endpoints: []string{"10.0.0.1:2379", "10.0.0.2:2379", "10.0.0.3:2379"}})
+//	...
+//	store, err := etcd.New(client, etcd.WithPrefix("myapp/lock/"))
+//	...
+//	locker, err := lock.NewSingle(store, nil)
+//
+// The caller owns the client: the store never closes it.
+//
+// # Guarantees
+//
+// etcd replicates every write through Raft to a majority of its members
+// before it answers, so a lock survives the loss of any minority of the
+// members, a leader change, and restarts: mutual exclusion holds while a
+// majority of the members lives. Fences are etcd revisions, which the
+// cluster makes strictly increasing for its whole life, across leader
+// changes and restarts, with no counter of the store's own. This is the
+// store to choose over Redis when a lock must survive a failover without
+// caveats: a Redis master that fails over before replicating a lock, or
+// restarts empty, forgets it, and Redlock rests on clocks and on pauses
+// being shorter than the TTL. It costs more per lock — every acquisition
+// and release is a Raft write, acknowledged by a majority — and needs an
+// etcd cluster, typically three or five members.
+//
+// # Capabilities
+//
+//   - [lock.Extender]: Extend, which renews the lock's lease (see
+//     Operations).
+//   - [lock.TTLReader]: TTL, the remaining time of the lock's lease in
+//     whole seconds.
+//   - [lock.Fencer]: AcquireFenced; the fence is the revision at which the
+//     lock's key was created.
+//   - [lock.Waiter]: WaitRelease, woken by an etcd watch on the lock's
+//     key: one watch per resource and process, whatever the number of
+//     waiters, and one waiter woken per release.
+//   - [lock.Granular]: TTLGranularity returns zero, as etcd never expires
+//     a lease early (see TTLs).
+//
+// The store does not implement:
+//   - [lock.Starter]. A MultiLocker over etcd stores is not a use case —
+//     a single cluster already gives what a Redlock over independent
+//     servers approximates — so there is nothing to pipeline: each call of
+//     a MultiLocker runs in a goroutine of its own (the documented
+//     fallback).
+//   - Raising fences. Fences are revisions: the cluster assigns them, and
+//     nothing can set the next one higher.
+//   - [lock.ResourceValidator]: every non-empty name is a valid key
+//     (etcd keys are arbitrary bytes). A name too long for one request
+//     (1.5 MiB by default) fails with etcd's error, before anything
+//     changes.
+//
+// # Operations
+//
+// Each lock has a lease of its own: a lock's TTL is its own, an Extend
+// renews that lock only, and revoking the lease deletes the lock's key
+// atomically with it. A lease shared by the locks of a process, as etcd's
+// concurrency.Mutex uses, saves writes but ties every lock to the
+// process's keepalive instead of its own TTL; the price of a lease per
+// lock, measured in bench/, is about twice Mutex's latency for a
+// lock+unlock pair and half its throughput. The store picks each lease's
+// ID itself, at random, and calls etcd's lease API without the client's
+// automatic resending, so an answer lost after the request was sent is
+// reported as an error, never taken for an outcome.
+//
+//   - Acquire: grant a lease, then a transaction that puts the key under
+//     it if the key does not exist — two Raft writes, two round trips.
+//     When the key exists, the lease is revoked at once (a third). While
+//     callers of the store wait for the resource (it is contended), the
+//     key is read first, and a held key costs that read only.
+//   - Release: read the key linearizably and, if it holds the token,
+//     revoke its lease, which deletes the key: one read and one write.
+//     As the lease belongs to this lock alone, revoking it releases this
+//     lock or, if the lease expired in between, nothing (lock.ErrNotHeld).
+//   - Extend: read the key, and renew its lease (a keepalive, answered by
+//     the leader without a Raft write). Extending with another TTL than the lease's moves the
+//     lock to a new lease in a transaction that checks the token and the
+//     old lease, then revokes the old lease.
+//   - Exists: a count-only read. TTL: a read and a lease query.
+//
+// Nothing is left per resource after a release or an expiry: the key goes
+// with its lease. A lease granted for an acquisition that then found the
+// key taken, or whose answer was lost, is revoked or expires on its own.
+//
+// # TTLs
+//
+// Leases count whole seconds: TTLs are rounded up to whole seconds, so a
+// lock may outlive its TTL by up to a second, plus the half second in
+// which the leader notices expired leases. A lease never expires early:
+// the leader counts its TTL from the moment it grants or renews it, after
+// the caller's clock started, and a new leader extends every lease by an
+// election timeout. So the lockers need take no granularity off a lock's
+// validity.
+//
+// etcd grants no lease shorter than 1.5 election timeouts, rounded up to
+// whole seconds (2s with the default one-second election timeout), and
+// silently lengthens a shorter one. The store refuses a TTL below its
+// minimum (DefaultMinTTL, or WithMinTTL) with lock.ErrInvalid before
+// sending anything; if the cluster still grants a longer lease than
+// asked, the store revokes it, refuses the TTL, and raises its minimum.
+//
+// # Ambiguous outcomes
+//
+// A call that fails after its request was sent — a timeout, a leader
+// change during the call ("leader changed"), a connection lost — returns
+// an error, never lock.ErrNotAcquired or lock.ErrNotHeld: the request may
+// have taken effect. The lockers then release by token, which revokes the
+// lease if the key holds the token. Errors caused by the caller's context
+// match context.Canceled or context.DeadlineExceeded.
+//
+// A leader that dies loses the writes it was replicating, and etcd answers
+// them only when its own request timeout runs out (5s plus two election
+// timeouts), where a new leader is elected in about two election timeouts.
+// Bound the calls with WithTimeout (or the caller's contexts) so that a
+// locker gives up on such a call, cleans up and tries again sooner.
+package etcd

@@ -1,0 +1,28 @@
+package etcd
+
+import "time"
+
+// Watches returns the number of resources the store watches.
+func (s *Store) Watches() int {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return len(s.hub.watches)
+}
+
+// SetLinger sets how long watches outlive their last waiter, and returns
+// the function that restores it. Not for parallel tests.
+func SetLinger(d time.Duration) (restore func()) {
+	old := linger
+	linger = d
+	return func() { linger = old }
+}
+
+// Waiting returns the number of callers waiting for resource.
+func (s *Store) Waiting(resource string) int {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	if w := s.hub.watches[s.key(resource)]; w != nil {
+		return len(w.waiters)
+	}
+	return 0
+}

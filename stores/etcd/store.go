@@ -1,0 +1,491 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/lockkit/lock"
+)
+
+// Store is a lock store on an etcd cluster. The zero value is not usable;
+// call New. A Store is safe for concurrent use.
+type Store struct {
+	client *clientv3.Client
+	// leases calls the lease API without the retries of the client's
+	// Lease, which resends a grant or a revocation whose answer was lost:
+	// a resent revocation would report a lock it released as not held.
+	leases  pb.LeaseClient
+	prefix  string
+	name    string
+	minTTL  atomic.Int64  // whole seconds; raised when the cluster grants longer leases than asked
+	min     time.Duration // as given to WithMinTTL, checked by New
+	timeout time.Duration
+	hub     hub
+}
+
+var (
+	_ lock.Store     = (*Store)(nil)
+	_ lock.Extender  = (*Store)(nil)
+	_ lock.TTLReader = (*Store)(nil)
+	_ lock.Fencer    = (*Store)(nil)
+	_ lock.Waiter    = (*Store)(nil)
+	_ lock.Granular  = (*Store)(nil)
+)
+
+// DefaultPrefix is the key prefix of a Store made without WithPrefix.
+const DefaultPrefix = "lock/"
+
+// DefaultMinTTL is the shortest TTL a Store made without WithMinTTL
+// accepts: the shortest lease etcd grants with its default election
+// timeout of one second (1.5 election timeouts, rounded up to whole
+// seconds).
+const DefaultMinTTL = 2 * time.Second
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithPrefix sets the prefix of every key the store writes; the default
+// is DefaultPrefix. Give each application sharing a cluster its own
+// prefix: two stores share no keys as long as neither prefix is a prefix
+// of the other.
+func WithPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefix } }
+
+// WithName names the store in String, and so in the errors of the
+// lockers; the default is "etcd".
+func WithName(name string) Option { return func(s *Store) { s.name = name } }
+
+// WithMinTTL sets the shortest TTL the store accepts, in whole seconds
+// (at least one); the default is DefaultMinTTL. Set it to the shortest
+// lease the cluster grants — 1.5 times its election timeout, rounded up
+// to whole seconds — when that is shorter than the default. A TTL below
+// it is refused with lock.ErrInvalid before anything is sent. If the
+// cluster turns out to grant longer leases than asked, the store refuses
+// that TTL too, and every shorter one from then on.
+func WithMinTTL(d time.Duration) Option { return func(s *Store) { s.min = d } }
+
+// WithTimeout bounds every call of the store (all the requests it makes
+// to etcd for one Acquire, Release, Extend, Exists or TTL, and the read
+// that starts a WaitRelease) by d, within the caller's context; the
+// default is no bound but the context. A leader that dies loses the
+// writes it was replicating: etcd answers them only when its own request
+// timeout runs out (5s plus two election timeouts), so without a bound a
+// call can hang that long, where a new leader is elected in about two
+// election timeouts. A call the bound ends returns an error that says so
+// and does not match context.DeadlineExceeded, as the caller's context
+// is still alive. Its outcome is unknown, as with any failed call.
+func WithTimeout(d time.Duration) Option { return func(s *Store) { s.timeout = d } }
+
+// New returns a store that keeps its locks in the etcd cluster client
+// talks to. The caller owns client: the store never closes it. The
+// client's zap logger reports the calls that fail and are retried; give
+// it one that suits the application (Config.Logger).
+func New(client *clientv3.Client, opts ...Option) (*Store, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil etcd client", lock.ErrInvalid)
+	}
+	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL}
+	for _, o := range opts {
+		o(s)
+	}
+	switch {
+	case s.min < time.Second || s.min%time.Second != 0:
+		return nil, fmt.Errorf("%w: minimum TTL is %v: want whole seconds, at least one (etcd's leases count whole seconds)", lock.ErrInvalid, s.min)
+	case s.timeout < 0:
+		return nil, fmt.Errorf("%w: timeout is %v: want >= 0", lock.ErrInvalid, s.timeout)
+	}
+	s.minTTL.Store(int64(s.min / time.Second))
+	s.hub.init(s)
+	return s, nil
+}
+
+// String returns the store's name.
+func (s *Store) String() string { return s.name }
+
+// MinTTL returns the shortest TTL the store accepts: the one set with
+// WithMinTTL, or a longer one the cluster turned out to require.
+func (s *Store) MinTTL() time.Duration { return time.Duration(s.minTTL.Load()) * time.Second }
+
+// TTLGranularity implements [lock.Granular]. It returns zero: a lease
+// never expires before its TTL, counted by the leader from the moment it
+// grants or renews the lease, which is after the caller's clock started
+// (a new leader even adds an election timeout to every lease). TTLs are
+// whole seconds, rounded up, so a lock may outlive its TTL by up to a
+// second, plus the half second in which the leader notices expired
+// leases; it never expires early.
+func (s *Store) TTLGranularity() time.Duration { return 0 }
+
+// key returns the etcd key of resource.
+func (s *Store) key(resource string) string { return s.prefix + resource }
+
+// Acquire implements [lock.Store]: a lease of its own for the lock, and a
+// transaction that puts the key under that lease if it does not exist.
+func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
+	_, err := s.acquire(ctx, resource, token, ttl)
+	return err
+}
+
+// AcquireFenced implements [lock.Fencer]: the fence is the revision at
+// which the lock's key was created, which etcd makes strictly greater
+// than every revision before it, across leader changes and restarts.
+func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+	return s.acquire(ctx, resource, token, ttl)
+}
+
+func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+	secs, err := s.seconds(ttl)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel, err := s.begin(ctx, resource, token)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	key := s.key(resource)
+	if s.hub.watching(key) {
+		// Callers of this store wait for the resource: it is contended,
+		// and an attempt that finds it held would cost three writes (a
+		// lease granted and revoked, a transaction). A linearizable read
+		// finds it held for one read, and is a true answer: the key was
+		// held at a moment within this call.
+		kv, err := s.get(ctx, key)
+		if err != nil {
+			return 0, s.fail(ctx, "acquire", err)
+		}
+		if kv != nil {
+			return 0, lock.ErrNotAcquired
+		}
+	}
+	id, err := s.grant(ctx, secs, ttl)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, token, clientv3.WithLease(id))).
+		Commit()
+	if err != nil {
+		// The key may have been put. Revoking the lease undoes whatever
+		// the transaction did; if that fails too, the caller releases
+		// by token.
+		_ = s.revoke(ctx, int64(id))
+		return 0, s.fail(ctx, "acquire", err)
+	}
+	if !resp.Succeeded {
+		// The lease holds nothing: revoke it now rather than let it
+		// expire. If that fails, the outcome on the lock is still
+		// certain, and the lease expires by itself.
+		_ = s.revoke(ctx, int64(id))
+		return 0, lock.ErrNotAcquired
+	}
+	return uint64(resp.Header.Revision), nil
+}
+
+// grant grants a lease of secs seconds with an ID of the store's choosing
+// (so that a lost answer leaves no lease the store cannot name), and
+// checks that the cluster granted no more than asked.
+func (s *Store) grant(ctx context.Context, secs int64, ttl time.Duration) (clientv3.LeaseID, error) {
+	for range 2 {
+		id := rand.Int64N(1<<63-1) + 1
+		resp, err := s.leases.LeaseGrant(ctx, &pb.LeaseGrantRequest{ID: id, TTL: secs}, waitForReady)
+		if errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseExist) {
+			continue // another lease drew the same ID: draw again
+		}
+		if err != nil {
+			return 0, s.fail(ctx, "grant a lease", err)
+		}
+		if resp.TTL > secs {
+			// The cluster's minimum lease TTL is longer than the store's:
+			// the lock would outlive its TTL.
+			_ = s.revoke(ctx, id)
+			raise(&s.minTTL, resp.TTL)
+			return 0, fmt.Errorf("%w: ttl %v is below the cluster's minimum lease TTL of %ds", lock.ErrInvalid, ttl, resp.TTL)
+		}
+		return clientv3.LeaseID(id), nil
+	}
+	return 0, errors.New("etcd: grant a lease: two random lease IDs were both taken")
+}
+
+// revoke revokes a lease, and so deletes the key attached to it.
+func (s *Store) revoke(ctx context.Context, id int64) error {
+	_, err := s.leases.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: id}, waitForReady)
+	return err
+}
+
+// waitForReady makes a lease call wait for a connection to the cluster
+// (until its context ends), as the client's own calls do.
+var waitForReady = grpc.WaitForReady(true)
+
+// raise sets v to n if n is greater.
+func raise(v *atomic.Int64, n int64) {
+	for {
+		old := v.Load()
+		if n <= old || v.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// Release implements [lock.Store]. It reads the key and, if it holds
+// token, revokes the lease it is attached to: etcd deletes the key with
+// the lease, atomically. Every lock has a lease of its own that no other
+// lock ever uses, so revoking it releases this lock or, if it expired in
+// between, nothing (lock.ErrNotHeld).
+func (s *Store) Release(ctx context.Context, resource, token string) error {
+	ctx, cancel, err := s.begin(ctx, resource, token)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	released, err := s.revokeHolder(ctx, "release", s.key(resource), func(kv *mvccpb.KeyValue) bool { return string(kv.Value) == token })
+	if err == nil && !released {
+		err = lock.ErrNotHeld
+	}
+	return err
+}
+
+// revokeHolder reads key and, if it exists and holds reports true for it,
+// revokes its lease (or deletes it, if it has none); it reports whether
+// it did. An Extend with another TTL moves a lock to a new lease: a lease
+// found gone is looked for again under the key, a few times.
+func (s *Store) revokeHolder(ctx context.Context, op, key string, holds func(*mvccpb.KeyValue) bool) (bool, error) {
+	for range 3 {
+		kv, err := s.get(ctx, key)
+		switch {
+		case err != nil:
+			return false, s.fail(ctx, op, err)
+		case kv == nil || !holds(kv):
+			return false, nil
+		case kv.Lease == 0:
+			return s.deleteLeaseless(ctx, op, key, kv.ModRevision)
+		}
+		err = s.revoke(ctx, kv.Lease)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) {
+			return false, s.fail(ctx, op, err)
+		}
+	}
+	return false, nil
+}
+
+// deleteLeaseless deletes a key without a lease, which this package
+// never writes, if it has not changed since modRev.
+func (s *Store) deleteLeaseless(ctx context.Context, op, key string, modRev int64) (bool, error) {
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev)).
+		Then(clientv3.OpDelete(key)).
+		Commit()
+	if err != nil {
+		return false, s.fail(ctx, op, err)
+	}
+	return resp.Succeeded, nil
+}
+
+// Extend implements [lock.Extender]. It reads the key and, if it holds
+// token, renews the lease it is attached to. A lease keeps the TTL it was
+// granted with, so extending with another TTL (in whole seconds) moves
+// the lock to a new lease of that TTL, in a transaction that checks that
+// the key still holds token under the old lease, and then revokes the
+// old one: four round trips instead of two.
+func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
+	secs, err := s.seconds(ttl)
+	if err != nil {
+		return err
+	}
+	ctx, cancel, err := s.begin(ctx, resource, token)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	key := s.key(resource)
+	kv, err := s.get(ctx, key)
+	if err != nil {
+		return s.fail(ctx, "extend", err)
+	}
+	if kv == nil || string(kv.Value) != token || kv.Lease == 0 {
+		return lock.ErrNotHeld
+	}
+	ka, err := s.client.KeepAliveOnce(ctx, clientv3.LeaseID(kv.Lease))
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		// Expired, and never brought back; unless the leader lags.
+		return s.leaseGone(ctx, "extend", kv.Key, kv)
+	case err != nil:
+		return s.fail(ctx, "extend", err)
+	case ka.TTL == secs:
+		return nil
+	}
+	id, err := s.grant(ctx, secs, ttl)
+	if err != nil {
+		return err
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(key), "=", token), clientv3.Compare(clientv3.LeaseValue(key), "=", kv.Lease)).
+		Then(clientv3.OpPut(key, token, clientv3.WithLease(id))).
+		Commit()
+	if err != nil {
+		return s.fail(ctx, "extend", err)
+	}
+	if !resp.Succeeded {
+		_ = s.revoke(ctx, int64(id))
+		return lock.ErrNotHeld
+	}
+	// The old lease holds nothing now; if revoking it fails, it expires.
+	_ = s.revoke(ctx, kv.Lease)
+	return nil
+}
+
+// Exists implements [lock.Store].
+func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
+	ctx, cancel, err := s.begin(ctx, resource, "-")
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	resp, err := s.client.Get(ctx, s.key(resource), clientv3.WithCountOnly())
+	if err != nil {
+		return false, s.fail(ctx, "exists", err)
+	}
+	return resp.Count > 0, nil
+}
+
+// TTL implements [lock.TTLReader]: the remaining time of the lock's
+// lease, in whole seconds rounded down, as etcd reports it (a lock in its
+// last second reads 0).
+func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, error) {
+	ctx, cancel, err := s.begin(ctx, resource, "-")
+	if err != nil {
+		return 0, false, err
+	}
+	defer cancel()
+	kv, err := s.get(ctx, s.key(resource))
+	if err != nil {
+		return 0, false, s.fail(ctx, "ttl", err)
+	}
+	if kv == nil {
+		return 0, false, nil
+	}
+	if kv.Lease == 0 {
+		return 0, false, fmt.Errorf("etcd: ttl: key %q has no lease: not a lock of this package", kv.Key)
+	}
+	resp, err := s.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+	if err != nil {
+		return 0, false, s.fail(ctx, "ttl", err)
+	}
+	if resp.TTL < 0 {
+		if err := s.leaseGone(ctx, "ttl", kv.Key, kv); err != lock.ErrNotHeld {
+			return 0, false, err
+		}
+		return 0, false, nil // expired since the key was read
+	}
+	return time.Duration(resp.TTL) * time.Second, true, nil
+}
+
+// leaseGone is called when the leader did not find the lease of kv, the
+// key of a lock as read a moment ago. A key goes with its lease, so if the
+// key still has that lease, the leader has not yet applied the lease's
+// grant (a leader elected a moment ago, on etcd before 3.5, answers
+// before it has caught up): it returns an error, as the outcome is not
+// known. Otherwise the lock has expired: lock.ErrNotHeld.
+func (s *Store) leaseGone(ctx context.Context, op string, key []byte, kv *mvccpb.KeyValue) error {
+	now, err := s.get(ctx, string(key))
+	switch {
+	case err != nil:
+		return s.fail(ctx, op, err)
+	case now != nil && now.Lease == kv.Lease && now.CreateRevision == kv.CreateRevision:
+		return fmt.Errorf("etcd %s: the leader does not know the lease of %q yet: try again", op, key)
+	}
+	return lock.ErrNotHeld
+}
+
+// get reads key, linearizably; it returns nil if the key does not exist.
+func (s *Store) get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil || len(resp.Kvs) == 0 {
+		return nil, err
+	}
+	return resp.Kvs[0], nil
+}
+
+// seconds converts ttl to the whole seconds of a lease, rounding up, and
+// refuses a TTL the cluster cannot honour.
+func (s *Store) seconds(ttl time.Duration) (int64, error) {
+	if ttl <= 0 {
+		return 0, fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
+	}
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	if min := s.minTTL.Load(); secs < min {
+		return 0, fmt.Errorf("%w: ttl is %v: etcd grants leases of at least %ds on this store (see WithMinTTL)", lock.ErrInvalid, ttl, min)
+	}
+	if secs > clientv3.MaxLeaseTTL {
+		return 0, fmt.Errorf("%w: ttl is %v: etcd grants leases of at most %ds", lock.ErrInvalid, ttl, clientv3.MaxLeaseTTL)
+	}
+	return secs, nil
+}
+
+// begin validates the arguments of a call and its context, and bounds
+// the context by the store's timeout; the caller must call cancel.
+func (s *Store) begin(ctx context.Context, resource, token string) (_ context.Context, cancel context.CancelFunc, err error) {
+	if err := check(ctx, resource, token); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel = s.bound(ctx)
+	return ctx, cancel, nil
+}
+
+// bound bounds ctx by the store's timeout, if it has one.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, s.timeout, timeoutError{s.timeout})
+}
+
+// check validates the arguments of a call and the context.
+func check(ctx context.Context, resource, token string) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case resource == "":
+		return fmt.Errorf("%w: empty resource name", lock.ErrInvalid)
+	case token == "":
+		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
+	}
+	return nil
+}
+
+// timeoutError ends a call that WithTimeout bounds. It does not match
+// context.DeadlineExceeded: the caller's context is still alive.
+type timeoutError struct{ after time.Duration }
+
+func (e timeoutError) Error() string {
+	return fmt.Sprintf("no answer within %v (WithTimeout)", e.after)
+}
+
+// fail wraps the error of a call that did not complete: the context's
+// error if ctx ended (so that errors.Is matches the caller's context
+// error), and otherwise etcd's. Neither is ever a lock outcome: the call
+// may have taken effect.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause, ok := context.Cause(ctx).(timeoutError); ok {
+		return fmt.Errorf("etcd %s: %w", op, cause)
+	}
+	return fmt.Errorf("etcd %s: %w", op, clientv3.ContextError(ctx, err))
+}

@@ -1,0 +1,228 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// linger is how long a resource's watch outlives its last waiter, so that
+// a locker that waits again after losing a race finds it running. A
+// variable for the tests, read by New.
+var linger = 2 * time.Second
+
+// hub keeps one etcd watch per resource that callers of WaitRelease wait
+// for, shared by all of them.
+type hub struct {
+	s       *Store
+	linger  time.Duration
+	mu      sync.Mutex
+	watches map[string]*watch // by key
+}
+
+// watch follows one key for the callers waiting for its release. Its
+// fields other than ready are guarded by the hub's mutex.
+type watch struct {
+	ready   chan struct{} // closed once the key was read and the watch started, or that failed (err)
+	err     error         // why the watch failed to start or ended
+	ended   bool          // no longer in the hub: waiters must not join
+	held    bool          // the key existed at the last revision seen
+	waiters []*waiter     // in arrival order
+	stop    context.CancelFunc
+	idle    *time.Timer // ends the watch when it finds no waiter (see expire)
+}
+
+// waiter is one caller of WaitRelease.
+type waiter struct {
+	wake chan error // buffered: nil for a release, or why the watch ended
+}
+
+var errWatchEnded = errors.New("etcd wait: the watch ended")
+
+func (h *hub) init(s *Store) {
+	h.s = s
+	h.linger = linger
+	h.watches = make(map[string]*watch)
+}
+
+// WaitRelease implements [lock.Waiter]. It returns nil at once if
+// resource is free, and otherwise waits until the lock's key is deleted
+// (released, or its lease expired) or ctx ends. The callers waiting for
+// one resource share one watch, which starts at the revision at which the
+// key was read, so no release after that read is missed; each deletion
+// wakes one caller, the longest waiting (a caller that leaves passes a
+// wake it received on to the next). The watch requires a leader: on a
+// member cut off from the cluster it ends, and the callers get an error.
+func (s *Store) WaitRelease(ctx context.Context, resource string) error {
+	if err := check(ctx, resource, "-"); err != nil {
+		return err
+	}
+	h := &s.hub
+	w, err := h.open(ctx, s.key(resource))
+	if err != nil {
+		return err
+	}
+	me := &waiter{wake: make(chan error, 1)}
+	h.mu.Lock()
+	switch {
+	case w.ended:
+		h.mu.Unlock()
+		return w.err
+	case !w.held:
+		h.mu.Unlock()
+		return nil
+	}
+	w.waiters = append(w.waiters, me)
+	h.mu.Unlock()
+
+	select {
+	case err := <-me.wake:
+		return err
+	case <-ctx.Done():
+	}
+	h.mu.Lock()
+	if i := slices.Index(w.waiters, me); i >= 0 {
+		w.waiters = slices.Delete(w.waiters, i, i+1)
+	} else if err := <-me.wake; err == nil {
+		w.wakeOne() // woken as ctx ended: the wake is the next waiter's
+	}
+	h.mu.Unlock()
+	return ctx.Err()
+}
+
+// open returns the running watch of key, starting it if there is none.
+func (h *hub) open(ctx context.Context, key string) (*watch, error) {
+	for {
+		h.mu.Lock()
+		w := h.watches[key]
+		if w == nil {
+			w = &watch{ready: make(chan struct{})}
+			h.watches[key] = w
+			h.mu.Unlock()
+			h.start(ctx, key, w)
+		} else {
+			h.mu.Unlock()
+		}
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		h.mu.Lock()
+		err := w.err
+		h.mu.Unlock()
+		// A watch that another caller failed to start because its own
+		// context ended says nothing about this caller's: start again.
+		if err == nil || !isContextErr(err) {
+			return w, err
+		}
+	}
+}
+
+// start reads whether key exists and watches it from the next revision.
+func (h *hub) start(ctx context.Context, key string, w *watch) {
+	defer close(w.ready)
+	ctx, cancel := h.s.bound(ctx)
+	defer cancel()
+	resp, err := h.s.client.Get(ctx, key, clientv3.WithCountOnly())
+	if err != nil {
+		h.mu.Lock()
+		h.end(key, w, h.s.fail(ctx, "wait", err))
+		h.mu.Unlock()
+		return
+	}
+	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+	events := h.s.client.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1))
+	h.mu.Lock()
+	w.held = resp.Count > 0
+	w.stop = stop
+	w.idle = time.AfterFunc(h.linger, func() { h.expire(key, w) })
+	h.mu.Unlock()
+	go h.follow(key, w, events)
+}
+
+// follow applies the events of w's key until the watch ends.
+func (h *hub) follow(key string, w *watch, events clientv3.WatchChan) {
+	err := errWatchEnded
+	for resp := range events {
+		if resp.Err() != nil {
+			err = fmt.Errorf("%w: %w", errWatchEnded, resp.Err())
+			continue // the channel closes next
+		}
+		h.mu.Lock()
+		for _, ev := range resp.Events {
+			switch ev.Type {
+			case mvccpb.DELETE:
+				w.held = false
+				w.wakeOne()
+			case mvccpb.PUT:
+				w.held = true
+			}
+		}
+		h.mu.Unlock()
+	}
+	h.mu.Lock()
+	h.end(key, w, err)
+	h.mu.Unlock()
+}
+
+// watching reports whether the hub watches key: callers of the store wait
+// for it, or did a moment ago.
+func (h *hub) watching(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watches[key] != nil
+}
+
+// expire ends w if it has no waiter, and otherwise looks again after
+// h.linger: a watch ends between one and two lingers after its last
+// waiter left.
+func (h *hub) expire(key string, w *watch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(w.waiters) > 0 {
+		w.idle.Reset(h.linger)
+		return
+	}
+	h.end(key, w, errWatchEnded)
+}
+
+// end removes w from the hub, stops its watch and tells its waiters why.
+// Called with the mutex held; a second call does nothing.
+func (h *hub) end(key string, w *watch, err error) {
+	if w.ended {
+		return
+	}
+	w.ended, w.err = true, err
+	if h.watches[key] == w {
+		delete(h.watches, key)
+	}
+	if w.stop != nil {
+		w.stop()
+		w.idle.Stop()
+	}
+	for _, wt := range w.waiters {
+		wt.wake <- err
+	}
+	w.waiters = nil
+}
+
+// wakeOne wakes the longest-waiting caller, if any. Called with the hub's
+// mutex held.
+func (w *watch) wakeOne() {
+	if len(w.waiters) == 0 {
+		return
+	}
+	w.waiters[0].wake <- nil
+	w.waiters = w.waiters[1:]
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

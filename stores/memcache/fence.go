@@ -1,0 +1,146 @@
+package memcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	gomemcache "github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/lockkit/lock"
+)
+
+// Fences. One counter item per store prefix, "<prefix>#fence", holds the
+// last fence handed out for any resource; it never expires. A fenced
+// acquisition takes the lock with add and then, while holding it, draws
+// the fence with incr: incr is atomic, so fences increase strictly in the
+// order in which holders take the lock. When the counter is missing — the
+// server restarted or evicted it, or no lock was ever fenced — the store
+// waits FenceGuard and creates it again with the clock's time in
+// nanoseconds since 1970. The package doc says why that keeps fences
+// increasing across the loss, and under which assumptions.
+
+// fenceKeySuffix follows the prefix in the counter's key. No resource maps
+// to it: verbatim keys never start with '#' after the prefix, and hashed
+// keys are 44 bytes long after it.
+const fenceKeySuffix = "#fence"
+
+// DefaultFenceGuard is the FenceGuard of a store made without
+// WithFenceGuard.
+const DefaultFenceGuard = 100 * time.Millisecond
+
+// fenceAttempts bounds the rounds of incr and re-creation of a counter
+// that goes missing again at once.
+const fenceAttempts = 3
+
+// WithFenceGuard sets how long the store waits before it creates the fence
+// counter again after finding it missing: at least twice the largest
+// difference between the clocks of the machines that lock through the
+// server (see the package documentation on fences). The default is
+// DefaultFenceGuard, for clocks kept within 50ms of each other.
+func WithFenceGuard(d time.Duration) Option { return func(s *Store) { s.fenceGuard = d } }
+
+// AcquireFenced implements [lock.Fencer]: it takes the lock as Acquire
+// does and, once it holds it, draws the fence from the store's counter
+// with incr. If the fence cannot be drawn it releases the lock and
+// returns the error.
+func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+	if err := check(ctx, resource, token, ttl); err != nil {
+		return 0, err
+	}
+	exp, err := expiration(ttl, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	item := &gomemcache.Item{Key: s.key(resource), Value: []byte(token), Expiration: exp}
+	if ctx.Done() == nil {
+		return s.addFenced(item)
+	}
+	c := detach(func(c *call) { c.fence, c.err = s.addFenced(item) })
+	err = c.wait(ctx)
+	if c.running() {
+		s.pending.add(item.Key, token, c.done)
+		return 0, err
+	}
+	return c.fence, err
+}
+
+func (s *Store) addFenced(item *gomemcache.Item) (uint64, error) {
+	if err := s.add(item); err != nil {
+		return 0, err
+	}
+	fence, err := s.nextFence(0)
+	if err != nil {
+		// The lock is held but carries no fence: give it back.
+		if rerr := s.swap(context.Background(), item.Key, string(item.Value), -1); rerr != nil && !errors.Is(rerr, lock.ErrNotHeld) {
+			err = fmt.Errorf("%w (and the lock could not be released: %v)", err, rerr)
+		}
+		return 0, err
+	}
+	return fence, nil
+}
+
+// nextFence adds delta+1 to the counter and returns its new value: the
+// next fence with delta 0. A missing counter is created again first.
+func (s *Store) nextFence(delta uint64) (uint64, error) {
+	var err error
+	for range fenceAttempts {
+		var fence uint64
+		fence, err = s.client.Increment(s.fenceKey, delta+1)
+		switch {
+		case err == nil:
+			return fence, nil
+		case !errors.Is(err, gomemcache.ErrCacheMiss):
+			return 0, requestError("incr", err)
+		}
+		if err = s.seedFence(); err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("memcached lost the fence counter %d times in a row: %w", fenceAttempts, err)
+}
+
+// seedFence creates the missing fence counter, FenceGuard from now, with
+// the clock's time in nanoseconds. If another client created it
+// meanwhile, that one stands.
+func (s *Store) seedFence() error {
+	time.Sleep(s.fenceGuard)
+	seed := strconv.FormatInt(time.Now().UnixNano(), 10)
+	err := s.client.Add(&gomemcache.Item{Key: s.fenceKey, Value: []byte(seed)})
+	if err != nil && !errors.Is(err, gomemcache.ErrNotStored) {
+		return requestError("add", err)
+	}
+	return nil
+}
+
+// RaiseFence implements [lock.FenceRaiser]: it raises the store's fence
+// counter, shared by every resource, to fence or above, with incr. It
+// does not touch any lock.
+func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) error {
+	if err := check(ctx, resource, "-", 1); err != nil {
+		return err
+	}
+	if ctx.Done() == nil {
+		return s.raise(fence)
+	}
+	return detach(func(c *call) { c.err = s.raise(fence) }).wait(ctx)
+}
+
+func (s *Store) raise(fence uint64) error {
+	last, err := s.client.Increment(s.fenceKey, 0)
+	switch {
+	case errors.Is(err, gomemcache.ErrCacheMiss):
+		last, err = s.nextFence(0)
+	case err != nil:
+		err = requestError("incr", err)
+	}
+	if err != nil || last >= fence {
+		return err
+	}
+	// Concurrent draws between the read and this incr only raise the
+	// counter further.
+	_, err = s.nextFence(fence - last - 1)
+	return err
+}

@@ -1,0 +1,123 @@
+package memcache_test
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	gomemcache "github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/memcachetest"
+	"github.com/lockkit/lock/stores/memcache"
+)
+
+// Fenced locks on many fresh names leave one item behind: the counter,
+// holding the last fence. Nothing per resource remains.
+func TestFenceCounterIsTheOnlyState(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	s := newStore(t, srv.Client(t), memcache.WithPrefix("p:"), memcache.WithFenceGuard(0))
+	var last uint64
+	for i := range 50 {
+		r := fmt.Sprint("invoice/", i)
+		fence, err := s.AcquireFenced(ctx(t), r, "a", time.Minute)
+		if err != nil || fence <= last {
+			t.Fatalf("AcquireFenced(%s) = %d, %v; want a fence > %d", r, fence, err, last)
+		}
+		last = fence
+		if err := s.Release(ctx(t), r, "a"); err != nil {
+			t.Fatalf("Release(%s) = %v", r, err)
+		}
+		if it, found := item(t, srv, "p:"+r); found {
+			t.Fatalf("the key of %s is still there after Release: %+v", r, it)
+		}
+	}
+	it, found := item(t, srv, "p:#fence")
+	if !found || it.Value != strconv.FormatUint(last, 10) || it.TTL != -1 {
+		t.Fatalf("fence counter = %+v, found %v; want the last fence %d, never expiring", it, found, last)
+	}
+}
+
+// A lost counter (evicted, or the server restarted) is created again
+// from the clock after the guard, and fences go on increasing.
+func TestFenceCounterLost(t *testing.T) {
+	t.Parallel()
+	const guard = 50 * time.Millisecond
+	srv := memcachetest.Start(t, nil)
+	client := srv.Client(t)
+	s := newStore(t, client, memcache.WithPrefix("p:"), memcache.WithFenceGuard(guard))
+	first, err := s.AcquireFenced(ctx(t), "r", "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx(t), "r", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Delete("p:#fence"); err != nil {
+		t.Fatalf("deleting the counter = %v", err)
+	}
+	start := time.Now()
+	second, err := s.AcquireFenced(ctx(t), "r", "b", time.Minute)
+	if err != nil || second <= first {
+		t.Fatalf("AcquireFenced(r, b) after the counter was lost = %d, %v; want a fence > %d", second, err, first)
+	}
+	if waited := time.Since(start); waited < guard {
+		t.Errorf("AcquireFenced(r, b) re-created the lost counter after %v; want it to wait the guard (%v) first", waited, guard)
+	}
+}
+
+// A lock that cannot be given a fence is not left held.
+func TestFenceFailureReleasesLock(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	client := srv.Client(t)
+	s := newStore(t, client, memcache.WithPrefix("p:"))
+	if err := client.Set(&gomemcache.Item{Key: "p:#fence", Value: []byte("not a number")}); err != nil {
+		t.Fatal(err)
+	}
+	fence, err := s.AcquireFenced(ctx(t), "r", "a", time.Minute)
+	if err == nil || errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("AcquireFenced with a counter memcached cannot increment = %d, %v; want an error other than ErrNotAcquired", fence, err)
+	}
+	if held, err := s.Exists(ctx(t), "r"); err != nil || held {
+		t.Fatalf("Exists(r) after the failed AcquireFenced = %v, %v; want false: the lock must be released", held, err)
+	}
+}
+
+// One counter serves every resource of a prefix: raising the fences of
+// one raises all, and RaiseFence on a lost counter creates it above the
+// fence asked for. Stores with other prefixes are not touched.
+func TestRaiseFenceSharedCounter(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	client := srv.Client(t)
+	s := newStore(t, client, memcache.WithPrefix("p:"), memcache.WithFenceGuard(0))
+	other := newStore(t, client, memcache.WithPrefix("q:"), memcache.WithFenceGuard(0))
+	f, err := s.AcquireFenced(ctx(t), "r1", "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := f + 1_000_000
+	if err := s.RaiseFence(ctx(t), "r1", floor); err != nil {
+		t.Fatalf("RaiseFence(r1, %d) = %v", floor, err)
+	}
+	if got, err := s.AcquireFenced(ctx(t), "r2", "a", time.Minute); err != nil || got <= floor {
+		t.Fatalf("AcquireFenced(r2) after RaiseFence(r1, %d) = %d, %v; want a fence > %d", floor, got, err, floor)
+	}
+	if err := client.Delete("p:#fence"); err != nil {
+		t.Fatal(err)
+	}
+	huge := uint64(1) << 62 // far ahead of the clock's nanoseconds
+	if err := s.RaiseFence(ctx(t), "r3", huge); err != nil {
+		t.Fatalf("RaiseFence(r3, 2^62) on a lost counter = %v", err)
+	}
+	if got, err := s.AcquireFenced(ctx(t), "r3", "a", time.Minute); err != nil || got <= huge {
+		t.Fatalf("AcquireFenced(r3) after RaiseFence(r3, 2^62) = %d, %v; want a fence > 2^62", got, err)
+	}
+	if got, err := other.AcquireFenced(ctx(t), "r3", "a", time.Minute); err != nil || got >= huge {
+		t.Fatalf("AcquireFenced(r3) on a store with another prefix = %d, %v; want a fence of its own counter, below 2^62", got, err)
+	}
+}

@@ -1,0 +1,115 @@
+package postgres_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockkit/lock"
+)
+
+// The benchmarks measure lock+unlock pairs on the shared server (fsync
+// off: they compare the statements, not the disk), 8 goroutines per
+// core, each on a resource of its own, through the store, through a
+// lock.SingleLocker, and with the raw statements a hand-written lock
+// would send (the floor). bench/ compares them side by side.
+
+const benchParallelism = 8
+
+// benchPool returns a pool with every connection open, so that the
+// benchmarks do not measure the start of backend processes.
+func benchPool(b *testing.B) *pgxpool.Pool {
+	const conns = 2 * benchParallelism
+	pool := poolOf(b, sharedURL(b), func(c *pgxpool.Config) {
+		c.MaxConns = conns
+		c.ConnConfig.ConnectTimeout = 30 * time.Second
+	})
+	held := make([]*pgxpool.Conn, conns)
+	for i := range held {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		held[i] = c
+	}
+	for _, c := range held {
+		c.Release()
+	}
+	return pool
+}
+
+func BenchmarkRawFloor(b *testing.B) {
+	pool := benchPool(b)
+	s := newStore(b, pool) // for its table
+	ctx := context.Background()
+	lockSQL := "INSERT INTO " + s.Table() + " AS l (resource, token, expires_at) VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond') " +
+		"ON CONFLICT (resource) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp()"
+	unlockSQL := "DELETE FROM " + s.Table() + " WHERE resource = $1 AND token = $2"
+	pairs(b, func(resource, token string) error {
+		r, t := []byte(resource), []byte(token)
+		if _, err := pool.Exec(ctx, lockSQL, r, t, int64(60e6)); err != nil {
+			return err
+		}
+		_, err := pool.Exec(ctx, unlockSQL, r, t)
+		return err
+	})
+}
+
+func BenchmarkStore(b *testing.B) {
+	s := newStore(b, benchPool(b))
+	ctx := context.Background()
+	pairs(b, func(resource, token string) error {
+		if err := s.Acquire(ctx, resource, token, time.Minute); err != nil {
+			return err
+		}
+		return s.Release(ctx, resource, token)
+	})
+}
+
+func BenchmarkStoreFenced(b *testing.B) {
+	s := newStore(b, benchPool(b))
+	ctx := context.Background()
+	pairs(b, func(resource, token string) error {
+		if _, err := s.AcquireFenced(ctx, resource, token, time.Minute); err != nil {
+			return err
+		}
+		return s.Release(ctx, resource, token)
+	})
+}
+
+func BenchmarkSingleLocker(b *testing.B) {
+	l, err := lock.NewSingle(newStore(b, benchPool(b)), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	pairs(b, func(resource, _ string) error {
+		held, err := l.TryLock(ctx, resource, time.Minute)
+		if err != nil {
+			return err
+		}
+		return l.Unlock(ctx, held)
+	})
+}
+
+func pairs(b *testing.B, pair func(resource, token string) error) {
+	var ids atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		id := strconv.FormatInt(ids.Add(1), 10)
+		resource, token := "bench/"+id, "token-"+id
+		for pb.Next() {
+			if err := pair(resource, token); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}

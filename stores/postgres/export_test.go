@@ -1,0 +1,32 @@
+package postgres
+
+// Waiting returns how many callers of the store are in line for
+// resource, blocked once they have marked the lock as waited for.
+func (s *Store) Waiting(resource string) int {
+	s.wait.mu.Lock()
+	wl := s.wait.lines[resource]
+	s.wait.mu.Unlock()
+	if wl == nil {
+		return 0
+	}
+	return int(wl.blocked.Load())
+}
+
+// Listening reports whether the store has a listening connection.
+func (s *Store) Listening() bool {
+	s.wait.mu.Lock()
+	defer s.wait.mu.Unlock()
+	return s.wait.ln != nil
+}
+
+// Table returns the store's table, quoted and qualified.
+func (s *Store) Table() string { return s.names.table }
+
+// Sequence returns the store's sequence of fences, quoted and qualified.
+func (s *Store) Sequence() string { return s.names.sequence }
+
+// Channel returns the channel of the store's release notifications.
+func (s *Store) Channel() string { return s.names.channel }
+
+// Schema returns the schema of the store's table, as configured.
+func (s *Store) Schema() string { return s.config.schema }

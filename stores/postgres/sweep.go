@@ -1,0 +1,65 @@
+package postgres
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// sweeper starts a sweep from a call when one is due: no goroutine runs
+// between sweeps.
+type sweeper struct {
+	every   time.Duration // 0: never
+	epoch   time.Time
+	due     atomic.Int64 // when the next sweep is due, as time since epoch
+	running atomic.Bool
+}
+
+// sweepTimeout bounds a background sweep.
+const sweepTimeout = 30 * time.Second
+
+func (w *sweeper) start(every time.Duration) {
+	w.every, w.epoch = every, time.Now()
+	w.due.Store(int64(every))
+}
+
+// maybeSweep starts a sweep in the background if one is due and none is
+// running.
+func (s *Store) maybeSweep() {
+	w := &s.sweep
+	if w.every == 0 {
+		return
+	}
+	now := time.Since(w.epoch)
+	if int64(now) < w.due.Load() || !w.running.CompareAndSwap(false, true) {
+		return
+	}
+	w.due.Store(int64(now + w.every))
+	go func() {
+		defer w.running.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
+		defer cancel()
+		_, _ = s.Sweep(ctx) // a failed sweep is tried again at the next interval
+	}()
+}
+
+// Sweep deletes the locks that have expired (without being released),
+// so that they do not accumulate, and returns how many it deleted. The
+// store runs it every sweep interval on its own (see WithSweepInterval);
+// a released lock is deleted at once, and an expired one is also taken
+// over in place by the next acquisition of its resource. Sweep deletes
+// in batches, each a statement of its own, until none is left or ctx
+// ends.
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, s.q.sweep)
+		if err != nil {
+			return total, s.failed(ctx, err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < sweepBatch {
+			return total, nil
+		}
+	}
+}
