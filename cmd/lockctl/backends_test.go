@@ -62,7 +62,7 @@ var backends = []struct {
 	}},
 	{"redlock", func(t *testing.T) backend {
 		srvs := redistest.StartN(t, 3)
-		b := backend{name: "redlock", ttls: true}
+		b := backend{name: "redlock", ttls: true, fences: true}
 		for _, s := range srvs {
 			b.urls = append(b.urls, "redis://"+s.Addr())
 		}

@@ -111,7 +111,7 @@
 //     without -M evicts it, or a client whose server list changed finds
 //     it on another server. The next acquisition that finds it missing
 //     waits the fence guard (WithFenceGuard, default 100ms) and creates it
-//     again with its clock's time in nanoseconds since 1970 (of concurrent
+//     again with its clock's time in microseconds since 1970 (of concurrent
 //     creators, the first wins). Every fence drawn before the loss was at
 //     most the clock time of the client that created the lost counter
 //     plus the number of fences drawn since, so the new fences are greater
@@ -119,12 +119,15 @@
 //     server differ by less than the fence guard and are never set back
 //     (NTP keeps them within milliseconds; the guard's wait is what makes
 //     a loss right after a creation safe), (2) fences are drawn at fewer
-//     than one per nanosecond since the counter was created, which no
-//     memcached can serve, and (3) RaiseFence is not asked for fences
-//     ahead of those clocks: a lock.MultiLocker over memcached stores
-//     raises only to fences its stores drew, but one that mixes in stores
-//     whose fences are larger numbers (other clocks, other units) can
-//     push the counter ahead, and a later loss then gives smaller fences.
+//     than one per microsecond on average since the counter was created
+//     (a million a second, sustained, on one counter), and (3) RaiseFence
+//     is not asked for fences ahead of those clocks: a lock.MultiLocker
+//     over memcached stores raises only to fences its stores drew, and
+//     the Redis stores' fences are their servers' clocks in microseconds
+//     (a few ms ahead), so mixing them in keeps (3) as (1) does for the
+//     Redis servers' clocks; stores whose fences are larger numbers
+//     (other clocks, other units) can push the counter ahead, and a later
+//     loss then gives smaller fences.
 //   - A server list that changes and changes back can bring an old
 //     counter back, behind fences drawn meanwhile on the other server: as
 //     with the locks themselves, keep the key-to-server mapping fixed

@@ -19,7 +19,7 @@ import (
 // order in which holders take the lock. When the counter is missing — the
 // server restarted or evicted it, or no lock was ever fenced — the store
 // waits FenceGuard and creates it again with the clock's time in
-// nanoseconds since 1970. The package doc says why that keeps fences
+// microseconds since 1970. The package doc says why that keeps fences
 // increasing across the loss, and under which assumptions.
 
 // fenceKeySuffix follows the prefix in the counter's key. No resource maps
@@ -73,8 +73,9 @@ func (s *Store) addFenced(item *gomemcache.Item) (uint64, error) {
 	}
 	fence, err := s.nextFence(0)
 	if err != nil {
-		// The lock is held but carries no fence: give it back.
-		if rerr := s.swap(context.Background(), item.Key, string(item.Value), -1); rerr != nil && !errors.Is(rerr, lock.ErrNotHeld) {
+		// The lock is held but carries no fence: give it back. Not by
+		// swap: if this add was abandoned, swap would wait for its end.
+		if rerr := s.swapNow(context.Background(), item.Key, string(item.Value), -1); rerr != nil && !errors.Is(rerr, lock.ErrNotHeld) {
 			err = fmt.Errorf("%w (and the lock could not be released: %v)", err, rerr)
 		}
 		return 0, err
@@ -103,11 +104,12 @@ func (s *Store) nextFence(delta uint64) (uint64, error) {
 }
 
 // seedFence creates the missing fence counter, FenceGuard from now, with
-// the clock's time in nanoseconds. If another client created it
+// the clock's time in microseconds, the unit of the Redis stores' fences,
+// so that a lock.MultiLocker may mix both. If another client created it
 // meanwhile, that one stands.
 func (s *Store) seedFence() error {
 	time.Sleep(s.fenceGuard)
-	seed := strconv.FormatInt(time.Now().UnixNano(), 10)
+	seed := strconv.FormatInt(time.Now().UnixMicro(), 10)
 	err := s.client.Add(&gomemcache.Item{Key: s.fenceKey, Value: []byte(seed)})
 	if err != nil && !errors.Is(err, gomemcache.ErrNotStored) {
 		return requestError("add", err)

@@ -1,8 +1,10 @@
 package memcache_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/faultproxy"
 	"github.com/lockkit/lock/internal/testing/memcachetest"
 	"github.com/lockkit/lock/stores/memcache"
 )
@@ -110,7 +113,7 @@ func TestRaiseFenceSharedCounter(t *testing.T) {
 	if err := client.Delete("p:#fence"); err != nil {
 		t.Fatal(err)
 	}
-	huge := uint64(1) << 62 // far ahead of the clock's nanoseconds
+	huge := uint64(1) << 62 // far ahead of the clock's microseconds
 	if err := s.RaiseFence(ctx(t), "r3", huge); err != nil {
 		t.Fatalf("RaiseFence(r3, 2^62) on a lost counter = %v", err)
 	}
@@ -119,5 +122,52 @@ func TestRaiseFenceSharedCounter(t *testing.T) {
 	}
 	if got, err := other.AcquireFenced(ctx(t), "r3", "a", time.Minute); err != nil || got >= huge {
 		t.Fatalf("AcquireFenced(r3) on a store with another prefix = %d, %v; want a fence of its own counter, below 2^62", got, err)
+	}
+}
+
+// An AcquireFenced whose caller gave up while the add was on its way, and
+// whose fence then cannot be drawn, still gives the lock back — and a
+// Release of its token, which waits for that add, returns. (The cleanup
+// once waited for the add it was part of, and hung forever.)
+func TestAbandonedFenceFailureReleasesLock(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	direct := srv.Client(t)
+	if err := direct.Set(&gomemcache.Item{Key: "p:#fence", Value: []byte("not a number")}); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	client := gomemcache.New(proxy.Addr())
+	client.Timeout = time.Minute // the held reply must not time out
+	s := newStore(t, client, memcache.WithPrefix("p:"))
+
+	proxy.Set(faultproxy.ToClient, faultproxy.Hold())
+	acquireCtx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	go func() { // give up once the add has reached memcached
+		for {
+			if _, found, _ := srv.Get("p:r"); found || acquireCtx.Err() != nil {
+				cancel()
+				return
+			}
+			runtime.Gosched()
+		}
+	}()
+	if _, err := s.AcquireFenced(acquireCtx, "r", "a", time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("AcquireFenced with its reply held, abandoned = %v; want context.Canceled", err)
+	}
+	proxy.Set(faultproxy.ToClient, faultproxy.Pass())
+
+	releaseCtx, stop := context.WithTimeout(ctx(t), 30*time.Second)
+	defer stop()
+	if err := s.Release(releaseCtx, "r", "a"); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("Release(r, a) after the abandoned AcquireFenced failed to draw a fence = %v; want ErrNotHeld: its cleanup released it", err)
+	}
+	if _, found := item(t, srv, "p:r"); found {
+		t.Error("the lock's item is still in memcached")
 	}
 }

@@ -171,6 +171,12 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 // stops before its cas if ctx has ended.
 func (s *Store) swap(ctx context.Context, key, token string, exp int32) error {
 	s.pending.wait(key, token)
+	return s.swapNow(ctx, key, token, exp)
+}
+
+// swapNow is swap without waiting for an abandoned add of key under token:
+// for the add's own cleanup, which would otherwise wait for itself.
+func (s *Store) swapNow(ctx context.Context, key, token string, exp int32) error {
 	for range casAttempts {
 		item, err := s.client.Get(key)
 		switch {
