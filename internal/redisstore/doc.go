@@ -48,8 +48,11 @@
 // kept near the server's clock in microseconds. When the INCR answers less
 // than the clock (PEXPIRETIME - ttl, in whole milliseconds, times 1000),
 // the store lifts the counter (liftScript: INCR, then SET to TIME plus
-// LiftAhead, 50ms, if that is more) and takes the lifted value as the
-// fence. So fences are never more than LiftAhead (and the acquisitions of
+// half of LiftAhead, rounded up to a multiple of that half: 25 to 50ms
+// ahead, if that is more) and takes the lifted value as the fence. The
+// rounding makes the servers of a MultiLocker, whose counters advance in
+// step, lift to the same value, so their fences agree and a raise round
+// is rare. So fences are never more than LiftAhead (and the acquisitions of
 // a few ms) ahead of the clock of the server that granted them — the
 // counter grows by one per acquisition, a million times slower than the
 // clock at most — and a server that lost the counter, or a promoted
@@ -60,9 +63,9 @@
 //   - the new server's clock, at its first grant, is ahead of the old
 //     server's clock at its last grant by more than LiftAhead: true unless
 //     their clocks are skewed by about the failover time (seconds with
-//     Sentinel or Cluster) less LiftAhead; a counter lost altogether is
-//     lifted whatever the time, and a persisted restart that loses its
-//     last writes must take longer than LiftAhead;
+//     Sentinel or Cluster) less LiftAhead; a restart, with a counter
+//     lost altogether or persisted without its last writes, must take
+//     longer than LiftAhead;
 //   - no server's clock is set back by that much between a failover or
 //     restart and the previous grant; and
 //   - a server hands out fewer than a million fences a second (Redis

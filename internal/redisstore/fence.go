@@ -130,16 +130,16 @@ func (s *Store) fenced(ctx context.Context, set *Cmd, ttl time.Duration, r []Rep
 // behind reports whether a fence counter's value c, taken with a lock of
 // the given TTL whose PEXPIRETIME was expireAt, is behind the server's
 // clock at that moment (in whole ms, as µs), so that it must be lifted.
-// liftScript puts a counter LiftAhead ahead of the clock: it is behind
-// again about LiftAhead later, so lifts are rare (and come in bursts of
+// liftScript puts a counter half to all of LiftAhead ahead of the clock:
+// it is behind again that much later, so lifts are rare (and come in bursts of
 // the calls in flight), and fences stay within LiftAhead of the clock.
 func behind(c, expireAt int64, ttl time.Duration) bool {
 	return c < (expireAt-Millis(ttl))*1000
 }
 
 // LiftAhead is how far ahead of the server's clock a lift puts a fence
-// counter, in microseconds (50ms): see the package documentation on
-// fencing for what it bounds.
+// counter at most, in microseconds (50ms; at least half of it): see the
+// package documentation on fencing for what it bounds.
 const LiftAhead = 50_000
 
 var liftAheadArg = itoa(LiftAhead)

@@ -96,7 +96,7 @@
 //
 // Fences are kept near the server's clock in microseconds: when the
 // counter is behind the clock (PEXPIRETIME tells the server's time), a
-// second round trip lifts it 50ms ahead of it, so lifts are rare. So
+// second round trip lifts it 25 to 50ms ahead of it, so lifts are rare. So
 // fences look like timestamps (about 1.8e15 now, far below 2^53: they
 // survive JSON), and they keep increasing when the counter is lost or
 // behind: after a restart without persistence, after a failover to a

@@ -31,7 +31,8 @@ end
 local c = redis.call('INCR', KEYS[2])
 local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if c < us then
-	us = us + tonumber(ARGV[5])
+	local q = tonumber(ARGV[5]) / 2
+	us = math.ceil((us + q) / q) * q -- as in lift.lua
 	redis.call('SET', KEYS[2], string.format('%.0f', us))
 	return us
 end

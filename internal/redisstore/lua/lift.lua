@@ -1,6 +1,7 @@
 -- Lift: take the next value of a fence counter, raised first to at least
--- the server's clock in microseconds plus ARGV[2] (LiftAhead) and to
--- ARGV[1], and return it. The
+-- the server's clock in microseconds plus half of ARGV[2] (LiftAhead),
+-- rounded up to a multiple of that half (so at most LiftAhead ahead), and
+-- to ARGV[1], and return it. The
 -- counter never goes down, so values stay unique and increasing; the
 -- clock carries them over a counter that was lost or is behind (a
 -- restart, a failover): see the package documentation on fencing.
@@ -9,9 +10,14 @@
 -- about 1.8e15, and RaiseFence refuses larger fences.
 --
 -- KEYS: counter. ARGV: minimum ("0" for none), lead (µs). Returns the value.
+-- The lifted value is rounded up to a multiple of half the lead, so that
+-- servers whose counters advance in step (a MultiLocker's) and lift in
+-- the same interval land on the same value, and their fences stay equal.
 local c = redis.call('INCR', KEYS[1])
 local t = redis.call('TIME')
-local m = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]) + tonumber(ARGV[2]), tonumber(ARGV[1]))
+local q = tonumber(ARGV[2]) / 2
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local m = math.max(math.ceil((now + q) / q) * q, tonumber(ARGV[1]))
 if c < m then
 	redis.call('SET', KEYS[1], string.format('%.0f', m))
 	return m

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -103,11 +104,14 @@ func (f Factory) testFencesIncrease(t *testing.T) {
 	next("after an expiry", fencedCycle(t, ctx, s, "r"))
 
 	// A counter set back far below the clock: the next fence is lifted
-	// above the clock, so above every fence the clock has passed.
+	// above the clock, so above every fence the clock has passed (a lift
+	// puts fences up to LiftAhead ahead of it: wait until it passed them).
+	clockPasses(t, srv, last)
 	if err := srv.Do("SET", redisstore.FenceKey, "5").Error(); err != nil {
 		t.Fatal(err)
 	}
 	next("after the counter was set back", fencedCycle(t, ctx, s, "r"))
+	clockPasses(t, srv, last)
 	if err := srv.Do("DEL", redisstore.FenceKey).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -554,4 +558,19 @@ func (f Factory) testConformanceBeforeRedis7(t *testing.T) {
 	if _, err := s.AcquireFenced(ctx, "r", "tok", time.Second); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Errorf("AcquireFenced on a list = %v; want a WRONGTYPE error", err)
 	}
+}
+
+// clockPasses waits until the server's clock, in microseconds, passes
+// fence.
+func clockPasses(t *testing.T, srv *redistest.Server, fence uint64) {
+	t.Helper()
+	eventually(t, "past the fence on the server's clock", func() bool {
+		tm, err := srv.Do("TIME").AsStrSlice()
+		if err != nil || len(tm) != 2 {
+			return false
+		}
+		sec, _ := strconv.ParseUint(tm[0], 10, 64)
+		us, _ := strconv.ParseUint(tm[1], 10, 64)
+		return sec*1_000_000+us > fence
+	})
 }
