@@ -65,7 +65,7 @@ func TestUsage(t *testing.T) {
 		{args: []string{"run", "--store", "memory://a", "--store", "memory://b", "--quorum", "1", "res", "true"}, code: exitUsage, err: "want more than half"},
 		{args: []string{"run", "--store", "memory://", "--store", "memory://", "res", "true"}, code: exitUsage, err: "given twice"},
 		{args: []string{"run", "--store", "memory://", "--fence-env", "A=B", "res", "true"}, code: exitUsage, err: "not an environment variable name"},
-		{args: []string{"run", "--store", "memory://a", "--store", "memory://b", "--store", "memory://c", "--fence-env", "F", "res", "true"}, code: exitUsage, err: "a Redlock's locks carry no fence"},
+		{args: []string{"run", "--store", "memory://a", "--store", "memory://b", "--store", "memory://c", "--fence-env", "F", "res", "true"}, code: exitOK, err: "memory:// locks exist only inside"},
 		{args: []string{"status", "--store", "memory://"}, code: exitUsage, err: "want one RESOURCE, got 0"},
 		{args: []string{"status", "--store", "redis://h:x", "r"}, code: exitUsage, err: `store redis://h:x: port: "x"`},
 		{args: []string{"release", "--store", "memory://", "r"}, code: exitUsage, err: "release needs --lock FILE (a lock taken by acquire) or --force RESOURCE"},

@@ -32,15 +32,16 @@
 // What each store gives the commands:
 //   - redis (every form): run --fence-env, status with TTL and last fence,
 //     waiting woken by releases (Redis 7).
-//   - memcache: no fence, no TTL in status, TTLs in whole seconds; waiting
-//     polls.
+//   - memcache: run --fence-env, no TTL or fence in status, TTLs in whole
+//     seconds; waiting polls.
 //   - etcd: run --fence-env (fences are revisions), status with TTL (whole
 //     seconds) and the holder's fence, waiting woken by releases.
 //   - postgres: run --fence-env (fences from one sequence), status with
 //     TTL, waiting woken by releases (LISTEN/NOTIFY).
 //   - memory: every capability, within one lockctl process (so acquire
 //     refuses it).
-//   - several stores (Redlock): no fence; status per store.
+//   - several stores (Redlock): run --fence-env when every store can raise
+//     its fences (all but etcd); status per store.
 //
 // # Design
 //

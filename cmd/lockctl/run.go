@@ -99,11 +99,11 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	}
 	defer set.Close()
 	if o.fenceEnv != "" && !set.fences() {
-		why := "a Redlock's locks carry no fence"
+		why := "a Redlock's locks carry a fence only when every store can raise its fences, and etcd:// stores cannot"
 		if len(set.specs) == 1 {
 			why = set.specs[0].kind + " stores cannot hand out fences"
 		}
-		return usagef("--fence-env: %s; drop --fence-env, or use one redis:// store", why)
+		return usagef("--fence-env: %s; drop --fence-env, or use stores that fence", why)
 	}
 	if set.inProcess() {
 		fmt.Fprintln(a.stderr, "lockctl run: warning: memory:// locks exist only inside this lockctl process: other processes are not kept out")
@@ -313,7 +313,11 @@ func lossReason(cause error) string {
 	case errors.Is(cause, lock.ErrNotHeld):
 		return "the stores no longer hold it: it expired, was taken over, or was released with --force"
 	case errors.Is(cause, lock.ErrLost):
-		return "extensions failed until it ran out: " + strings.TrimPrefix(cause.Error(), "lock: ")
+		// `lock "r" lost: why: detail`: the message around it names the lock.
+		if _, why, ok := strings.Cut(cause.Error(), " lost: "); ok {
+			return why
+		}
+		return cause.Error()
 	case cause != nil:
 		return cause.Error()
 	}

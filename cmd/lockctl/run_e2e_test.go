@@ -267,3 +267,32 @@ func TestRunRedlockMinorityDown(t *testing.T) {
 		t.Errorf("status --json of a free lock with a store down: exit %d, %s; want 1 and held null", code, stdout)
 	}
 }
+
+// --fence-env also works on memcached and on a Redlock whose stores all
+// raise their fences, and fences grow from one run to the next there too.
+func TestRunFenceMemcacheAndRedlock(t *testing.T) {
+	for _, be := range backends {
+		if be.name != "memcache" && be.name != "redlock" {
+			continue
+		}
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			b := be.start(t)
+			s := newScene(t)
+			flags := append([]string{"--fence-env", "LOCK_FENCE"}, b.flags()...)
+			var last uint64
+			for _, name := range []string{"one", "two"} {
+				p := s.run(name, flags, "fenced", "FENCE_ENV=LOCK_FENCE")
+				_, f := s.ready(name)
+				if code := p.wait(t, 30*time.Second); code != 0 {
+					t.Fatalf("%s: exit %d; stderr %s", name, code, p.stderr)
+				}
+				fence, err := strconv.ParseUint(f, 10, 64)
+				if err != nil || fence <= last {
+					t.Fatalf("%s: the command got fence %q; want a number above %d", name, f, last)
+				}
+				last = fence
+			}
+		})
+	}
+}

@@ -50,7 +50,7 @@ func parseMemcache(u *storeURL) (*storeSpec, error) {
 	if _, err := memcache.New(gomemcache.New(), opts...); err != nil {
 		return nil, u.bad("query parameter prefix", "%v", err)
 	}
-	spec := &storeSpec{display: u.display, name: name, kind: "memcache"}
+	spec := &storeSpec{display: u.display, name: name, kind: "memcache", fences: true}
 	spec.open = func() (*openStore, error) {
 		var servers gomemcache.ServerList
 		if err := servers.SetServers(addrs[0]); err != nil {

@@ -31,7 +31,7 @@ const (
 	redisUnix // one server on a unix socket
 )
 
-var redisParams = []string{"prefix", "name", "dial_timeout", "client_name", "wait_replicas", "wait_timeout", "fence_retention"}
+var redisParams = []string{"prefix", "name", "dial_timeout", "client_name", "wait_replicas", "wait_timeout"}
 var tlsParams = []string{"ca", "cert", "key", "server_name", "insecure"}
 var sentinelParams = []string{"sentinel_user", "sentinel_password"}
 
@@ -154,13 +154,6 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		sopts = append(sopts, redis.WithWaitReplicas(n, wt))
 	} else if _, ok := u.param("wait_timeout"); ok {
 		return nil, u.bad("query parameter wait_timeout", "only applies with wait_replicas")
-	}
-	if _, ok := u.param("fence_retention"); ok {
-		d, err := u.durationParam("fence_retention", 0)
-		if err != nil {
-			return nil, err
-		}
-		sopts = append(sopts, redis.WithFenceRetention(d))
 	}
 	if prefix, ok := u.param("prefix"); ok && strings.ContainsAny(prefix, "{}") {
 		// redis.New says so too, but only once connected.

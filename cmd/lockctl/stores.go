@@ -183,9 +183,20 @@ func (s *storeSet) locker(hook lock.Hook) (lock.Locker, error) {
 	return lock.NewMulti(stores, &opts)
 }
 
-// fences reports whether locks from these stores carry a fence: one store
-// that can fence. Redlock locks carry none.
-func (s *storeSet) fences() bool { return len(s.specs) == 1 && s.specs[0].fences }
+// fences reports whether locks from these open stores carry a fence: one
+// store that can fence, or a Redlock whose stores all fence and can raise
+// their fences (lock.FenceRaiser).
+func (s *storeSet) fences() bool {
+	for i, spec := range s.specs {
+		if !spec.fences {
+			return false
+		}
+		if _, raises := s.stores[i].Store.(lock.FenceRaiser); !raises && len(s.specs) > 1 {
+			return false
+		}
+	}
+	return len(s.specs) > 0
+}
 
 // inProcess reports whether every store lives in lockctl's memory.
 func (s *storeSet) inProcess() bool {

@@ -27,8 +27,8 @@ all, or a number above half).
       One memcached server (port 11211 by default). TTLs round up to whole
       seconds, so use TTLs of several seconds. memcached may evict a lock
       when it runs out of memory, and forgets them all when it restarts:
-      run it with -M, or use a Redlock over several servers. Locks carry no
-      fence.
+      run it with -M, or use a Redlock over several servers. Fences come
+      from one counter per key prefix.
   etcd://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][?PARAMS]
   etcds://...
       An etcd cluster, through the client URLs of its members (port 2379
@@ -57,7 +57,6 @@ Redis parameters:
   client_name=N       CLIENT SETNAME (default lockctl)
   wait_replicas=N     wait until N replicas have each lock (WAIT)...
   wait_timeout=D      ...for at most D (default 100ms)
-  fence_retention=D   how long fence counters live (default 24h)
   db=N                the database, as /DB in the path
   write_timeout=D     bound on each write to a connection
   client_cache=0, max_retries=0
