@@ -152,6 +152,9 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 		cause = fmt.Errorf("%w: a quorum granted the lock, but too few of them could raise their fences to the lock's (%d)", ErrUnavailable, fence)
 	case !m.quorum.Met(n-refused, n):
 		cause = ErrNotAcquired
+	case !m.quorum.Met(n-invalid(failures), n):
+		// Stores that refuse the request itself refuse it again: final.
+		cause = fmt.Errorf("%w: %d of %d stores refused the request; quorum %v cannot be met", ErrInvalid, invalid(failures), n, m.quorum)
 	default:
 		cause = fmt.Errorf("%w: %d of %d stores failed; quorum %v not met", ErrUnavailable, failed, n, m.quorum)
 	}
@@ -385,4 +388,15 @@ func (m *MultiLocker) failure(ctx context.Context, op, resource string, cause er
 		cause = ctxErr(ctx)
 	}
 	return &Error{Op: op, Resource: resource, Err: cause, Stores: failures}
+}
+
+// invalid counts the stores that refused the request as invalid.
+func invalid(failures []StoreError) int {
+	k := 0
+	for _, f := range failures {
+		if errors.Is(f.Err, ErrInvalid) {
+			k++
+		}
+	}
+	return k
 }

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -267,6 +268,33 @@ func TestDefaultRetryPollsBeforeBackingOff(t *testing.T) {
 		wantNil(t, "Lock(other) with DefaultRetry given", err)
 		if gaps := r.gaps(); len(gaps) > 6 {
 			t.Errorf("%d retries in 240ms with DefaultRetry given; want it to back off from the start", len(gaps))
+		}
+	})
+}
+
+// refusing is a store that refuses every acquisition as invalid input, as
+// the etcd store does a TTL under its minimum.
+type refusing struct{ basic }
+
+func (refusing) Acquire(context.Context, string, string, time.Duration) error {
+	return fmt.Errorf("%w: ttl below the store's minimum", lock.ErrInvalid)
+}
+
+// A store that refuses the request as invalid refuses it again: Lock
+// reports ErrInvalid at once instead of retrying until its context ends;
+// a Redlock does once those stores rule out the quorum.
+func TestStoreInvalidIsFinal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour) // a retried refusal ends here
+		defer cancel()
+		single := mustSingle(t, refusing{basic{memory.New()}}, &lock.Options{NoFence: true})
+		if _, err := single.Lock(ctx, "r", time.Second); !errors.Is(err, lock.ErrInvalid) || ctx.Err() != nil {
+			t.Errorf("Lock on a store that refuses the request = %v; want ErrInvalid", err)
+		}
+		ok := basic{memory.New()}
+		multi := mustMulti(t, []lock.Store{refusing{basic{memory.New()}}, refusing{basic{memory.New()}}, ok}, &lock.Options{NoFence: true})
+		if _, err := multi.Lock(ctx, "r", time.Second); !errors.Is(err, lock.ErrInvalid) || ctx.Err() != nil {
+			t.Errorf("Lock on a Redlock where 2 of 3 stores refuse the request = %v; want ErrInvalid", err)
 		}
 	})
 }
