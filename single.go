@@ -62,6 +62,9 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 	switch {
 	case errors.Is(err, ErrNotAcquired):
 		return Lock{}, elapsed, &Error{Err: ErrNotAcquired}
+	case errors.Is(err, ErrInvalid):
+		// The store refused the request before running it: final.
+		return Lock{}, elapsed, &Error{Err: ErrInvalid, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
 	case err != nil:
 		// The outcome is unknown: the store may hold the lock under token.
 		s.cleanup(ctx, op, resource, token)
