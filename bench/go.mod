@@ -9,8 +9,9 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lockkit/lock v0.1.0
 	github.com/lockkit/lock/stores/etcd v0.1.0
+	github.com/lockkit/lock/stores/goredis v0.1.0
 	github.com/lockkit/lock/stores/postgres v0.1.0
-	github.com/redis/go-redis/v9 v9.21.0
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/redis/rueidis v1.0.79
 	github.com/redis/rueidis/rueidiscompat v1.0.76
 	go.etcd.io/etcd/client/v3 v3.7.3

@@ -4,47 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/redissuite"
 	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/goredis"
 )
 
-// The benchmarks measure lock+unlock pairs per second with 64 goroutines,
-// each on its own resource (uncontended: this measures the store's cost,
-// not waiting), against a local redis-server — as the rueidis store's do,
-// so the numbers compare.
+// The benchmarks measure lock+unlock pairs per second: see
+// redissuite.Pairs.
 
-const benchGoroutines = 64
+const benchGoroutines = redissuite.BenchGoroutines
 
-// parallel runs pair in benchGoroutines goroutines, each with its own
-// resource name, and reports pairs/s.
 func parallel(b *testing.B, pair func(ctx context.Context, resource, token string) error) {
 	b.Helper()
-	ctx := context.Background()
-	b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	var ids atomic.Int64
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		id := ids.Add(1)
-		resource := fmt.Sprintf("bench-%d", id)
-		token := fmt.Sprintf("token-%d", id)
-		for pb.Next() {
-			if err := pair(ctx, resource, token); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+	redissuite.Pairs(b, pair)
 }
 
 // benchStore returns a store on a fresh server, through a client with a
@@ -78,32 +57,11 @@ func BenchmarkFloor(b *testing.B) {
 	})
 }
 
-func BenchmarkAcquireRelease(b *testing.B) {
-	s, _ := benchStore(b)
-	parallel(b, func(ctx context.Context, resource, token string) error {
-		if err := s.Acquire(ctx, resource, token, 10*time.Second); err != nil {
-			return err
-		}
-		return s.Release(ctx, resource, token)
-	})
-}
-
-func BenchmarkAcquireFencedRelease(b *testing.B) {
-	s, _ := benchStore(b)
-	parallel(b, func(ctx context.Context, resource, token string) error {
-		if _, err := s.AcquireFenced(ctx, resource, token, 10*time.Second); err != nil {
-			return err
-		}
-		return s.Release(ctx, resource, token)
-	})
-}
-
-// BenchmarkSingleLocker is TryLock+Unlock through lock.NewSingle with
-// random tokens: fenced (the default, the acquire script) and with
-// Options.NoFence (SET NX PX); and the same with a context that has a
-// deadline, on a client without ContextTimeoutEnabled, which costs the
-// store a goroutine per call (see the package documentation).
-func BenchmarkSingleLocker(b *testing.B) {
+// BenchmarkStore runs the Redis stores' shared benchmarks on this one,
+// and TryLock+Unlock through lock.NewSingle with a context that has a
+// deadline, also on a client without ContextTimeoutEnabled, which costs
+// the store a goroutine per call (see the package documentation).
+func BenchmarkStore(b *testing.B) {
 	s, _ := benchStore(b)
 	srv := redistest.Start(b)
 	noCtxClient := clientOf(b, srv, func(o *redis.Options) {
@@ -114,14 +72,13 @@ func BenchmarkSingleLocker(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	redissuite.Benchmarks(b, s)
 	for _, c := range []struct {
 		name     string
 		store    lock.Store
 		noFence  bool
 		deadline bool
 	}{
-		{"fenced", s, false, false},
-		{"no-fence", s, true, false},
 		{"fenced-deadline", s, false, true},
 		{"fenced-deadline-no-ctx-timeouts", noCtx, false, true},
 	} {
@@ -144,35 +101,6 @@ func BenchmarkSingleLocker(b *testing.B) {
 			})
 		})
 	}
-}
-
-// BenchmarkContended is Lock+Unlock by 16 goroutines on one resource,
-// through lock.NewSingle with its default retry policy: how fast the lock
-// is handed over when waiters are woken by releases.
-func BenchmarkContended(b *testing.B) {
-	s, _ := benchStore(b)
-	l, err := lock.NewSingle(s, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			held, err := l.Lock(ctx, "contended", 10*time.Second)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := l.Unlock(ctx, held); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handovers/s")
 }
 
 // BenchmarkMulti is TryLock+Unlock through a lock.MultiLocker over five

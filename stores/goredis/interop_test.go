@@ -12,7 +12,7 @@ import (
 )
 
 // The two Redis stores speak one protocol on the server (package
-// redisproto): on one server and prefix they share locks, fences and
+// redisstore): on one server and prefix they share locks, fences and
 // waiters' queues.
 
 func interopStores(t *testing.T, prefix string) (*redistest.Server, *goredis.Store, *rueidisstore.Store) {

@@ -10,9 +10,37 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockkit/lock/internal/redisstore"
+	"github.com/lockkit/lock/internal/testing/redissuite"
 	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/goredis"
 )
+
+// TestSuite runs the behaviour suite of the Redis stores, shared with the
+// rueidis store, through this store.
+func TestSuite(t *testing.T) {
+	redissuite.Run(t, redissuite.Factory{
+		Client: func(t testing.TB, server any) any {
+			switch srv := server.(type) {
+			case *redistest.Server:
+				return clientOf(t, srv)
+			case *redistest.Cluster:
+				return clusterClientOf(t, srv)
+			case *redistest.Sentinel:
+				return sentinelClientOf(t, srv)
+			}
+			panic(fmt.Sprintf("no client for %T", server))
+		},
+		New: func(client any, opts ...redisstore.Option) (redissuite.Store, error) {
+			s, err := goredis.New(client.(redis.UniversalClient), opts...)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		Engine: func(s redissuite.Store) *redisstore.Store { return s.(*goredis.Store).Store },
+	})
+}
 
 func TestMain(m *testing.M) {
 	// go-redis logs every failed dial; the fault tests make many.
@@ -59,24 +87,6 @@ func clusterClientOf(t testing.TB, c *redistest.Cluster) *redis.ClusterClient {
 	return cc
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually polls cond every 10ms for at most 5s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not %s after 5s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // sentinelClientOf returns a go-redis failover client that finds the
 // fixture's master through its Sentinel, closed when t ends.
 func sentinelClientOf(t testing.TB, s *redistest.Sentinel) *redis.Client {
@@ -95,3 +105,21 @@ func sentinelClientOf(t testing.TB, s *redistest.Sentinel) *redis.Client {
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
+
+// queued returns how many entries the waiters' queue of the lock at key
+// holds on srv: one per waiting caller in line.
+func queued(t *testing.T, srv *redistest.Server, key string) int64 {
+	t.Helper()
+	n, err := srv.Do("LLEN", key+":waiters").AsInt64()
+	if err != nil {
+		t.Fatalf("LLEN %s:waiters = %v", key, err)
+	}
+	return n
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context { return redissuite.CtxFor(t, d) }
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	redissuite.Eventually(t, what, cond)
+}

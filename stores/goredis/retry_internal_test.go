@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/redisstore"
 	"github.com/lockkit/lock/internal/testing/faultproxy"
 	"github.com/lockkit/lock/internal/testing/redistest"
 )
@@ -158,7 +159,7 @@ func TestResentCommandsAreResolvedByToken(t *testing.T) {
 	if err != nil {
 		t.Errorf("AcquireFenced sent twice, the first taking the lock = %v; want nil", err)
 	}
-	if v := l.get(t, "lossy:{f}:fence"); v != strconv.FormatUint(fence, 10) {
+	if v := l.get(t, FenceKey); v != strconv.FormatUint(fence, 10) {
 		t.Errorf("AcquireFenced sent twice returned fence %d; the counter holds %s", fence, v)
 	}
 
@@ -173,7 +174,7 @@ func TestResentCommandsAreResolvedByToken(t *testing.T) {
 
 	l.loseReplies(t, ctx)
 	err = l.store.Release(ctx, "a", "tok")
-	if err == nil || errors.Is(err, lock.ErrNotHeld) || !errors.Is(err, errUnknownOutcome) {
+	if err == nil || errors.Is(err, lock.ErrNotHeld) || !errors.Is(err, redisstore.ErrUnknownOutcome) {
 		t.Errorf("Release sent twice, the first releasing = %v; want an unknown outcome, not lock.ErrNotHeld", err)
 	}
 	if v := l.get(t, "lossy:{a}"); v != "" {

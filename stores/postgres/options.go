@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/redisproto"
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Option configures a Store, or the SQL of [Schema].
@@ -64,7 +64,7 @@ func WithTable(schema, table string) Option {
 // followed by the host, port and database the pool connects to.
 func WithName(name string) Option {
 	return func(c *config) error {
-		if err := redisproto.CheckName(name); err != nil {
+		if err := storecall.CheckName(name); err != nil {
 			return err
 		}
 		c.name = name

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/redisproto"
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Store is a lock store on a PostgreSQL database, through a pgx pool. It
@@ -196,7 +196,7 @@ func (s *Store) ValidateResource(resource string) error {
 }
 
 // check validates a call's arguments and context before anything is
-// sent: the Redis stores' checks, and this store's limits.
+// sent: the checks every store makes, and this store's limits.
 func (s *Store) check(ctx context.Context, resource, token string, ttl time.Duration) error {
 	if err := s.ValidateResource(resource); err != nil {
 		return err
@@ -204,7 +204,7 @@ func (s *Store) check(ctx context.Context, resource, token string, ttl time.Dura
 	if ttl > maxTTL {
 		return fmt.Errorf("%w: ttl is %v: want at most %v", lock.ErrInvalid, ttl, maxTTL)
 	}
-	return redisproto.CheckCall(ctx, "postgres", resource, token, ttl)
+	return storecall.Check(ctx, token, ttl)
 }
 
 // maxTTL keeps TTLs in microseconds exact in the float8 that multiplies
@@ -224,7 +224,7 @@ func (s *Store) failed(ctx context.Context, err error) error {
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
 		return fmt.Errorf("postgres: %s: run Store.Migrate, or apply postgres.Schema: %w", s.names.table, err)
 	}
-	return redisproto.Failed(ctx, err)
+	return storecall.Failed(ctx, err)
 }
 
 // maxResends bounds how many times a statement that was never sent is

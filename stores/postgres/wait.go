@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lockkit/lock/internal/redisproto"
+	"github.com/lockkit/lock/internal/waitline"
 )
 
 // WaitRelease implements [lock.Waiter]. It listens for release
@@ -56,7 +56,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	for {
 		// In line before marking, so that a release after the mark wakes
 		// this caller.
-		p := wl.line.Join()
+		p := wl.line.Join(false)
 		var us int64
 		err := queryRow(ctx, s.pool, s.q.wait, []any{[]byte(resource)}, &us)
 		switch {
@@ -82,7 +82,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 // block waits, in line at p and with the lock marked, for a release, the
 // end of the listener or of ctx, or expired. It reports whether a release
 // woke the caller, or the error to return; neither means look again.
-func (wl *waitLine) block(ctx context.Context, p *redisproto.Place, ln *listener, expired <-chan time.Time) (bool, error) {
+func (wl *waitLine) block(ctx context.Context, p *waitline.Place, ln *listener, expired <-chan time.Time) (bool, error) {
 	wl.blocked.Add(1)
 	defer wl.blocked.Add(-1)
 	select {
@@ -111,7 +111,7 @@ type waiting struct {
 
 // waitLine is the line of a store's callers waiting for one resource.
 type waitLine struct {
-	line    redisproto.Line
+	line    waitline.Line
 	refs    int          // callers using it; guarded by waiting.mu
 	blocked atomic.Int32 // callers in line that have marked the lock (for tests)
 }

@@ -4,46 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/redissuite"
 	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/redis"
 )
 
-// The benchmarks measure lock+unlock pairs per second with 64 goroutines,
-// each on its own resource (uncontended: this measures the store's cost,
-// not waiting), against a local redis-server.
+// The benchmarks measure lock+unlock pairs per second: see
+// redissuite.Pairs.
 
-const benchGoroutines = 64
-
-// parallel runs pair in benchGoroutines goroutines, each with its own
-// resource name, and reports pairs/s.
 func parallel(b *testing.B, pair func(ctx context.Context, resource, token string) error) {
 	b.Helper()
-	ctx := context.Background()
-	b.SetParallelism(max(1, benchGoroutines/runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	var ids atomic.Int64
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		id := ids.Add(1)
-		resource := fmt.Sprintf("bench-%d", id)
-		token := fmt.Sprintf("token-%d", id)
-		for pb.Next() {
-			if err := pair(ctx, resource, token); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+	redissuite.Pairs(b, pair)
 }
 
 func benchStore(b *testing.B) (*redis.Store, rueidis.Client) {
@@ -74,79 +52,10 @@ func BenchmarkFloor(b *testing.B) {
 	})
 }
 
-func BenchmarkAcquireRelease(b *testing.B) {
+// BenchmarkStore runs the Redis stores' shared benchmarks on this one.
+func BenchmarkStore(b *testing.B) {
 	s, _ := benchStore(b)
-	parallel(b, func(ctx context.Context, resource, token string) error {
-		if err := s.Acquire(ctx, resource, token, 10*time.Second); err != nil {
-			return err
-		}
-		return s.Release(ctx, resource, token)
-	})
-}
-
-func BenchmarkAcquireFencedRelease(b *testing.B) {
-	s, _ := benchStore(b)
-	parallel(b, func(ctx context.Context, resource, token string) error {
-		if _, err := s.AcquireFenced(ctx, resource, token, 10*time.Second); err != nil {
-			return err
-		}
-		return s.Release(ctx, resource, token)
-	})
-}
-
-// BenchmarkSingleLocker is TryLock+Unlock through lock.SingleLocker with
-// random tokens: fenced (the default, the acquire script) and with
-// Options.NoFence (SET NX PX).
-func BenchmarkSingleLocker(b *testing.B) {
-	s, _ := benchStore(b)
-	for _, noFence := range []bool{false, true} {
-		name := "fenced"
-		if noFence {
-			name = "no-fence"
-		}
-		b.Run(name, func(b *testing.B) {
-			l, err := lock.NewSingle(s, &lock.Options{NoFence: noFence})
-			if err != nil {
-				b.Fatal(err)
-			}
-			parallel(b, func(ctx context.Context, resource, _ string) error {
-				held, err := l.TryLock(ctx, resource, 10*time.Second)
-				if err != nil {
-					return err
-				}
-				return l.Unlock(ctx, held)
-			})
-		})
-	}
-}
-
-// BenchmarkContended is Lock+Unlock by 16 goroutines on one resource,
-// through lock.SingleLocker with its default retry policy: how fast the
-// lock is handed over when waiters are woken by releases.
-func BenchmarkContended(b *testing.B) {
-	s, _ := benchStore(b)
-	l, err := lock.NewSingle(s, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			held, err := l.Lock(ctx, "contended", 10*time.Second)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := l.Unlock(ctx, held); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handovers/s")
+	redissuite.Benchmarks(b, s)
 }
 
 // multiBench starts five independent masters and returns a client and a

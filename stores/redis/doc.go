@@ -19,8 +19,8 @@
 // Every optional capability of package lock:
 //   - [lock.Extender]: Extend, a compare-and-extend script.
 //   - [lock.TTLReader]: TTL, with PTTL (millisecond precision).
-//   - [lock.Fencer]: AcquireFenced, fences strictly increasing per
-//     resource; see Fencing below.
+//   - [lock.Fencer] and [lock.FenceRaiser]: AcquireFenced, fences strictly
+//     increasing per resource, and RaiseFence; see Fencing below.
 //   - [lock.Waiter]: WaitRelease, woken by a notification that the release
 //     script publishes, or by the lock's expiry; waiters do not poll.
 //   - [lock.ResourceValidator]: any name of 1 to [MaxResourceLen] bytes,
@@ -28,7 +28,8 @@
 //   - [lock.Starter]: Start, so that a lock.MultiLocker over several
 //     Redis masters needs no goroutine per store per call: calls started
 //     by all goroutines are sent together, one batch at a time per store,
-//     by a goroutine that runs only while calls are waiting.
+//     by a goroutine that runs only while calls are waiting; each call is
+//     answered by its own context's deadline.
 //
 // TTLs have millisecond precision and are rounded up to whole
 // milliseconds, so the store reports no granularity.
@@ -36,10 +37,12 @@
 // # Operations
 //
 // Every operation is one round trip, pipelined with those of other
-// goroutines by rueidis: Acquire is SET NX PX; AcquireFenced, Release and
-// Extend are Lua scripts run with EVALSHA, sent in full only when the
-// server answers NOSCRIPT (after SCRIPT FLUSH, a restart or a failover),
-// so NOSCRIPT never reaches the caller. Exists is EXISTS, TTL is PTTL,
+// goroutines by rueidis: Acquire is SET NX PX GET (the GET tells a
+// refusal's holder); AcquireFenced is that, INCR and PEXPIRETIME sent
+// together (see Fencing); Release and Extend are
+// Lua scripts run with EVALSHA, sent in full only when the server answers
+// NOSCRIPT (after SCRIPT FLUSH, a restart or a failover), so NOSCRIPT
+// never reaches the caller. Exists is EXISTS, TTL is PTTL,
 // both sent to the master like the writes (never to a replica, which may
 // lag). No operation starts a goroutine or a timer except WaitRelease, and
 // Start while its queue is not empty.
@@ -70,45 +73,44 @@
 // # Keys and Redis Cluster
 //
 // A resource r is stored under prefix + "{" + e + "}", where e is r with
-// "%" and "}" percent-escaped, its fence counter under the same key
-// followed by ":fence", and the queue of its waiters followed by
-// ":waiters". The braces are a hash tag, so every key of a lock shares
-// one cluster slot and the scripts run on one node; the escaping keeps
-// distinct resources, such as "x" and "{x}", on distinct keys. A waiter's
-// shard channel is the waiters' key followed by ":" and the waiter's id,
-// in the same slot. MOVED and ASK redirects are followed by the client.
+// "%" and "}" percent-escaped, and the queue of its waiters under the same
+// key followed by ":waiters". The braces are a hash tag, so every key of a
+// lock shares one cluster slot and the scripts run on one node; the
+// escaping keeps distinct resources, such as "x" and "{x}", on distinct
+// keys. A waiter's shard channel is the waiters' key followed by ":" and
+// the waiter's id, in the same slot. The fence counter is [FenceKey], one
+// per server, or on a cluster one per hash slot (FenceKey + ":{t}", with t
+// a tag of the slot). MOVED and ASK redirects are followed by the client.
 //
 // # Fencing
 //
 // A lock.SingleLocker acquires fenced whenever the store can, so its locks
 // carry a Fence; lock.Options.NoFence makes it use Acquire (SET NX PX)
-// instead, which costs the server less than a script (docs/performance.md
-// has the numbers). AcquireFenced takes the lock and increments a
-// per-resource counter in one script; the counter is seeded from the server's clock in
-// microseconds whenever it is missing (first use, expiry, loss). So fences
-// look like timestamps (microseconds since 1970, about 1.8e15 now, far
-// below 2^53, so they survive JSON), increase strictly across releases and
-// expiry, and keep increasing when the counter is lost and re-seeded: the
-// clock has moved on by more than the counter did, which grows by one per
-// acquisition, and Redis cannot acquire and release one resource more than
-// once a microsecond. That holds provided the server's clock is not set
-// back.
+// alone. AcquireFenced sends SET NX PX, INCR of the server's (or slot's)
+// fence counter and PEXPIRETIME of the lock, together on one connection:
+// one round trip, no script, and no key per resource — nothing of a
+// resource stays once its lock is released or expires. Fences increase
+// strictly per resource, across releases and expiry, because one
+// connection runs the commands in order and a holder releases only once
+// it has its fence.
 //
-// The counter is a key per resource that lives for a retention after it
-// is seeded: [DefaultFenceRetention] (a day) unless [WithFenceRetention]
-// says otherwise. That costs one small key (the key name plus about 100
-// bytes) for each resource locked within the retention — a lot for
-// millions of short-lived resource names a day, where a short retention
-// is fine: re-seeding only relies on the clock not going back by more
-// than the retention.
+// Fences are kept near the server's clock in microseconds: when the
+// counter is behind the clock (PEXPIRETIME tells the server's time), a
+// second round trip lifts it 50ms ahead of it, so lifts are rare. So
+// fences look like timestamps (about 1.8e15 now, far below 2^53: they
+// survive JSON), and they keep increasing when the counter is lost or
+// behind: after a restart without persistence, after a failover to a
+// replica that had not received the last increments, after a restart
+// under WithRestartGuard. That holds provided the new server's clock is
+// not behind the old one's by about the failover time less 50ms (seconds
+// with Sentinel or Cluster) and no clock is set back by that much; a clock set back on a server that keeps its
+// data is harmless, as the counter never goes down. docs/fencing.md
+// argues both points in full. On Redis before 7.0 (no PEXPIRETIME) every
+// fenced acquisition takes the second round trip.
 //
-// Hazards, honestly: a server that restarts without persistence, or a
-// failover to a replica that had not received the last writes, loses the
-// locks as well as the counters. Fences then rely on the clock alone: a
-// clock set back by more than the time since the counter was seeded
-// would hand out a fence already used. The locks themselves are lost in
-// that case anyway; see WithWaitReplicas, and Redlock over independent
-// masters, for the mitigations.
+// Upgrading from v0.1, whose fences came from a counter per resource:
+// upgrade every process of a server at once, as fences handed out by the
+// two versions side by side do not order.
 //
 // # Waiting for release
 //
@@ -126,7 +128,10 @@
 // would beat the woken waiter to it about half the time; so the store
 // that released it delays that acquisition by about a round trip (as long
 // as the release took, within a millisecond of it), and the lock goes
-// round in turn. Releases by versions of this package
+// round in turn. A woken waiter that finds the lock taken all the same
+// (by a caller that did not wait in line: the lockers bound each wait by
+// their retry delay, and retry when it ends) gets back in line at the
+// front, not the end, so it keeps its turn. Releases by versions of this package
 // that published on the lock key itself are not heard: their waiters fall
 // back to the lockers' retry delay. On Redis before 7, Release still works
 // (the script calls SPUBLISH with pcall) and WaitRelease reports
@@ -139,14 +144,22 @@
 // valid elsewhere — the one fault Redlock's majority does not absorb.
 // [WithRestartGuard] makes a server that lost its data grant nothing
 // until a maximum TTL has passed (the Redlock "delayed restart", enforced
-// by the acquisition script with a marker key and the server's clock);
-// the alternative is to keep servers down for a maximum TTL after a crash,
-// or persistence with appendfsync always.
+// by the acquisition script with a marker key and the server's clock), and
+// refuses TTLs above that maximum. maxTTL must be at least the longest TTL
+// any client of the server uses, and every client that takes locks on the
+// server must use the guard; a refusal is an error matching ErrRecovering
+// (and lock.ErrUnavailable). The guard is for independent masters: New
+// refuses it on a cluster and with WithWaitReplicas. How it works, and its
+// limits (persistence that loses its last writes, eviction, clocks), are
+// in the documentation of the shared store, internal/redisstore; the
+// alternative is to keep servers down for a maximum TTL after a crash, or
+// persistence with appendfsync always.
 //
 // # Administration
 //
-// [Store.ForceRelease] deletes a lock whoever holds it, and
-// [Store.LastFence] reads the last fence handed out for a resource. They
+// ForceRelease deletes a lock whoever holds it, and LastFence reads the
+// fence counter of a resource (the last fence handed out for it, or for a
+// resource sharing its counter, since). They
 // serve administrative tools such as lockctl (its release --force and
 // status commands), not applications.
 //

@@ -1,72 +1,43 @@
 package redis
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/redisproto"
+	"github.com/lockkit/lock/internal/redisstore"
 )
 
 // Store is a lock store on a Redis server, a Sentinel-managed master or a
-// Redis Cluster, through a rueidis client. It is safe for concurrent use.
+// Redis Cluster, through a rueidis client. Its methods, promoted from the
+// Redis store shared with package goredis, are those of every capability
+// listed in the package documentation, and the administrative ForceRelease
+// and LastFence. It is safe for concurrent use.
 type Store struct {
-	client rueidis.Client
-	config
-
-	retentionArg    string                 // fenceRetention in ms, for the acquire script
-	guardArg        string                 // the guard's maxTTL in ms, for the guarded script
-	lastTTL         atomic.Pointer[ttlArg] // see ttlArg
-	subOwner        any                    // whose subscriptions this store shares: see hub
-	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
-	pipe            pipeline               // calls started with Start
-	handoffs        handoffs               // resources this store just released to a waiter
+	*redisstore.Store
 }
-
-var (
-	_ lock.Store             = (*Store)(nil)
-	_ lock.Extender          = (*Store)(nil)
-	_ lock.TTLReader         = (*Store)(nil)
-	_ lock.Fencer            = (*Store)(nil)
-	_ lock.Waiter            = (*Store)(nil)
-	_ lock.ResourceValidator = (*Store)(nil)
-	_ lock.Starter           = (*Store)(nil)
-)
 
 // New returns a Store that takes locks through client. The caller owns
 // the client: the store never closes it, and it must stay open while the
 // store is used. Invalid options give an error wrapping lock.ErrInvalid.
-func New(client rueidis.Client, opts ...Option) (*Store, error) {
-	if client == nil {
+func New(c rueidis.Client, opts ...Option) (*Store, error) {
+	if c == nil {
 		return nil, fmt.Errorf("%w: redis.New: nil client", lock.ErrInvalid)
 	}
-	c := config{prefix: DefaultPrefix, fenceRetention: DefaultFenceRetention}
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&c); err != nil {
-			return nil, err
-		}
+	var owner any
+	if reflect.ValueOf(c).Comparable() {
+		owner = c // stores sharing a client share subscriptions
 	}
-	if err := c.checkGuard(client); err != nil {
+	glue := client{c: c, cluster: c.Mode() == rueidis.ClientModeCluster}
+	s, err := redisstore.New(glue, "redis", defaultName(c), owner, opts)
+	if err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, config: c, retentionArg: itoa(millis(c.fenceRetention)), guardArg: itoa(millis(c.guard))}
-	if s.name == "" {
-		s.name = defaultName(client)
-	}
-	s.subOwner = any(s)
-	if reflect.ValueOf(client).Comparable() {
-		s.subOwner = client // stores sharing a client share subscriptions
-	}
-	return s, nil
+	return &Store{s}, nil
 }
 
 // defaultName names a store after the node its client talks to.
@@ -85,109 +56,66 @@ func defaultName(client rueidis.Client) string {
 	return fmt.Sprintf("redis %s (+%d nodes)", addrs[0], len(addrs)-1)
 }
 
-// String returns the store's name: see WithName.
-func (s *Store) String() string { return s.name }
+// Option configures a Store.
+type Option = redisstore.Option
 
-// Acquire implements [lock.Store] with SET NX PX: one round trip. The lock
-// carries no fence; the lockers use AcquireFenced.
-func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
-	if err := s.check(ctx, resource, token, ttl); err != nil {
-		return err
-	}
-	if s.guard > 0 {
-		_, err := s.acquireGuarded(ctx, false, resource, token, ttl)
-		return err
-	}
-	key := s.lockKey(resource)
-	if err := s.handoffs.yield(ctx, key); err != nil {
-		return err
-	}
-	if s.replicas > 0 {
-		_, err := s.acquireReplicated(ctx, false, key, "", token, ttl)
-		return err
-	}
-	err := s.do(ctx, func() rueidis.Completed {
-		return s.setNX(s.client.B(), key, token, ttl)
-	}).Error()
-	switch {
-	case err == nil:
-		return nil
-	case rueidis.IsRedisNil(err):
-		return s.refused(ctx, key)
-	}
-	return s.failed(ctx, err)
+// DefaultPrefix is the key prefix of a Store made without WithPrefix,
+// the go-redis store's too, so that the two share locks by default.
+const DefaultPrefix = redisstore.DefaultPrefix
+
+// MaxResourceLen is the longest resource name, in bytes, that the store
+// accepts; longer names are refused with an error wrapping
+// lock.ErrInvalid, before anything is sent. 4 KiB is far beyond any real
+// name yet keeps every command within a few packets.
+const MaxResourceLen = redisstore.MaxResourceLen
+
+// GuardKey is the key under which WithRestartGuard keeps its marker: one
+// per server, outside every store's prefix.
+const GuardKey = redisstore.GuardKey
+
+// FenceKey is the key of a server's fence counter (on a cluster, one per
+// hash slot: FenceKey followed by ":{tag}"), outside every store's prefix.
+const FenceKey = redisstore.FenceKey
+
+// ErrRecovering reports that a server under WithRestartGuard may have lost
+// locks and grants none until a maximum TTL has passed. It wraps
+// lock.ErrUnavailable.
+var ErrRecovering = redisstore.ErrRecovering
+
+// ErrNotReplicated reports that a lock was granted but fewer replicas than
+// WithWaitReplicas asks for confirmed it in time, so the store released it
+// again. It wraps lock.ErrUnavailable.
+var ErrNotReplicated = redisstore.ErrNotReplicated
+
+// WithPrefix sets the prefix of every lock key and channel the store uses
+// (default DefaultPrefix), so that several applications, or tests, can
+// share a server without sharing locks. The prefix may not contain "{" or
+// "}": the store puts its own hash tag after it. The restart guard's
+// marker and the fence counters are outside every prefix.
+func WithPrefix(prefix string) Option { return redisstore.WithPrefix(prefix) }
+
+// WithName names the store in its String method, and so in the lockers'
+// errors. The default is "redis" followed by the address the client is
+// connected to (for a cluster, one node and the number of others).
+func WithName(name string) Option { return redisstore.WithName(name) }
+
+// WithWaitReplicas makes every acquisition wait, with WAIT, until n
+// replicas have it, for at most timeout; otherwise the store releases it
+// and fails with ErrNotReplicated. See Replication in the package
+// documentation. Keep timeout below the lockers' Options.StoreTimeout.
+func WithWaitReplicas(n int, timeout time.Duration) Option {
+	return redisstore.WithWaitReplicas(n, timeout)
 }
 
-// refused returns the error of a SET NX that found key taken:
-// lock.ErrNotAcquired if key holds a lock (a string), and an error if it
-// holds another type of value — a key that no lock store wrote, which is
-// not contention and would otherwise never be freed by a release. It
-// costs one more round trip, on the refusal path only.
-func (s *Store) refused(ctx context.Context, key string) error {
-	typ, err := s.client.Do(ctx, s.client.B().Type().Key(key).Build()).ToString()
-	switch {
-	case err != nil:
-		return s.failed(ctx, err)
-	case typ == "string" || typ == "none": // "none": it expired since the SET
-		return lock.ErrNotAcquired
-	}
-	return fmt.Errorf("redis: WRONGTYPE: lock key %q holds a %s, not a lock", key, typ)
-}
+// WithRestartGuard makes the store grant nothing on a server that may have
+// lost its locks until maxTTL has passed, and refuse TTLs above maxTTL.
+// See Restarts in the package documentation.
+func WithRestartGuard(maxTTL time.Duration) Option { return redisstore.WithRestartGuard(maxTTL) }
 
-// setNX builds SET key token NX PX ttl, with the TTL argument cached (see
-// ttlArg).
-func (s *Store) setNX(b rueidis.Builder, key, token string, ttl time.Duration) rueidis.Completed {
-	return b.Arbitrary("SET").Keys(key).Args(token, "NX", "PX", s.ttlArg(ttl)).Build()
-}
+// WithFenceRetention does nothing: fences no longer keep a counter per
+// resource. It is kept so that code written for v0.1 compiles; remove it.
+func WithFenceRetention(d time.Duration) Option { return redisstore.WithFenceRetention(d) }
 
-// Release implements [lock.Store]: a compare-and-delete script, one round
-// trip, that also tells waiters the resource is free.
-func (s *Store) Release(ctx context.Context, resource, token string) error {
-	if err := s.check(ctx, resource, token, 1); err != nil {
-		return err
-	}
-	lockKey, waitersKey := s.lockAndWaiters(resource)
-	start := time.Now()
-	n, err := s.releaseKeys(ctx, lockKey, waitersKey, token)
-	switch {
-	case err != nil:
-		return s.failed(ctx, err)
-	case n == 0:
-		return lock.ErrNotHeld
-	case n == 2:
-		s.handoffs.record(lockKey, start)
-	}
-	return nil
-}
-
-// releaseKeys runs the release script on a lock key and its waiters' key:
-// 0 if not held, 1 if released, 2 if released to a waiter.
-func (s *Store) releaseKeys(ctx context.Context, lockKey, waitersKey, token string) (int64, error) {
-	return s.eval(ctx, &releaseScript, lockKey, waitersKey, token, "", "").AsInt64()
-}
-
-// Exists implements [lock.Store] with EXISTS.
-func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
-	if err := s.check(ctx, resource, "-", 1); err != nil {
-		return false, err
-	}
-	n, err := s.read(ctx, "EXISTS", s.lockKey(resource))
-	if err != nil {
-		return false, s.failed(ctx, err)
-	}
-	return n == 1, nil
-}
-
-// check validates the arguments of a call and the context: see
-// redisproto.CheckCall.
-func (s *Store) check(ctx context.Context, resource, token string, ttl time.Duration) error {
-	return redisproto.CheckCall(ctx, "redis", resource, token, ttl)
-}
-
-// failed returns the error of a call that did not get a clear answer,
-// never a lock outcome: see redisproto.Failed.
-func (s *Store) failed(ctx context.Context, err error) error { return redisproto.Failed(ctx, err) }
-
-// millis converts a TTL to whole milliseconds, rounding up: see
-// redisproto.Millis.
-func millis(d time.Duration) int64 { return redisproto.Millis(d) }
+// DefaultFenceRetention is WithFenceRetention's former default; fences
+// keep no counter per resource any more.
+const DefaultFenceRetention = 24 * time.Hour

@@ -1,24 +1,18 @@
 package redis_test
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/redis"
+	"github.com/redis/rueidis"
 )
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func TestNewValidates(t *testing.T) {
 	client := redistest.Start(t).NewClient(t)
@@ -43,43 +37,6 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
-func TestValidation(t *testing.T) {
-	s := newStore(t, redistest.Start(t).NewClient(t))
-	ctx := ctxFor(t, 10*time.Second)
-	long := strings.Repeat("r", redis.MaxResourceLen+1)
-	err := s.ValidateResource(long)
-	if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "4097 bytes") {
-		t.Errorf("ValidateResource(%d bytes) = %v; want lock.ErrInvalid naming the length", len(long), err)
-	}
-	if err := s.ValidateResource(long[:redis.MaxResourceLen]); err != nil {
-		t.Errorf("ValidateResource(MaxResourceLen bytes) = %v; want nil", err)
-	}
-	if err := s.Acquire(ctx, long, "t", time.Second); !errors.Is(err, lock.ErrInvalid) {
-		t.Errorf("Acquire(too long) = %v; want lock.ErrInvalid", err)
-	}
-	for name, err := range map[string]error{
-		"Acquire empty resource":  s.Acquire(ctx, "", "t", time.Second),
-		"Acquire empty token":     s.Acquire(ctx, "r", "", time.Second),
-		"Acquire zero ttl":        s.Acquire(ctx, "r", "t", 0),
-		"Release empty token":     s.Release(ctx, "r", ""),
-		"Extend negative ttl":     s.Extend(ctx, "r", "t", -time.Second),
-		"WaitRelease empty":       s.WaitRelease(ctx, ""),
-		"AcquireFenced empty tok": func() error { _, err := s.AcquireFenced(ctx, "r", "", time.Second); return err }(),
-	} {
-		if !errors.Is(err, lock.ErrInvalid) {
-			t.Errorf("%s = %v; want lock.ErrInvalid", name, err)
-		}
-	}
-	// The locker refuses a too-long name before sending anything.
-	l, err := lock.NewSingle(s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.TryLock(ctx, long, time.Second); !errors.Is(err, lock.ErrInvalid) {
-		t.Errorf("TryLock(too long) = %v; want lock.ErrInvalid", err)
-	}
-}
-
 func TestString(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.NewClient(t)
@@ -96,283 +53,41 @@ func TestString(t *testing.T) {
 	}
 }
 
-// TestKeysOnCluster checks that names with braces map to keys in one slot
-// on a real cluster, and stay distinct.
-func TestKeysOnCluster(t *testing.T) {
-	c := redistest.SharedCluster(t)
-	client := c.NewClient(t)
-	s := newStore(t, client, redis.WithPrefix("keys:"))
-	ctx := ctxFor(t, 30*time.Second)
-	names := []string{"x", "{x}", "}a{", "{}", "{", "}", "a}b{c", "%7D", "}"}
-	tokens := map[string]string{}
-	for _, r := range names {
-		if _, dup := tokens[r]; dup {
-			continue
-		}
-		tokens[r] = "tok-" + r
-		if _, err := s.AcquireFenced(ctx, r, tokens[r], time.Minute); err != nil {
-			t.Fatalf("AcquireFenced(%q) = %v; want nil (distinct names must not collide, keys must share a slot)", r, err)
-		}
+// TestOneConnectionOnSingleServer: on a single server, the store sends
+// every command on one of the client's pipelined connections, in the
+// order it made them, so that the release cleaning up after an
+// acquisition whose caller gave up is never sent before it (rueidis picks
+// one of its four connections at random for each command that names a
+// key). Issue 20, item 11.
+func TestOneConnectionOnSingleServer(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.NewClient(t, func(o *rueidis.ClientOption) { o.ClientName = "under-test" })
+	s := newStore(t, client)
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := fmt.Sprintf("r%d", i)
+			for range 20 {
+				if _, err := s.AcquireFenced(ctx, r, "tok", time.Minute); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.Release(ctx, r, "tok"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
 	}
-	admin := c.Nodes[0]
-	lockKey := "keys:{%7Da{}" // "}" escaped, "{" as it is
-	slot, err := admin.Do("CLUSTER", "KEYSLOT", lockKey).AsInt64()
+	wg.Wait()
+	list, err := srv.Do("CLIENT", "LIST").ToString()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fslot, err := admin.Do("CLUSTER", "KEYSLOT", lockKey+":fence").AsInt64()
-	if err != nil || fslot != slot {
-		t.Fatalf("lock key of }a{ in slot %d, fence key in slot %d (%v)", slot, fslot, err)
+	if n := strings.Count(list, "name=under-test "); n != 1 {
+		t.Errorf("the client has %d connections after the store's commands; want 1", n)
 	}
-	// The key really is where the layout says, on the node serving its slot.
-	got, err := c.MasterOf(t, int(slot)).Do("GET", lockKey).ToString()
-	if err != nil || got != "tok-}a{" {
-		t.Fatalf("GET %q on the slot's master = %q, %v; want the token of }a{", lockKey, got, err)
-	}
-	for r, tok := range tokens {
-		if err := s.Release(ctx, r, tok); err != nil {
-			t.Errorf("Release(%q) = %v", r, err)
-		}
-	}
-}
-
-// TestAmbiguousOutcomes checks that failures are errors, never lock
-// outcomes: a paused server (timeout after sending) and a dead one.
-func TestAmbiguousOutcomes(t *testing.T) {
-	srv := redistest.Start(t)
-	s := newStore(t, srv.NewClient(t))
-	ctx := ctxFor(t, 30*time.Second)
-	if err := s.Acquire(ctx, "held", "holder", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-
-	if err := srv.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	short := func() context.Context { return ctxFor(t, 100*time.Millisecond) }
-	calls := map[string]error{
-		"Acquire(held)":       s.Acquire(short(), "held", "a", time.Minute),
-		"Acquire(free)":       s.Acquire(short(), "free", "a", time.Minute),
-		"Release(held)":       s.Release(short(), "held", "other"),
-		"Extend(held)":        s.Extend(short(), "held", "other", time.Minute),
-		"AcquireFenced(held)": func() error { _, err := s.AcquireFenced(short(), "held", "a", time.Minute); return err }(),
-		"WaitRelease(held)":   s.WaitRelease(short(), "held"),
-	}
-	if err := srv.Resume(); err != nil {
-		t.Fatal(err)
-	}
-	for call, err := range calls {
-		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, lock.ErrNotAcquired) || errors.Is(err, lock.ErrNotHeld) {
-			t.Errorf("%s on a paused server = %v; want context.DeadlineExceeded, no lock outcome", call, err)
-		}
-	}
-	// The Acquire of free may have been applied once the server resumed:
-	// a release by token cleans it up, as the lockers do.
-	if err := s.Release(ctx, "free", "a"); err != nil && !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("Release(free, a) after resume = %v", err)
-	}
-	if err := s.Release(ctx, "held", "holder"); err != nil {
-		t.Fatalf("Release(held, holder) after resume = %v; the paused calls changed the lock", err)
-	}
-
-	// A dead server fails every call at once: the client retries none of
-	// them (it would retry reads until ctx ends).
-	srv.Kill()
-	start := time.Now()
-	for call, err := range map[string]error{
-		"Acquire":     s.Acquire(ctx, "r", "a", time.Minute),
-		"Release":     s.Release(ctx, "r", "a"),
-		"Extend":      s.Extend(ctx, "r", "a", time.Minute),
-		"WaitRelease": s.WaitRelease(ctx, "r"),
-		"Exists":      func() error { _, err := s.Exists(ctx, "r"); return err }(),
-		"TTL":         func() error { _, _, err := s.TTL(ctx, "r"); return err }(),
-	} {
-		if err == nil || errors.Is(err, lock.ErrNotAcquired) || errors.Is(err, lock.ErrNotHeld) || errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s on a dead server = %v; want a connection error", call, err)
-		}
-	}
-	t.Logf("calls on a dead server took %v", time.Since(start))
-}
-
-func TestFencesSurviveCounterLoss(t *testing.T) {
-	srv := redistest.Start(t)
-	s := newStore(t, srv.NewClient(t), redis.WithPrefix("fence:"))
-	ctx := ctxFor(t, 30*time.Second)
-	var last uint64
-	step := func(what string) {
-		t.Helper()
-		var fence uint64
-		err := untilAnswered(func() (err error) {
-			fence, err = s.AcquireFenced(ctx, "r", "tok", time.Minute)
-			return err
-		})
-		if err != nil || fence <= last {
-			t.Fatalf("AcquireFenced %s = %d, %v; want a fence > %d", what, fence, err, last)
-		}
-		last = fence
-		if err := untilAnswered(func() error { return s.Release(ctx, "r", "tok") }); err != nil {
-			t.Fatalf("Release %s = %v", what, err)
-		}
-	}
-	step("first")
-	step("after a release")
-	// The counter lives for the retention.
-	if ms, err := srv.Do("PTTL", "fence:{r}:fence").AsInt64(); err != nil || ms < int64(23*time.Hour/time.Millisecond) {
-		t.Fatalf("PTTL of the fence counter = %d, %v; want about 24h (DefaultFenceRetention)", ms, err)
-	}
-	if err := srv.Do("DEL", "fence:{r}:fence").Error(); err != nil {
-		t.Fatal(err)
-	}
-	step("after the counter was deleted")
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	step("after a restart without persistence")
-
-	// A counter that expired after its retention is re-seeded above the
-	// fences it handed out.
-	s = newStore(t, srv.NewClient(t), redis.WithPrefix("fence:"), redis.WithFenceRetention(50*time.Millisecond))
-	srv.Do("DEL", "fence:{r}:fence")
-	step("with a new counter of 50ms retention")
-	step("again")
-	eventually(t, "expired", func() bool {
-		n, err := srv.Do("EXISTS", "fence:{r}:fence").AsInt64()
-		return err == nil && n == 0
-	})
-	step("after the counter expired")
-}
-
-func TestScriptsReloadAfterFlush(t *testing.T) {
-	srv := redistest.Start(t)
-	s := newStore(t, srv.NewClient(t))
-	ctx := ctxFor(t, 30*time.Second)
-	flush := func() {
-		t.Helper()
-		if err := srv.Do("SCRIPT", "FLUSH").Error(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	flush()
-	if _, err := s.AcquireFenced(ctx, "r", "a", time.Minute); err != nil {
-		t.Fatalf("AcquireFenced after SCRIPT FLUSH = %v", err)
-	}
-	flush()
-	if err := s.Extend(ctx, "r", "a", time.Minute); err != nil {
-		t.Fatalf("Extend after SCRIPT FLUSH = %v", err)
-	}
-	flush()
-	if err := s.Release(ctx, "r", "a"); err != nil {
-		t.Fatalf("Release after SCRIPT FLUSH = %v", err)
-	}
-	flush()
-	if err := s.Release(ctx, "r", "a"); !errors.Is(err, lock.ErrNotHeld) {
-		t.Fatalf("second Release after SCRIPT FLUSH = %v; want ErrNotHeld", err)
-	}
-}
-
-func TestWaitReplicasStandalone(t *testing.T) {
-	srv := redistest.Start(t)
-	client := srv.NewClient(t)
-	s := newStore(t, client, redis.WithWaitReplicas(1, 50*time.Millisecond))
-	ctx := ctxFor(t, 30*time.Second)
-	if err := srv.Do("SCRIPT", "FLUSH").Error(); err != nil {
-		t.Fatal(err)
-	}
-	for name, acquire := range map[string]func() error{
-		"Acquire":       func() error { return s.Acquire(ctx, "r", "a", time.Minute) },
-		"AcquireFenced": func() error { _, err := s.AcquireFenced(ctx, "r", "a", time.Minute); return err },
-	} {
-		err := acquire()
-		if !errors.Is(err, redis.ErrNotReplicated) || !errors.Is(err, lock.ErrUnavailable) {
-			t.Errorf("%s with WaitReplicas(1) on a server without replicas = %v; want ErrNotReplicated (and lock.ErrUnavailable)", name, err)
-		}
-		if held, err := s.Exists(ctx, "r"); err != nil || held {
-			t.Errorf("Exists(r) after the unreplicated %s = %v, %v; want false: the store must release it", name, held, err)
-		}
-	}
-	// A held resource is refused as usual, without waiting for replicas.
-	plain := newStore(t, client, redis.WithPrefix("plainrepl:"))
-	withRepl := newStore(t, client, redis.WithPrefix("plainrepl:"), redis.WithWaitReplicas(1, 50*time.Millisecond))
-	if err := plain.Acquire(ctx, "h", "holder", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := withRepl.Acquire(ctx, "h", "b", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
-		t.Errorf("Acquire of a held resource with WaitReplicas = %v; want ErrNotAcquired", err)
-	}
-	// Through a locker, the error says which store and why.
-	l, err := lock.NewSingle(s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.TryLock(ctx, "r", time.Minute); !errors.Is(err, redis.ErrNotReplicated) || !errors.Is(err, lock.ErrUnavailable) {
-		t.Errorf("TryLock through a store with WaitReplicas = %v; want ErrNotReplicated and lock.ErrUnavailable", err)
-	}
-}
-
-func TestWaitReplicasCluster(t *testing.T) {
-	c := redistest.SharedCluster(t)
-	client := c.NewClient(t)
-	ctx := ctxFor(t, 30*time.Second)
-	one := newStore(t, client, redis.WithWaitReplicas(1, 2*time.Second))
-	for range 3 {
-		fence, err := one.AcquireFenced(ctx, "r", "a", time.Minute)
-		if err != nil || fence == 0 {
-			t.Fatalf("AcquireFenced with WaitReplicas(1) on a cluster with one replica per master = %d, %v; want a fence", fence, err)
-		}
-		if err := one.Release(ctx, "r", "a"); err != nil {
-			t.Fatal(err)
-		}
-		if err := one.Acquire(ctx, "r", "a", time.Minute); err != nil {
-			t.Fatalf("Acquire with WaitReplicas(1) = %v", err)
-		}
-		if err := one.Release(ctx, "r", "a"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	two := newStore(t, client, redis.WithWaitReplicas(2, 50*time.Millisecond))
-	if _, err := two.AcquireFenced(ctx, "r", "a", time.Minute); !errors.Is(err, redis.ErrNotReplicated) {
-		t.Fatalf("AcquireFenced with WaitReplicas(2) and one replica = %v; want ErrNotReplicated", err)
-	}
-	if held, err := two.Exists(ctx, "r"); err != nil || held {
-		t.Fatalf("Exists(r) after ErrNotReplicated = %v, %v; want false", held, err)
-	}
-
-	// A replica that stops answering does not confirm.
-	lockKey := "{r}"
-	paused := newStore(t, client, redis.WithPrefix("paused:"), redis.WithWaitReplicas(1, 100*time.Millisecond))
-	replica := c.ReplicaOf(t, c.MasterOf(t, redistest.Slot("paused:"+lockKey)))
-	if err := replica.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	err := paused.Acquire(ctx, "r", "a", time.Minute)
-	if rerr := replica.Resume(); rerr != nil {
-		t.Fatal(rerr)
-	}
-	if !errors.Is(err, redis.ErrNotReplicated) {
-		t.Fatalf("Acquire with WaitReplicas(1) while the replica is paused = %v; want ErrNotReplicated", err)
-	}
-	if held, err := paused.Exists(ctx, "r"); err != nil || held {
-		t.Fatalf("Exists(r) after ErrNotReplicated = %v, %v; want false", held, err)
-	}
-	c.WaitHealthy(t)
-}
-
-// untilAnswered calls f until it returns nil or a lock outcome, for at
-// most 5s: right after a server restarts, each of the client's connections
-// fails once before it reconnects.
-func untilAnswered(f func() error) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := f()
-		if err == nil || errors.Is(err, lock.ErrNotAcquired) || errors.Is(err, lock.ErrNotHeld) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// clientOf returns a new client of srv with retries of reads disabled, so
-// that tests see each failure.
-func clientOf(t *testing.T, srv *redistest.Server) rueidis.Client {
-	return srv.NewClient(t, func(o *rueidis.ClientOption) { o.DisableRetry = true })
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockkit/lock/internal/redisstore"
+
 	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock/internal/testing/testserver"
@@ -464,30 +466,5 @@ func parseNode(line string) (node, error) {
 	return n, nil
 }
 
-// Slot returns the cluster slot of key: CRC16 of its hash tag (the part
-// between the first "{" and the next "}", if not empty) or of the whole
-// key, modulo 16384.
-func Slot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return int(crc16(key) % clusterSlots)
-}
-
-// crc16 is CRC-16/XMODEM (polynomial 0x1021), as Redis Cluster uses.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
+// Slot returns the cluster hash slot of key, as the stores compute it.
+func Slot(key string) int { return redisstore.Slot(key) }

@@ -1,0 +1,69 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// Extend implements [lock.Extender]: a compare-and-extend script, one
+// round trip. It is idempotent, so a resent Extend is no ambiguity.
+func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
+	if err := s.check(ctx, resource, token, ttl); err != nil {
+		return err
+	}
+	return s.extended(ctx, s.eval(ctx, extendScript, []string{s.lockKey(resource)}, token, s.ttlArg(ttl)))
+}
+
+// extended returns the outcome of the extend script.
+func (s *Store) extended(ctx context.Context, r Reply) error {
+	switch {
+	case r.Err != nil:
+		return s.failed(ctx, r.Err)
+	case r.Int == 0:
+		return lock.ErrNotHeld
+	}
+	return nil
+}
+
+// TTL implements [lock.TTLReader] with PTTL (millisecond precision).
+func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, error) {
+	if err := s.check(ctx, resource, "-", 1); err != nil {
+		return 0, false, err
+	}
+	key := s.lockKey(resource)
+	r := s.do(ctx, cmd1("PTTL", key))
+	switch {
+	case r.Err != nil:
+		return 0, false, s.failed(ctx, r.Err)
+	case r.Int == -2:
+		return 0, false, nil
+	case r.Int < 0:
+		return 0, false, fmt.Errorf("%s: key %q has no TTL: it is not a lock of this store", s.kind, key)
+	}
+	return time.Duration(r.Int) * time.Millisecond, true, nil
+}
+
+// ForceRelease deletes resource's lock whoever holds it, and wakes the
+// callers waiting for it as Release does. It reports whether the resource
+// was held. It is meant for administrative tools (lockctl release
+// --force), for a lock whose owner is known to be gone.
+//
+// The owner is not told: it finds out at its next Extend or Release, which
+// report lock.ErrNotHeld (lock.Run then cancels its function's context
+// with lock.ErrLost), and until then it may go on as if it held the lock
+// while another owner takes it. Fences are kept: later ones still
+// increase.
+func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error) {
+	if err := s.check(ctx, resource, "-", 1); err != nil {
+		return false, err
+	}
+	lockKey, waitersKey := LockAndWaiters(s.prefix, resource)
+	r := s.eval(ctx, forceReleaseScript, []string{lockKey, waitersKey})
+	if r.Err != nil {
+		return false, s.failed(ctx, r.Err)
+	}
+	return r.Int == 1, nil
+}

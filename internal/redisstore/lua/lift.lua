@@ -1,0 +1,19 @@
+-- Lift: take the next value of a fence counter, raised first to at least
+-- the server's clock in microseconds plus ARGV[2] (LiftAhead) and to
+-- ARGV[1], and return it. The
+-- counter never goes down, so values stay unique and increasing; the
+-- clock carries them over a counter that was lost or is behind (a
+-- restart, a failover): see the package documentation on fencing.
+--
+-- Numbers stay below 2^53, where Lua's doubles are exact: the clock is
+-- about 1.8e15, and RaiseFence refuses larger fences.
+--
+-- KEYS: counter. ARGV: minimum ("0" for none), lead (µs). Returns the value.
+local c = redis.call('INCR', KEYS[1])
+local t = redis.call('TIME')
+local m = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]) + tonumber(ARGV[2]), tonumber(ARGV[1]))
+if c < m then
+	redis.call('SET', KEYS[1], string.format('%.0f', m))
+	return m
+end
+return c

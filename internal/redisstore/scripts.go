@@ -1,0 +1,57 @@
+package redisstore
+
+import (
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+)
+
+// Script is a Lua script of the store. It runs by its SHA-1 (EVALSHA)
+// and is sent in full (EVAL, which also loads it) when the server answers
+// NOSCRIPT: after SCRIPT FLUSH, a restart or a failover to a node that
+// never ran it. So NOSCRIPT never reaches a caller, and the usual cost is
+// one EVALSHA.
+type Script struct {
+	Name string // its file, for errors
+	Src  string // the Lua source
+	SHA  string // its SHA-1, in hex, for EVALSHA
+}
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+func load(name string) *Script {
+	src, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err) // embedded: cannot happen
+	}
+	sum := sha1.Sum(src)
+	return &Script{Name: name, Src: string(src), SHA: hex.EncodeToString(sum[:])}
+}
+
+// The scripts; each file says what its script does, with its KEYS, ARGV
+// and reply.
+var (
+	// releaseScript deletes a lock held under a token and wakes the first
+	// waiter in line.
+	releaseScript = load("release")
+	// waitScript puts a subscription in line for the next release.
+	waitScript = load("wait")
+	// passScript hands a wake nobody used to the next in line.
+	passScript = load("pass")
+	// leaveScript takes a dropped subscription out of line.
+	leaveScript = load("leave")
+	// extendScript is compare-and-extend.
+	extendScript = load("extend")
+	// forceReleaseScript deletes a lock whoever holds it.
+	forceReleaseScript = load("force_release")
+	// liftScript takes a fence, lifted to the server's clock.
+	liftScript = load("lift")
+	// guardedScript acquires behind the restart guard.
+	guardedScript = load("guarded")
+)
+
+// Scripts returns every script of the store, for tests.
+func Scripts() []*Script {
+	return []*Script{releaseScript, waitScript, passScript, leaveScript, extendScript, forceReleaseScript, liftScript, guardedScript}
+}

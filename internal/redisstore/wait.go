@@ -1,0 +1,145 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// WaitRelease implements [lock.Waiter]. It subscribes (SSUBSCRIBE, on the
+// node that holds the lock) to a shard channel of its own, then gets in
+// line on the server: one script reads the lock's PTTL and, if the lock
+// is held, appends the subscription to the resource's waiters' queue. If
+// the resource is free it returns nil at once; otherwise it blocks until
+// a Release wakes it, the lock's TTL runs out (it then looks again, as
+// the lock may have been extended), or ctx ends. Getting in line before
+// looking means no release that happens after the call began is missed.
+//
+// A release wakes exactly one caller across every process: it pops the
+// first subscription in line and publishes on that subscription's channel
+// alone, so waiters take turns in the order they got in line and nobody
+// else hears of it. Callers of one process waiting for the same resource
+// share one subscription, which wakes them longest-waiting first. A wake
+// that finds no caller left is handed on to the next subscription in
+// line. The subscription is dropped (out of the queue, unsubscribed) a
+// moment after the last caller returns; nothing stays behind but entries
+// of the queue, which expires a second after the lock would. Expiry wakes
+// every caller.
+//
+// If the subscription breaks (the connection is lost, the slot moves),
+// waiting callers get an error at once; the lockers then fall back to
+// their retry delay. Sharded pub/sub needs Redis 7; on older servers
+// WaitRelease returns an error matching errors.ErrUnsupported.
+func (s *Store) WaitRelease(ctx context.Context, resource string) error {
+	if err := s.check(ctx, resource, "-", 1); err != nil {
+		return err
+	}
+	if s.noShardedPubSub.Load() {
+		return s.errNoShardedPubSub(nil)
+	}
+	key := s.lockKey(resource)
+	t, err := hub.join(ctx, s, key)
+	if err != nil {
+		return err
+	}
+	defer hub.leave(t)
+
+	// A first look while a new subscription is being made: a free
+	// resource or a failing server is known at once. If held, look again
+	// once subscribed, so that a release in between is not missed. (A
+	// subscription that is already there needs no first look.)
+	select {
+	case <-t.ready:
+	default:
+		pttl := cmd1("PTTL", key)
+		pttl.Queue = true
+		switch r := s.do(ctx, pttl); {
+		case r.Err != nil:
+			return s.failed(ctx, r.Err)
+		case r.Int == -2:
+			return nil
+		}
+	}
+	select {
+	case <-t.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !t.subscribed.Load() {
+		<-t.done
+		if t.unsupported {
+			s.noShardedPubSub.Store(true)
+			return s.errNoShardedPubSub(t.err)
+		}
+		return t.err
+	}
+
+	var expiry *time.Timer
+	defer func() {
+		if expiry != nil {
+			expiry.Stop()
+		}
+	}()
+	front := t.takeWoken()
+	for {
+		// In line before looking, here and on the server, so that a
+		// release after the look wakes this caller.
+		w := t.line.Join(front)
+		register := script(waitScript, []string{key, WaitersOf(key)}, t.id, QueueMargin, frontArg(front))
+		register.Queue = true
+		front = false
+		r := s.run(ctx, register)
+		if r.Err != nil {
+			t.line.Leave(w, true, t.handOn)
+			return s.failed(ctx, r.Err)
+		}
+		var expired <-chan time.Time
+		switch ms := r.Int; {
+		case ms == -2: // free
+			t.line.Leave(w, false, t.handOn)
+			return nil
+		case ms >= 0: // held: wake when its TTL runs out, at the latest
+			d := time.Duration(ms+1) * time.Millisecond
+			if expiry == nil {
+				expiry = time.NewTimer(d)
+			} else {
+				expiry.Reset(d)
+			}
+			expired = expiry.C
+		}
+		select {
+		case <-w.C:
+			return nil
+		case <-t.done:
+			return t.err
+		case <-ctx.Done():
+			t.line.Leave(w, true, t.handOn)
+			return ctx.Err()
+		case <-expired:
+			// Expired, or extended meanwhile: look again.
+			if t.line.Leave(w, false, t.handOn) {
+				return nil
+			}
+		}
+	}
+}
+
+func frontArg(front bool) string {
+	if front {
+		return "1"
+	}
+	return "0"
+}
+
+func (s *Store) errNoShardedPubSub(cause error) error {
+	err := fmt.Errorf("%s: the server has no sharded pub/sub (Redis 7 or later), so WaitRelease cannot be notified of releases: %w", s.kind, errors.ErrUnsupported)
+	if cause != nil {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	return err
+}
+
+// ErrSubscriptionEnded is what Client.Subscribe returns when the server
+// ends a subscription (the slot moved, say).
+var ErrSubscriptionEnded = errors.New("subscription to releases ended by the server (the slot moved?)")

@@ -1,0 +1,405 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockkit/lock/internal/redisstore"
+)
+
+// client is the store's go-redis glue: it builds the store's commands,
+// sends them and reads the replies, and defends the store against the
+// client's own retries (see below).
+type client struct {
+	c             redis.UniversalClient
+	cluster       bool // a *redis.ClusterClient
+	ctxTimeouts   bool // the client bounds commands by their context's deadline: see run
+	readsReplicas bool // the cluster client sends reads to replicas: see node
+	abandoned     *abandoned
+}
+
+var _ redisstore.Client = client{}
+
+// How the store keeps go-redis from turning an ambiguous outcome into a
+// wrong answer.
+//
+// go-redis retries a command on its own (Options.MaxRetries, 3 by
+// default) after errors that do not prove the command was not run: a read
+// timeout, a connection closed or reset after the command was written. A
+// retried SET NX whose first attempt took the lock finds the lock taken —
+// by its own token — and would be reported as lock.ErrNotAcquired while
+// the caller holds the lock; a retried release whose first attempt
+// deleted the lock would report lock.ErrNotHeld. The caller owns the
+// client, so the store cannot change its options. Two defences, per
+// command:
+//
+//  1. Every command goes out wrapped in sendOnce, whose NoRetry method
+//     tells go-redis not to retry it (in its standalone, cluster and
+//     pipeline paths; this module requires v9.22.0, which honours it).
+//  2. Should the client send a command more than once all the same (a
+//     version that ignores NoRetry; a cluster ASK redirect; a future
+//     retry path), its first argument after the keys (the token, where
+//     there is one) travels as a sentArg, which counts how many times the
+//     client wrote the command — not a key, which a cluster client reads
+//     to route the command — and the reply says Resent: the shared store then resolves the outcome by token (an
+//     acquisition that finds the lock held under its own token took it;
+//     a release that finds nothing reports an unknown outcome).
+
+// sendOnce is a command that go-redis must not retry: see above.
+type sendOnce struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to send the command again after an error.
+func (sendOnce) NoRetry() bool { return true }
+
+// letClientRetry is set only by tests that let the client retry, to
+// exercise defence 2.
+var letClientRetry atomic.Bool
+
+// sentArg is a command argument that counts how many times the client
+// wrote its command: go-redis writes an encoding.BinaryMarshaler argument
+// by calling MarshalBinary, once per send.
+type sentArg struct {
+	v string
+	n atomic.Int32
+}
+
+// MarshalBinary implements encoding.BinaryMarshaler, counting the sends.
+func (a *sentArg) MarshalBinary() ([]byte, error) {
+	a.n.Add(1)
+	return []byte(a.v), nil
+}
+
+// sent is a command on its way, and what counts its sends.
+type sent struct {
+	cmd   *redis.Cmd
+	count *sentArg
+}
+
+// build makes cmd a go-redis command.
+func build(ctx context.Context, cmd *redisstore.Cmd) sent {
+	args := make([]any, 0, 3+int(cmd.NKeys)+int(cmd.NArgs))
+	switch {
+	case cmd.Script == nil:
+		args = append(args, boxed(cmd.Name))
+	case cmd.Full:
+		args = append(args, "eval", cmd.Script.Src, int(cmd.NKeys))
+	default:
+		args = append(args, "evalsha", shas[cmd.Script], int(cmd.NKeys))
+	}
+	for _, k := range cmd.KeyList() {
+		args = append(args, k)
+	}
+	var count *sentArg
+	for i, a := range cmd.ArgList() {
+		if i == 0 {
+			count = &sentArg{v: a}
+			args = append(args, count)
+			continue
+		}
+		args = append(args, boxed(a))
+	}
+	return sent{redis.NewCmd(ctx, args...), count}
+}
+
+// boxed returns s as an interface value, without allocating for the
+// words the store sends with every command.
+func boxed(s string) any {
+	for _, w := range words {
+		if w == s {
+			return w
+		}
+	}
+	return s
+}
+
+var words = [...]any{"SET", "NX", "PX", "INCR", "PEXPIRETIME", "GET", "EXISTS", "PTTL", "WAIT"}
+
+// shas holds the SHA-1s of the store's scripts as interface values, so
+// that sending one does not allocate.
+var shas = func() map[*redisstore.Script]any {
+	m := make(map[*redisstore.Script]any)
+	for _, sc := range redisstore.Scripts() {
+		m[sc] = sc.SHA
+	}
+	return m
+}()
+
+// wrapped returns the command as it is to be sent: in sendOnce.
+func (x sent) wrapped() redis.Cmder {
+	if letClientRetry.Load() {
+		return x.cmd
+	}
+	return sendOnce{x.cmd}
+}
+
+// reply reads the answer to x.
+func (x sent) reply() redisstore.Reply {
+	r := redisstore.Reply{Resent: x.count != nil && x.count.n.Load() > 1}
+	switch err := x.cmd.Err(); {
+	case errors.Is(err, redis.Nil):
+		r.Nil = true
+	case err != nil:
+		r.Err = err
+		var e redis.Error
+		if errors.As(err, &e) {
+			r.ServerErr = e.Error()
+		}
+	default:
+		switch v := x.cmd.Val().(type) {
+		case int64:
+			r.Int = v
+		case string:
+			r.Str = v
+		}
+	}
+	return r
+}
+
+// node returns what sends a command on key: the client, or, if the
+// cluster client sends reads to replicas (which may lag), the client of
+// the master of key's slot, which reports a redirect as an error rather
+// than following it.
+func (c client) node(ctx context.Context, key string, exclusive bool) (processor, error) {
+	cc, ok := c.c.(*redis.ClusterClient)
+	if !ok || key == "" || (!c.readsReplicas && !exclusive) {
+		return c.c, nil
+	}
+	return cc.MasterForKey(ctx, key)
+}
+
+// processor is a client, or the client of one cluster node.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+	Pipeline() redis.Pipeliner
+}
+
+func firstKey(cmd *redisstore.Cmd) string {
+	if cmd.NKeys == 0 {
+		return ""
+	}
+	return cmd.Keys[0]
+}
+
+// Do implements redisstore.Client.
+func (c client) Do(ctx context.Context, cmd redisstore.Cmd) redisstore.Reply {
+	x := build(ctx, &cmd)
+	node, err := c.node(ctx, firstKey(&cmd), false)
+	if err != nil {
+		return redisstore.Reply{Err: err}
+	}
+	if c.bounded(ctx) {
+		if err := c.abandoned.wait(ctx, firstKey(&cmd)); err != nil {
+			return redisstore.Reply{Err: err}
+		}
+		_ = node.Process(ctx, x.wrapped())
+		return x.reply()
+	}
+	if err := c.run(ctx, &cmd, func() { _ = node.Process(ctx, x.wrapped()) }); err != nil {
+		return redisstore.Reply{Err: err} // x is still the client's
+	}
+	return x.reply()
+}
+
+// DoMulti implements redisstore.Client with a pipeline, which go-redis
+// sends on one connection of its pool (per node, on a cluster) that no
+// other caller uses meanwhile. With exclusive on a cluster, or on a
+// cluster client that sends reads to replicas, the pipeline goes to the
+// master of its first key's slot (commands of other slots go in pipelines
+// of their own, one after another).
+func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, out []redisstore.Reply, exclusive bool) {
+	for len(cmds) > 0 {
+		n := len(cmds)
+		if c.cluster && (exclusive || c.readsReplicas) {
+			slot := redisstore.Slot(firstKey(&cmds[0]))
+			n = 1
+			for n < len(cmds) && (cmds[n].NKeys == 0 || redisstore.Slot(firstKey(&cmds[n])) == slot) {
+				n++ // a command without keys (WAIT) goes with those before it
+			}
+		}
+		c.pipeline(ctx, cmds[:n], out[:n], exclusive)
+		cmds, out = cmds[n:], out[n:]
+	}
+}
+
+// pipeline sends cmds, of one slot if pinned to a node, in one pipeline.
+func (c client) pipeline(ctx context.Context, cmds []redisstore.Cmd, out []redisstore.Reply, exclusive bool) {
+	node, err := c.node(ctx, firstKey(&cmds[0]), exclusive)
+	xs := make([]sent, len(cmds))
+	for i := range cmds {
+		xs[i] = build(ctx, &cmds[i])
+	}
+	if err == nil {
+		err = c.run(ctx, &cmds[0], func() {
+			p := node.Pipeline()
+			for _, x := range xs {
+				_ = p.Process(ctx, x.wrapped())
+			}
+			_, _ = p.Exec(ctx)
+		})
+	}
+	for i, x := range xs {
+		if err != nil {
+			out[i] = redisstore.Reply{Err: err}
+			continue
+		}
+		out[i] = x.reply()
+	}
+}
+
+// run calls f, which sends the command cmd (or a pipeline beginning with
+// it) with ctx, and returns nil once it has returned, or ctx's error if
+// ctx ends first.
+//
+// go-redis bounds a command by its context's deadline only when the
+// client was made with ContextTimeoutEnabled, and never notices a
+// cancellation once the command is written: otherwise it waits up to the
+// client's ReadTimeout (3s by default), or forever if there is none. So
+// unless the client bounds the command by ctx — ContextTimeoutEnabled and
+// a deadline — or ctx cannot end, run calls f in a goroutine of its own
+// and stops waiting when ctx ends; the outcome is then unknown and the
+// error says so. The goroutine ends when the client gives up.
+//
+// A command on a lock key waits first for a command on the same key that
+// its caller gave up on (see abandoned), so that a release cleaning up
+// after an acquisition never overtakes it on another connection of the
+// pool.
+func (c client) run(ctx context.Context, cmd *redisstore.Cmd, f func()) error {
+	key := firstKey(cmd)
+	if err := c.abandoned.wait(ctx, key); err != nil {
+		return err
+	}
+	if c.bounded(ctx) {
+		f()
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		c.abandoned.add(key, done)
+		return ctx.Err()
+	}
+}
+
+// bounded reports whether the client bounds a command sent with ctx by
+// ctx: ctx cannot end, or the client honours its deadline.
+func (c client) bounded(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		return true
+	}
+	_, ok := ctx.Deadline()
+	return ok && c.ctxTimeouts
+}
+
+// abandoned holds, by key, the commands whose callers stopped waiting for
+// them while the client was still sending them.
+type abandoned struct {
+	n  atomic.Int32 // entries in m: the common case, none, costs one load
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// add records that the command on key ends when done is closed.
+func (a *abandoned) add(key string, done chan struct{}) {
+	if key == "" {
+		return
+	}
+	a.mu.Lock()
+	if a.m == nil {
+		a.m = make(map[string]chan struct{})
+	}
+	a.m[key] = done
+	a.n.Store(int32(len(a.m)))
+	a.mu.Unlock()
+	go func() {
+		<-done
+		a.mu.Lock()
+		if a.m[key] == done {
+			delete(a.m, key)
+			a.n.Store(int32(len(a.m)))
+		}
+		a.mu.Unlock()
+	}()
+}
+
+// wait waits until no abandoned command on key is on its way, or ctx
+// ends.
+func (a *abandoned) wait(ctx context.Context, key string) error {
+	if a.n.Load() == 0 || key == "" {
+		return nil
+	}
+	a.mu.Lock()
+	done := a.m[key]
+	a.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// MaxBatches implements redisstore.Batcher: a pipeline holds a pooled
+// connection until all its answers are in, so calls started while one
+// batch is slow go out in another.
+func (client) MaxBatches() int { return 4 }
+
+// NotSent implements redisstore.Client: a command whose connection could
+// not be dialed, or that got no connection from the pool, never left.
+func (client) NotSent(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var op *net.OpError
+	return errors.Is(err, redis.ErrPoolTimeout) || (errors.As(err, &op) && op.Op == "dial")
+}
+
+// Cluster implements redisstore.Client.
+func (c client) Cluster() bool { return c.cluster }
+
+// Subscribe implements redisstore.Client. go-redis gives every
+// subscription a connection of its own; when ctx ends, the subscription
+// is closed with its connection, which unsubscribes it on the server.
+func (c client) Subscribe(ctx context.Context, channel string, confirmed, message func()) error {
+	ps := c.c.SSubscribe(context.WithoutCancel(ctx), channel)
+	defer context.AfterFunc(ctx, func() { _ = ps.Close() })()
+	defer ps.Close()
+	for {
+		msg, err := ps.Receive(context.WithoutCancel(ctx))
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return err
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Channel != channel {
+				continue
+			}
+			switch m.Kind {
+			case "ssubscribe":
+				confirmed()
+			case "sunsubscribe":
+				return redisstore.ErrSubscriptionEnded
+			}
+		case *redis.Message:
+			if m.Channel == channel {
+				message()
+			}
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/lockkit/lock/internal/redisstore"
+)
+
+// client is the store's rueidis glue: it builds the store's commands,
+// sends them and reads the replies.
+type client struct {
+	c       rueidis.Client
+	cluster bool
+}
+
+var _ redisstore.Client = client{}
+
+// build builds cmd. Commands are built as plain commands, not as the
+// client's read-only ones, so that the client neither retries one (a
+// store makes one attempt per call) nor sends one to a replica, which may
+// lag.
+//
+// On a single server (or a Sentinel-managed master) the keys are sent
+// without their slot: rueidis then sends every command of the store on
+// the same one of its pipelined connections, in the order they were
+// made. Given a slot, it would pick one of its connections at random for
+// each command (four by default), and the release that cleans up after
+// an acquisition whose caller gave up could reach the server before the
+// acquisition, leaving the lock held until its TTL. On a cluster the slot
+// picks the node, and the client has one connection per node unless
+// ClientOption.PipelineMultiplex says otherwise.
+func (c client) build(cmd *redisstore.Cmd) rueidis.Completed {
+	head := [3]string{cmd.Name}
+	n := 1
+	if cmd.Script != nil {
+		head, n = [3]string{"EVALSHA", cmd.Script.SHA, strconv.Itoa(int(cmd.NKeys))}, 3
+		if cmd.Full {
+			head[0], head[1] = "EVAL", cmd.Script.Src
+		}
+	}
+	if c.cluster {
+		return c.c.B().Arbitrary(head[:n]...).Keys(cmd.KeyList()...).Args(cmd.ArgList()...).Build()
+	}
+	return c.c.B().Arbitrary(head[:n]...).Args(cmd.KeyList()...).Args(cmd.ArgList()...).Build()
+}
+
+// reply converts a rueidis result.
+func reply(r rueidis.RedisResult) redisstore.Reply {
+	m, err := r.ToMessage()
+	if err != nil {
+		if rueidis.IsRedisNil(err) {
+			return redisstore.Reply{Nil: true}
+		}
+		out := redisstore.Reply{Err: err}
+		if e, ok := rueidis.IsRedisErr(err); ok {
+			out.ServerErr = e.Error()
+		}
+		return out
+	}
+	if m.IsInt64() {
+		n, _ := m.AsInt64()
+		return redisstore.Reply{Int: n}
+	}
+	s, _ := m.ToString()
+	return redisstore.Reply{Str: s}
+}
+
+// Do implements redisstore.Client.
+func (c client) Do(ctx context.Context, cmd redisstore.Cmd) redisstore.Reply {
+	if cmd.Queue {
+		return c.doQueued(ctx, &cmd)
+	}
+	return reply(c.c.Do(ctx, c.build(&cmd)))
+}
+
+// doQueued is Do for the reads of WaitRelease, whose contexts can be as
+// short as the lockers' pauses between attempts (a few milliseconds): it
+// bounds the command by ctx's cancellation only, not by its deadline.
+//
+// Given a context with a deadline, a rueidis connection on which no other
+// command is waiting sends the command on the caller's goroutine with the
+// deadline set on the socket, and closes the connection if the deadline
+// passes before the answer: every command of every other caller on that
+// connection then fails, and the client redials. Short waits did that
+// under load. Given a context that is only canceled, the client queues the
+// command for its pipeline and merely stops waiting for the answer. The
+// cost: a connection that the command must open first (the client opens
+// them when first used) is bounded by the client's dial timeout rather
+// than by ctx.
+func (c client) doQueued(ctx context.Context, cmd *redisstore.Cmd) redisstore.Reply {
+	if _, ok := ctx.Deadline(); !ok {
+		return reply(c.c.Do(ctx, c.build(cmd)))
+	}
+	qctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	r := reply(c.c.Do(qctx, c.build(cmd)))
+	if err := ctx.Err(); err != nil && errors.Is(r.Err, context.Canceled) {
+		return redisstore.Reply{Err: err} // ctx's own error: its deadline
+	}
+	return r
+}
+
+// DoMulti implements redisstore.Client: one DoMulti, which rueidis writes
+// to one connection in one go; with exclusive, on a dedicated connection,
+// which reports a cluster redirect as an error rather than following it.
+func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, replies []redisstore.Reply, exclusive bool) {
+	// A new slice every time: when ctx ends first, the client still holds
+	// the commands until it has written them.
+	built := make([]rueidis.Completed, 0, len(cmds))
+	for i := range cmds {
+		built = append(built, c.build(&cmds[i]))
+	}
+	var results []rueidis.RedisResult
+	if exclusive {
+		var err error
+		if results, err = c.dedicated(ctx, built); err != nil {
+			for i := range replies {
+				replies[i] = redisstore.Reply{Err: err}
+			}
+			return
+		}
+	} else {
+		results = c.c.DoMulti(ctx, built...)
+	}
+	for i, r := range results {
+		replies[i] = reply(r)
+	}
+}
+
+// dedicated sends cmds on a dedicated connection.
+func (c client) dedicated(ctx context.Context, cmds []rueidis.Completed) (results []rueidis.RedisResult, err error) {
+	err = c.c.Dedicated(func(d rueidis.DedicatedClient) error {
+		results = d.DoMulti(ctx, cmds...)
+		return nil
+	})
+	return results, err
+}
+
+// NotSent implements redisstore.Client. A command never left the process
+// if its error is not its own: a context error while ctx is alive and
+// before its deadline, or a dial error. The client reports them for
+// commands it did not write:
+//   - it opens its connections when first used, bounded by the context of
+//     the command that needs one, and hands the failure to every command
+//     waiting for the same connection: another caller's context ended
+//     during the dial (a dial error) or the handshake (that caller's
+//     context error);
+//   - a connection that another caller's deadline closed (see doQueued)
+//     answers the next command, which it never writes, with that
+//     caller's context.DeadlineExceeded before it is replaced.
+//
+// A command's own deadline can fire on the socket a moment before ctx
+// reports it: hence the check of the deadline itself.
+func (client) NotSent(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return false
+	}
+	var op *net.OpError
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &op) && op.Op == "dial")
+}
+
+// Cluster implements redisstore.Client.
+func (c client) Cluster() bool { return c.cluster }
+
+// unsubscribeTimeout bounds the SUNSUBSCRIBE sent when a subscription is
+// dropped; it delays no caller, only the end of the subscription.
+const unsubscribeTimeout = 2 * time.Second
+
+// Subscribe implements redisstore.Client with Receive. If the connection
+// breaks, or the server refuses the subscription, it returns at once
+// instead of letting the client subscribe again in the background; when
+// ctx ends, it unsubscribes on the connection of the subscription — also
+// if the confirmation had not arrived yet, as the SSUBSCRIBE may still be
+// applied.
+func (c client) Subscribe(ctx context.Context, channel string, confirmed, message func()) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var broken error
+	rctx = rueidis.WithOnSubscriptionHook(rctx, func(s rueidis.PubSubSubscription) {
+		if s.Kind == "ssubscribe" && s.Channel == channel {
+			confirmed()
+		}
+	})
+	rctx = rueidis.WithOnReceiveReturnHook(rctx, func(err error, cc rueidis.CommandClient) error {
+		if err != nil && ctx.Err() == nil {
+			mu.Lock()
+			broken = err
+			mu.Unlock()
+			cancel()
+			return err
+		}
+		uctx, done := context.WithTimeout(context.Background(), unsubscribeTimeout)
+		_ = cc.Do(uctx, cc.B().Sunsubscribe().Channel(channel).Build())
+		done()
+		return err
+	})
+	err := c.c.Receive(rctx, c.c.B().Ssubscribe().Channel(channel).Build(), func(rueidis.PubSubMessage) { message() })
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case broken != nil:
+		return broken
+	case ctx.Err() != nil:
+		return nil
+	case err == nil:
+		return redisstore.ErrSubscriptionEnded
+	}
+	return err
+}
