@@ -17,7 +17,8 @@
 // runs every cell once, briefly, and contention at one pause only (a
 // smoke test, not a measurement, in about half a minute); -only
 // runs some sections (redis, redlock, memcached, postgres, memory,
-// contention, etcd, or a section's key); -libs selects libraries.
+// contention, etcd, or a section's key); -libs selects libraries. A full
+// run takes about ten minutes on two cores.
 package main
 
 import (
