@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
-	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/testing/etcdtest"
 	etcdstore "github.com/lockkit/lock/stores/etcd"
 )
@@ -20,10 +16,6 @@ import (
 // The etcd section: lockkit's etcd store next to etcd's own
 // concurrency.Mutex and a hand-written floor, on a three-member cluster
 // on loopback (etcdtest's: data on tmpfs, a 100ms heartbeat).
-
-func init() {
-	extraSections = append(extraSections, extraSection{key: "etcd", run: etcdSection, report: etcdReport, targets: etcdTargets})
-}
 
 func etcdLibraries() []library {
 	return []library{
@@ -33,87 +25,34 @@ func etcdLibraries() []library {
 	}
 }
 
-// etcdSection measures lock+unlock pairs with 64 goroutines and with one
-// (latency), and contention among 16 clients, on a cluster it starts.
-func etcdSection(p plan, res *results, s *servers, progress func(string, ...any)) error {
+// etcd runs the section's cells on a cluster it starts: lock+unlock pairs
+// with 64 goroutines and with one (latency), and contention among 16
+// workers. Without etcd it skips them, unless servers are required.
+func (r *runner) etcd() error {
 	path, err := etcdtest.LookPath()
 	if err != nil {
-		if required() {
-			return err
-		}
-		progress("etcd: skipped: %v", err)
-		return nil
+		return r.skip("etcd", err)
 	}
 	cluster, err := etcdtest.Launch(path, 3, nil)
 	if err != nil {
 		return err
 	}
 	defer cluster.Close()
-	newEtcdEnv := func() env {
-		e := newEnv(s, p.ttl)
+	withCluster := func(e env) env {
 		e.etcd = cluster.Endpoints()
 		return e
 	}
-	count := func(e env) leftoverFunc { return func(prefix string) (int, int) { return etcdLeft(e, prefix) } }
-	libs := selected(etcdLibraries())
-	// A new cluster is slow for its first second or so: warm it up, off
-	// the record, so that the first library measured is not the one that
-	// pays for it.
-	throughput(libs[0], newEtcdEnv(), 16, max(p.throughput, time.Second), false, nil)
-	for _, sec := range []struct {
-		key        string
-		goroutines int
-	}{{"etcd", 64}, {"etcd-1", 1}} {
-		for pass := range p.passes {
-			for _, lib := range inPassOrder(libs, pass) {
-				e := newEtcdEnv()
-				r := throughput(lib, e, sec.goroutines, p.throughput, sec.goroutines == 1, count(e))
-				progress("%s, %d goroutines, pass %d: %-24s %7.0f pairs/s  p50 %6.0fµs  errors %d %s", sec.key, sec.goroutines, pass+1, lib.name, r.PairsPerSec, r.P50, r.Errors, r.FirstError)
-				res.Throughput[sec.key] = append(res.Throughput[sec.key], cellResult{Section: sec.key, Library: lib.name, Floor: lib.floor, Pass: pass + 1, throughputResult: r})
-			}
-		}
-		res.sections[sec.key] = names(libs)
-		setRatios(res.Throughput[sec.key])
-	}
-	for _, pause := range []time.Duration{time.Millisecond, 0} {
-		for pass := range p.fewer {
-			for _, lib := range inPassOrder(libs, pass) {
-				e := newEtcdEnv()
-				r := contention(lib, e, 16, pause, p.contended, count(e))
-				progress("etcd contention, pause %v, pass %d: %-24s %6.0f acq/s  handoff p50 %6.0fµs  wait p99 %7.0fµs  violations %d  errors %d %s",
-					pause, pass+1, lib.name, r.PerSec, r.HandoffP50, r.WaitP99, r.Violations, r.Errors, r.FirstError)
-				res.Contention = append(res.Contention, contentionCell{Library: lib.name, Pause: pause, Pass: pass + 1, contentionResult: r})
-			}
-		}
-	}
-	res.sections["etcd-contention"] = names(libs)
+	r.res.Machine.Etcd = etcdVersion(withCluster(env{}))
+	libs := etcdLibraries()
+	sp := spec{key: "etcd", title: "etcd, 3 members: 64 goroutines, TryLock+Unlock pairs", kind: kindThroughput,
+		libs: libs, workers: 64, env: withCluster, count: etcdLeftovers}
+	r.warmUp(sp)
+	r.throughput(sp)
+	r.throughput(spec{key: "etcd-1", title: "etcd, 3 members: 1 goroutine, the latency of a TryLock+Unlock pair", kind: kindLatency,
+		libs: libs, workers: 1, env: withCluster, count: etcdLeftovers})
+	r.contention(spec{key: "etcd-contention", title: "Contention on etcd, 3 members: 16 workers (each its own client) on one name, Lock → update → Unlock → pause",
+		libs: libs, workers: 16, pauses: []time.Duration{0, time.Millisecond}, env: withCluster, count: etcdLeftovers})
 	return nil
-}
-
-func etcdReport(w io.Writer, r *results) {
-	throughputTable(w, r, "etcd", "etcd, 3 members: 64 goroutines, each on its own key, TryLock+Unlock pairs")
-	throughputTable(w, r, "etcd-1", "etcd, 3 members: 1 goroutine (latency of a TryLock+Unlock pair)")
-	contentionTables(w, r, "etcd-contention", "etcd, 3 members")
-}
-
-func etcdTargets(r *results) []target {
-	var ts []target
-	pps := func(c cellResult) float64 { return c.PairsPerSec }
-	if cells := r.Throughput["etcd"]; len(cells) > 0 {
-		v := ratioPerPass(cells, "lockkit (etcd)", "etcd concurrency.Mutex", pps)
-		ts = append(ts, target{"etcd, 64 goroutines", "≥ concurrency.Mutex", fmt.Sprintf("%.2f×", v), v >= 1})
-	}
-	for _, pause := range []time.Duration{time.Millisecond, 0} {
-		ours := contentionOf(r.Contention, "lockkit (etcd)", pause)
-		theirs := contentionOf(r.Contention, "etcd concurrency.Mutex", pause)
-		if len(ours) == 0 || len(theirs) == 0 {
-			continue
-		}
-		h, th := medianOf(ours, func(c contentionCell) float64 { return c.HandoffP50 }), medianOf(theirs, func(c contentionCell) float64 { return c.HandoffP50 })
-		ts = append(ts, target{fmt.Sprintf("etcd contention, 16 clients, pause %v", pause), "handoff p50 < concurrency.Mutex",
-			fmt.Sprintf("%.0fµs vs %.0fµs", h, th), h < th})
-	}
-	return ts
 }
 
 // etcdClient returns a client of the cluster that logs nothing.
@@ -121,22 +60,43 @@ func etcdClient(e env) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{Endpoints: e.etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 }
 
-// etcdLeft counts the keys left under prefix.
-func etcdLeft(e env, prefix string) (int, int) {
+// etcdVersion returns the cluster's version, or "" if it cannot tell.
+func etcdVersion(e env) string {
 	c, err := etcdClient(e)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: counting etcd leftovers:", err)
-		return -1, -1
+		return ""
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	st, err := c.Status(ctx, e.etcd[0])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: counting etcd leftovers:", err)
-		return -1, -1
+		return ""
 	}
-	return int(resp.Count), 0
+	return st.Version
+}
+
+// etcdLeftovers counts every key in the cluster, then deletes them.
+func etcdLeftovers(e env) (l leftovers) {
+	c, err := etcdClient(e)
+	if err != nil {
+		l.failed(err)
+		return l
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithKeysOnly())
+	if err != nil {
+		l.failed(err)
+		return l
+	}
+	for _, kv := range resp.Kvs {
+		l.add(string(kv.Key), e.prefix)
+	}
+	_, err = c.Delete(ctx, "\x00", clientv3.WithFromKey())
+	l.failed(err)
+	return l
 }
 
 func openLockkitEtcd(e env) (client, error) {
@@ -144,19 +104,25 @@ func openLockkitEtcd(e env) (client, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := etcdstore.New(c, etcdstore.WithPrefix(e.prefix))
-	if err == nil {
-		var l lock.Locker
-		if l, err = lock.NewSingle(s, nil); err == nil {
-			return lockkitClient(l, e, func() { _ = c.Close() }), nil
-		}
-	}
-	_ = c.Close()
-	return nil, err
+	s, err := etcdstore.New(c)
+	return singleClient(s, err, e, e.options(false, nil), func() { _ = c.Close() })
 }
 
-// etcdMutex is a concurrency.Mutex on one key, in its client's session.
-type etcdMutex struct{ m *concurrency.Mutex }
+// etcdWorker keeps a concurrency.Mutex, in its client's session, for the
+// name it last locked; a new name takes a new one, as etcd's users make
+// them.
+type etcdWorker struct {
+	s    *concurrency.Session
+	name string
+	m    *concurrency.Mutex
+}
+
+func (w *etcdWorker) forName(name string) *concurrency.Mutex {
+	if name != w.name || w.m == nil {
+		w.name, w.m = name, concurrency.NewMutex(w.s, name)
+	}
+	return w.m
+}
 
 // openEtcdMutex opens a client with one session (a lease kept alive in
 // the background), shared by its mutexes, as etcd's documentation shows.
@@ -171,21 +137,21 @@ func openEtcdMutex(e env) (client, error) {
 		return nil, err
 	}
 	return clientFuncs{
-		m: func(key string) mutex { return etcdMutex{concurrency.NewMutex(s, e.prefix+key)} },
+		w: func() worker { return &etcdWorker{s: s} },
 		c: func() { _ = s.Close(); _ = c.Close() },
 	}, nil
 }
 
-func (m etcdMutex) tryLock(ctx context.Context) (bool, error) {
-	err := m.m.TryLock(ctx)
+func (w *etcdWorker) tryLock(ctx context.Context, name string) (bool, error) {
+	err := w.forName(name).TryLock(ctx)
 	if errors.Is(err, concurrency.ErrLocked) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-func (m etcdMutex) lock(ctx context.Context) error   { return m.m.Lock(ctx) }
-func (m etcdMutex) unlock(ctx context.Context) error { return m.m.Unlock(ctx) }
+func (w *etcdWorker) lock(ctx context.Context, name string) error { return w.forName(name).Lock(ctx) }
+func (w *etcdWorker) unlock(ctx context.Context) error            { return w.m.Unlock(ctx) }
 
 // rawEtcd is the least a compare-and-delete lock costs on etcd: a put
 // if the key is absent, attached to a lease the client shares among its
@@ -210,7 +176,7 @@ func openRawEtcd(e env) (client, error) {
 		return nil, err
 	}
 	return clientFuncs{
-		m: func(key string) mutex { return &rawEtcd{c: c, lease: l.ID, key: e.prefix + key, token: rawToken()} },
+		w: func() worker { return &rawEtcd{c: c, lease: l.ID, token: rawToken()} },
 		c: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -220,7 +186,8 @@ func openRawEtcd(e env) (client, error) {
 	}, nil
 }
 
-func (m *rawEtcd) tryLock(ctx context.Context) (bool, error) {
+func (m *rawEtcd) tryLock(ctx context.Context, name string) (bool, error) {
+	m.key = name
 	resp, err := m.c.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(m.key), "=", 0)).
 		Then(clientv3.OpPut(m.key, m.token, clientv3.WithLease(m.lease))).
@@ -228,7 +195,9 @@ func (m *rawEtcd) tryLock(ctx context.Context) (bool, error) {
 	return err == nil && resp.Succeeded, err
 }
 
-func (m *rawEtcd) lock(ctx context.Context) error { return poll(ctx, m.tryLock) }
+func (m *rawEtcd) lock(ctx context.Context, name string) error {
+	return poll(ctx, time.Millisecond, func() (bool, error) { return m.tryLock(ctx, name) })
+}
 
 func (m *rawEtcd) unlock(ctx context.Context) error {
 	resp, err := m.c.Txn(ctx).

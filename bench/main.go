@@ -1,22 +1,24 @@
 // Command bench compares lockkit with other Go lock libraries and with
 // hand-written floors, on servers it starts itself on loopback, and prints
-// Markdown tables with each library's ratio to the floor of the same run.
+// Markdown tables with each library's ratio to the floor of the same run,
+// and a table of the targets of the open issues, met or not.
 //
 // Run it from this directory (it is a module of its own, so that the
 // libraries it compares never enter lockkit's dependencies):
 //
 //	cd bench && go run .
 //
-// It needs redis-server (7 or later) and memcached on the PATH (and
-// PostgreSQL for its section, which is skipped without it), and takes
-// about three minutes on two cores. Uncontended cells run four times
-// (-passes), contention and in-memory cells half as often, each time with
-// the libraries in the reverse order of the time before; -json FILE also writes
-// every number as JSON; -quick runs every cell once, briefly (a smoke
-// test, not a measurement); -only SECTION runs one section (redis,
-// contention, redlock, memcached, postgres, memory, etcd); -libs selects
-// libraries. The etcd section needs etcd on the PATH; without it, it is
-// skipped.
+// It needs redis-server (7 or later) and memcached on the PATH; the
+// PostgreSQL and etcd sections need their servers and are skipped
+// without them. Every cell runs -passes times (3), each time with the
+// libraries in the reverse order of the time before; uncontended cells
+// lock a fresh name per lock and, in a second row, one name per goroutine
+// again and again. -json FILE also writes every number as JSON; -quick
+// runs every cell once, briefly, and contention at one pause only (a
+// smoke test, not a measurement, in about half a minute); -only
+// runs some sections (redis, redlock, memcached, postgres, memory,
+// contention, etcd, or a section's key); -libs selects libraries. A full
+// run takes about ten minutes on two cores.
 package main
 
 import (
@@ -34,57 +36,35 @@ import (
 )
 
 var (
-	jsonOut = flag.String("json", "", "also write the results as JSON to this file")
-	quick   = flag.Bool("quick", false, "run every cell once and briefly: a smoke test, not a measurement")
-	only    = flag.String("only", "", "run only this section: redis, contention, redlock, memcached, postgres, memory or etcd")
-	libs    = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
-	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
-	passes  = flag.Int("passes", 4, "how many times each uncontended cell runs, alternating the order of the libraries (contention and in-memory cells: half as many)")
+	jsonOut   = flag.String("json", "", "also write the results as JSON to this file")
+	quick     = flag.Bool("quick", false, "run every cell once and briefly, contention at one pause: a smoke test, not a measurement")
+	only      = flag.String("only", "", "run only these comma-separated sections: redis, redlock, memcached, postgres, memory, contention, etcd, or a section's key")
+	libs      = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
+	cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
+	passes    = flag.Int("passes", 3, "how many times each cell runs, alternating the order of the libraries")
+	cellTime  = flag.Duration("time", 750*time.Millisecond, "how long an uncontended cell runs")
+	contended = flag.Duration("contended", 3*time.Second, "how long a contention cell runs")
 )
 
-// selected filters libraries by -libs.
-func selected(ls []library) []library {
-	if *libs == "" {
-		return ls
-	}
-	var out []library
-	for _, l := range ls {
-		for _, w := range strings.Split(*libs, ",") {
-			if l.floor || strings.Contains(l.name, w) {
-				out = append(out, l)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// required reports whether missing servers must fail the smoke test, as
-// in CI.
-func required() bool {
-	for _, v := range []string{os.Getenv("LOCKKIT_REQUIRE_SERVERS"), os.Getenv("CI")} {
-		if v != "" && v != "0" && v != "false" {
-			return true
-		}
-	}
-	return false
-}
-
-// plan is how long and how often cells run.
+// plan is what a run measures, and how long and how often.
 type plan struct {
-	passes     int           // uncontended cells
-	fewer      int           // contention and in-memory cells
-	throughput time.Duration // an uncontended cell
-	contended  time.Duration // a contention cell
-	ttl        time.Duration
+	passes       int
+	throughput   time.Duration // an uncontended cell
+	contended    time.Duration // a contention cell
+	ttl          time.Duration
+	only         []string      // sections or groups to run; none: all
+	libs         []string      // words selecting libraries; none: all
+	quick        bool          // a smoke test: contention at one pause only
+	storeTimeout time.Duration // lockkit's Options.StoreTimeout; 0 keeps the default (the smoke test raises it: the race detector is slow)
 }
 
 func main() {
 	flag.Parse()
-	p := plan{passes: max(1, *passes), fewer: max(1, *passes/2), throughput: 750 * time.Millisecond, contended: 3 * time.Second, ttl: 10 * time.Second}
+	p := plan{passes: max(1, *passes), throughput: *cellTime, contended: *contended, ttl: 10 * time.Second, quick: *quick}
 	if *quick {
-		p = plan{passes: 1, fewer: 1, throughput: 150 * time.Millisecond, contended: 300 * time.Millisecond, ttl: 10 * time.Second}
+		p.passes, p.throughput, p.contended = 1, 150*time.Millisecond, 300*time.Millisecond
 	}
+	p.only, p.libs = words(*only), words(*libs)
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err == nil {
@@ -96,43 +76,88 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if _, err := run(p, os.Stdout); err != nil {
+	res, err := run(p, os.Stdout)
+	if err == nil && *jsonOut != "" {
+		var b []byte
+		if b, err = json.MarshalIndent(res, "", "  "); err == nil {
+			err = os.WriteFile(*jsonOut, b, 0o644)
+		}
+	}
+	if err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-// extraSection is a section with servers of its own, which registers
-// itself from its own file (etcd.go): it runs after the others, adds its
-// cells to the results, reports them and checks its targets.
-type extraSection struct {
-	key     string // its name for -only
-	run     func(p plan, res *results, s *servers, progress func(string, ...any)) error
-	report  func(w io.Writer, r *results)
-	targets func(r *results) []target
+func words(s string) []string {
+	var out []string
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
-var extraSections []extraSection
+// required reports whether missing servers must fail the run, as in CI.
+func required() bool {
+	for _, v := range []string{os.Getenv("LOCKKIT_REQUIRE_SERVERS"), os.Getenv("CI")} {
+		if v != "" && v != "0" && v != "false" {
+			return true
+		}
+	}
+	return false
+}
 
 // results is everything a run measured.
 type results struct {
-	Machine    machine                 `json:"machine"`
-	Plan       string                  `json:"plan"`
-	Throughput map[string][]cellResult `json:"throughput"` // by section
-	Contention []contentionCell        `json:"contention"`
-	Memory     []memoryCell            `json:"memory"`
-	Targets    []target                `json:"targets"`
-	sections   map[string][]string     // section -> libraries, in order
+	Machine  machine          `json:"machine"`
+	Plan     string           `json:"plan"`
+	Sections []*sectionResult `json:"sections"`
+	Skipped  []string         `json:"skipped,omitempty"` // sections skipped for want of their server, and why
+	Targets  []target         `json:"targets"`
+}
+
+// section returns the section of key, or nil if it did not run.
+func (r *results) section(key string) *sectionResult {
+	for _, s := range r.Sections {
+		if s.Key == key {
+			return s
+		}
+	}
+	return nil
+}
+
+// kind is the workload of a section, and so the shape of its table.
+type kind string
+
+const (
+	kindThroughput kind = "throughput" // goroutines on names of their own: pairs/s
+	kindLatency    kind = "latency"    // one goroutine: the latency of a pair
+	kindOneCore    kind = "one core"   // one goroutine, GOMAXPROCS 1: ns per pair
+	kindContention kind = "contention" // workers on one name
+)
+
+// sectionResult is one table of the report.
+type sectionResult struct {
+	Key        string           `json:"key"`
+	Title      string           `json:"title"`
+	Kind       kind             `json:"kind"`
+	Libraries  []string         `json:"libraries"` // in the order of the table
+	Floor      string           `json:"floor,omitempty"`
+	Pollers    []string         `json:"pollers,omitempty"` // the libraries that wait by polling
+	Throughput []cellResult     `json:"throughput,omitempty"`
+	Contention []contentionCell `json:"contention,omitempty"`
+	Pauses     []time.Duration  `json:"pausesNanos,omitempty"`
 }
 
 type cellResult struct {
-	Section string `json:"section"`
 	Library string `json:"library"`
-	Floor   bool   `json:"floor"`
+	Names   string `json:"names"` // fresh or reused
 	Pass    int    `json:"pass"`
 	throughputResult
-	Ratio float64 `json:"ratioToFloor"`
+	Ratio float64 `json:"ratioToFloor"` // pairs/s (latency, one core: the floor's time over ours) against the floor of the same pass and names
 }
 
 type contentionCell struct {
@@ -142,123 +167,228 @@ type contentionCell struct {
 	contentionResult
 }
 
-var prefixSeq atomic.Int64
+const (
+	fresh  = "fresh"
+	reused = "reused"
+)
 
-// newEnv returns the environment of one cell, with a key prefix of its own.
-func newEnv(s *servers, ttl time.Duration) env {
-	addrs := make([]string, len(s.redis))
-	for i, p := range s.redis {
-		addrs[i] = p.Addr()
+// spec describes a section to run.
+type spec struct {
+	key, title string
+	kind       kind
+	libs       []library
+	workers    int
+	pauses     []time.Duration // contention
+	env        func(env) env   // adds what the section's servers need; nil: nothing
+	count      leftoverFunc    // nil: nothing is counted
+}
+
+// runner runs the sections of one run.
+type runner struct {
+	p        plan
+	s        *servers
+	res      *results
+	start    time.Time
+	progress func(format string, args ...any)
+}
+
+var cellSeq atomic.Int64
+
+// newEnv returns the environment of one cell, with a prefix of its own.
+func (r *runner) newEnv(sp spec) env {
+	n := cellSeq.Add(1)
+	e := env{prefix: fmt.Sprintf("c%d.", n), table: fmt.Sprintf("bench%d", n), ttl: r.p.ttl, storeTimeout: r.p.storeTimeout}
+	if r.s != nil {
+		for _, p := range r.s.redis {
+			e.redis = append(e.redis, p.Addr())
+		}
+		e.memcached = r.s.memcached.Addr()
 	}
-	return env{redis: addrs, memcached: s.memcached.Addr(), prefix: fmt.Sprintf("bench%d:", prefixSeq.Add(1)), ttl: ttl}
+	if sp.env != nil {
+		e = sp.env(e)
+	}
+	return e
+}
+
+// skip records a section skipped for want of its server: an error when
+// servers are required.
+func (r *runner) skip(section string, err error) error {
+	if required() {
+		return err
+	}
+	r.progress("%s: skipped: %v", section, err)
+	r.res.Skipped = append(r.res.Skipped, section+": "+err.Error())
+	return nil
+}
+
+// want reports whether the section key of group is to run.
+func (r *runner) want(group, key string) bool {
+	return len(r.p.only) == 0 || slices.Contains(r.p.only, group) || slices.Contains(r.p.only, key)
+}
+
+// selected filters libraries by -libs (floors always run).
+func (r *runner) selected(ls []library) []library {
+	if len(r.p.libs) == 0 {
+		return ls
+	}
+	var out []library
+	for _, l := range ls {
+		if l.floor || slices.ContainsFunc(r.p.libs, func(w string) bool { return strings.Contains(l.name, w) }) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func run(p plan, out io.Writer) (*results, error) {
-	start := time.Now()
+	r := &runner{p: p, start: time.Now(), res: &results{}}
+	r.progress = func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "[%5.1fs %4dg] ", time.Since(r.start).Seconds(), runtime.NumGoroutine())
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
 	s, err := startServers(5)
 	if err != nil {
 		return nil, err
 	}
 	defer s.stop()
-	res := &results{Throughput: map[string][]cellResult{}, sections: map[string][]string{}}
-	res.Machine = describe(s)
-	res.Plan = fmt.Sprintf("uncontended cells: %d runs of %v; contention cells: %d runs of %v; in memory: %d runs; TTL %v", p.passes, p.throughput, p.fewer, p.contended, p.fewer, p.ttl)
-	redisLeft := func(addrs []string) leftoverFunc {
-		return func(prefix string) (int, int) {
-			l, f, err := leftovers(addrs, prefix)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "bench: counting leftovers:", err)
-				return -1, -1
-			}
-			return l, f
+	r.s = s
+	r.res.Machine = describe(s)
+	r.res.Plan = fmt.Sprintf("%d runs of every cell; uncontended cells %v, contention cells %v; TTL %v", p.passes, p.throughput, p.contended, p.ttl)
+	redisLeft := leftoverFunc(redisLeftovers)
+	ms := time.Millisecond
+
+	if r.want("redis", "redis") {
+		r.throughput(spec{key: "redis", title: "Single Redis: 64 goroutines, TryLock+Unlock pairs", kind: kindThroughput,
+			libs: redisLibraries(), workers: 64, count: redisLeft})
+	}
+	if r.want("redlock", "redlock") {
+		r.throughput(spec{key: "redlock", title: "Redlock over 5 masters: 64 goroutines, TryLock+Unlock pairs", kind: kindThroughput,
+			libs: redlockLibraries(), workers: 64, count: redisLeft})
+	}
+	if r.want("redlock", "redlock-1") {
+		r.throughput(spec{key: "redlock-1", title: "Redlock over 5 masters: 1 goroutine, the latency of a TryLock+Unlock pair", kind: kindLatency,
+			libs: redlockLibraries(), workers: 1, count: redisLeft})
+	}
+	if r.want("memcached", "memcached") {
+		r.throughput(spec{key: "memcached", title: "memcached: 64 goroutines, TryLock+Unlock pairs", kind: kindThroughput,
+			libs: memcachedLibraries(), workers: 64, count: leftoverFunc(memcachedLeftovers)})
+	}
+	if r.want("postgres", "postgres") {
+		if err := r.postgres(); err != nil {
+			return nil, fmt.Errorf("postgres section: %w", err)
 		}
 	}
-	want := func(section string) bool { return *only == "" || *only == section }
-	progress := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "[%5.1fs %4dg] ", time.Since(start).Seconds(), runtime.NumGoroutine())
-		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	if r.want("memory", "memory") {
+		r.throughput(spec{key: "memory", title: "In memory: 1 goroutine on one core (GOMAXPROCS 1), TryLock+Unlock pairs", kind: kindOneCore,
+			libs: memoryLibraries(), workers: 1})
 	}
-
-	type tsection struct {
-		key, title string
-		libs       []library
-		goroutines int
-		left       func(env) leftoverFunc
+	if r.want("contention", "contention") {
+		r.contention(spec{key: "contention", title: "Contention on Redis: 16 workers (each its own client) on one name, Lock → update → Unlock → pause",
+			libs: redisContentionLibraries(), workers: 16, pauses: []time.Duration{0, ms}, count: redisLeft})
 	}
-	tsections := []tsection{
-		{"redis", "single Redis, 64 goroutines", selected(redisLibraries()), 64, func(e env) leftoverFunc { return redisLeft(e.redis[:1]) }},
-		{"redlock", "Redlock, 5 masters, 64 goroutines", selected(redlockLibraries()), 64, func(e env) leftoverFunc { return redisLeft(e.redis) }},
-		{"redlock-1", "Redlock, 5 masters, 1 goroutine", selected(redlockLibraries()), 1, func(e env) leftoverFunc { return redisLeft(e.redis) }},
-		{"memcached", "memcached, 64 goroutines", selected(memcachedLibraries()), 64, func(e env) leftoverFunc { return memcachedLeft(e) }},
+	if r.want("contention", "contention-64") {
+		r.contention(spec{key: "contention-64", title: "Contention on Redis: 64 workers (each its own client) on one name, Lock → update → Unlock → pause",
+			libs: redis64Libraries(), workers: 64, pauses: []time.Duration{ms}, count: redisLeft})
 	}
-	for _, sec := range tsections {
-		if !want(strings.TrimSuffix(sec.key, "-1")) {
-			continue
-		}
-		for pass := range p.passes {
-			libs := inPassOrder(sec.libs, pass)
-			for _, lib := range libs {
-				e := newEnv(s, p.ttl)
-				r := throughput(lib, e, sec.goroutines, p.throughput, sec.goroutines == 1, sec.left(e))
-				progress("%s, pass %d: %-30s %9.0f pairs/s  %5.1f allocs/pair  errors %d %s", sec.title, pass+1, lib.name, r.PairsPerSec, r.AllocsPerPair, r.Errors, r.FirstError)
-				res.Throughput[sec.key] = append(res.Throughput[sec.key], cellResult{Section: sec.title, Library: lib.name, Floor: lib.floor, Pass: pass + 1, throughputResult: r})
-			}
-		}
-		res.sections[sec.key] = names(sec.libs)
-		setRatios(res.Throughput[sec.key])
+	if r.want("contention", "memcached-contention") {
+		r.contention(spec{key: "memcached-contention", title: "Contention on memcached (no wake-on-release): 16 workers (each its own client) on one name, Lock → update → Unlock → pause",
+			libs: memcachedContentionLibraries(), workers: 16, pauses: []time.Duration{0, ms}, count: leftoverFunc(memcachedLeftovers)})
 	}
-
-	if want("contention") {
-		libs := selected(contentionLibraries())
-		for _, pause := range []time.Duration{time.Millisecond, 0} {
-			for pass := range p.fewer {
-				for _, lib := range inPassOrder(libs, pass) {
-					e := newEnv(s, p.ttl)
-					r := contention(lib, e, 16, pause, p.contended, redisLeft(e.redis[:1]))
-					progress("contention, pause %v, pass %d: %-24s %6.0f acq/s  handoff p50 %6.0fµs  wait p99 %7.0fµs  acq/handoff %5.2f  violations %d  lost %d  errors %d  still waiting %d %s",
-						pause, pass+1, lib.name, r.PerSec, r.HandoffP50, r.WaitP99, r.AcqPerHandoff, r.Violations, r.LostUpdates, r.Errors, r.CutShort, r.FirstError)
-					res.Contention = append(res.Contention, contentionCell{Library: lib.name, Pause: pause, Pass: pass + 1, contentionResult: r})
-				}
-			}
-		}
-		res.sections["contention"] = names(libs)
-	}
-
-	if want("postgres") {
-		postgresSection(p, res, progress)
-	}
-
-	if want("memory") {
-		res.Memory = memorySection(p, progress)
-		res.sections["memory"] = names(memoryLibraries())
-	}
-
-	for _, x := range extraSections {
-		if want(x.key) {
-			if err := x.run(p, res, s, progress); err != nil {
-				return nil, fmt.Errorf("%s section: %w", x.key, err)
-			}
+	if r.want("etcd", "etcd") {
+		if err := r.etcd(); err != nil {
+			return nil, fmt.Errorf("etcd section: %w", err)
 		}
 	}
 
-	res.Targets = checkTargets(res)
-	report(out, res, time.Since(start))
-	if *jsonOut != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return res, err
-		}
-		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	r.res.Machine.LoadEnd = loadAvg()
+	r.res.Targets = checkTargets(r.res)
+	report(out, r.res, time.Since(r.start))
+	return r.res, nil
 }
 
-// inPassOrder returns libs in the order of a pass: as given in even
-// passes, reversed in odd ones, so that no library always runs first.
-func inPassOrder(libs []library, pass int) []library {
-	order := slices.Clone(libs)
+// throughput runs the cells of an uncontended section: every library with
+// fresh names and with reused names, passes times, in the reverse order
+// every other pass.
+func (r *runner) throughput(sp spec) *sectionResult {
+	libs := r.selected(sp.libs)
+	sec := &sectionResult{Key: sp.key, Title: sp.title, Kind: sp.kind, Libraries: names(libs)}
+	type item struct {
+		lib   library
+		names string
+	}
+	var items []item
+	for _, l := range libs {
+		if l.floor {
+			sec.Floor = l.name
+		}
+		items = append(items, item{l, fresh}, item{l, reused})
+	}
+	for pass := range r.p.passes {
+		for _, it := range inPassOrder(items, pass) {
+			e := r.newEnv(sp)
+			var c throughputResult
+			if sp.kind == kindOneCore {
+				procs := runtime.GOMAXPROCS(1)
+				c = throughput(it.lib, e, 1, r.p.throughput, it.names == fresh, false, sp.count)
+				runtime.GOMAXPROCS(procs)
+			} else {
+				c = throughput(it.lib, e, sp.workers, r.p.throughput, it.names == fresh, sp.kind == kindLatency, sp.count)
+			}
+			r.progress("%s, pass %d: %-34s %-6s %9.0f pairs/s  p50 %5.0fµs  %5.1f allocs/pair  fenced %-3s  errors %d  left %v %s",
+				sp.key, pass+1, it.lib.name, it.names, c.PairsPerSec, c.P50, c.AllocsPerPair, c.Fenced, c.Errors, c.Left, c.FirstError)
+			sec.Throughput = append(sec.Throughput, cellResult{Library: it.lib.name, Names: it.names, Pass: pass + 1, throughputResult: c})
+		}
+	}
+	setRatios(sec)
+	r.res.Sections = append(r.res.Sections, sec)
+	return sec
+}
+
+// contention runs the cells of a contention section: every library at
+// every pause, passes times.
+func (r *runner) contention(sp spec) *sectionResult {
+	libs := r.selected(sp.libs)
+	pauses := sp.pauses
+	if r.p.quick {
+		pauses = pauses[:1]
+	}
+	sec := &sectionResult{Key: sp.key, Title: sp.title, Kind: kindContention, Libraries: names(libs), Pauses: pauses}
+	for _, l := range libs {
+		if l.poller {
+			sec.Pollers = append(sec.Pollers, l.name)
+		}
+	}
+	for _, pause := range pauses {
+		for pass := range r.p.passes {
+			for _, lib := range inPassOrder(libs, pass) {
+				c := contend(lib, r.newEnv(sp), sp.workers, pause, r.p.contended, sp.count)
+				r.progress("%s, pause %v, pass %d: %-34s %6.0f acq/s  acq/handoff %5.2f  wait p99 %6.1fms  max %6.1fms  passed over %4d  served %d/%d  violations %d  lost %d  errors %d  still waiting %d  left %v %s",
+					sp.key, pause, pass+1, lib.name, c.PerSec, c.AcqPerHandoff, c.WaitP99, c.WaitMax, c.PassedOverMax, c.Served, c.Workers,
+					c.Violations, c.LostUpdates, c.Errors, c.CutShort, c.Left, c.FirstError)
+				sec.Contention = append(sec.Contention, contentionCell{Library: lib.name, Pause: pause, Pass: pass + 1, contentionResult: c})
+			}
+		}
+	}
+	r.res.Sections = append(r.res.Sections, sec)
+	return sec
+}
+
+// warmUp runs the first library of sp, off the record: a server just
+// started is slow for its first second or so, and the library measured
+// first would pay for it.
+func (r *runner) warmUp(sp spec) {
+	d := time.Second
+	if r.p.quick {
+		d = r.p.throughput
+	}
+	r.progress("%s: warming the server up with %s for %v", sp.key, sp.libs[0].name, d)
+	throughput(sp.libs[0], r.newEnv(sp), sp.workers, d, true, false, sp.count)
+}
+
+// inPassOrder returns xs in the order of a pass: as given in even passes,
+// reversed in odd ones, so that no library always runs first.
+func inPassOrder[T any](xs []T, pass int) []T {
+	order := slices.Clone(xs)
 	if pass%2 == 1 {
 		slices.Reverse(order)
 	}
@@ -273,60 +403,28 @@ func names(libs []library) []string {
 	return out
 }
 
-// setRatios sets each cell's ratio to the floor of the same pass.
-func setRatios(cells []cellResult) {
-	floor := map[int]float64{}
-	for _, c := range cells {
-		if c.Floor {
-			floor[c.Pass] = c.PairsPerSec
+// setRatios sets each cell's ratio to the floor of the same pass and
+// names: pairs/s over the floor's; for latency and one-core cells, the
+// floor's time over ours, so that > 1 is better there too.
+func setRatios(sec *sectionResult) {
+	type at struct {
+		pass  int
+		names string
+	}
+	floor := map[at]cellResult{}
+	for _, c := range sec.Throughput {
+		if c.Library == sec.Floor {
+			floor[at{c.Pass, c.Names}] = c
 		}
 	}
-	for i := range cells {
-		if f := floor[cells[i].Pass]; f > 0 {
-			if cells[i].P50 > 0 { // latency cells: the floor's latency over ours, so > 1 is better too
-				var fl float64
-				for _, c := range cells {
-					if c.Floor && c.Pass == cells[i].Pass {
-						fl = c.P50
-					}
-				}
-				if cells[i].P50 > 0 && fl > 0 {
-					cells[i].Ratio = fl / cells[i].P50
-				}
-				continue
-			}
-			cells[i].Ratio = cells[i].PairsPerSec / f
+	for i, c := range sec.Throughput {
+		f, ok := floor[at{c.Pass, c.Names}]
+		switch {
+		case !ok:
+		case sec.Kind == kindLatency && c.P50 > 0:
+			sec.Throughput[i].Ratio = f.P50 / c.P50
+		case sec.Kind != kindLatency && f.PairsPerSec > 0:
+			sec.Throughput[i].Ratio = c.PairsPerSec / f.PairsPerSec
 		}
 	}
-}
-
-// machine describes where the run happened.
-type machine struct {
-	CPU       string `json:"cpu"`
-	Cores     int    `json:"cores"`
-	Go        string `json:"go"`
-	Redis     string `json:"redis"`
-	Memcached string `json:"memcached"`
-	LoadAvg   string `json:"loadAvgAtStart"`
-	Date      string `json:"date"`
-}
-
-func describe(s *servers) machine {
-	m := machine{Cores: runtime.NumCPU(), Go: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		f := strings.Fields(string(b))
-		if len(f) >= 3 {
-			m.LoadAvg = strings.Join(f[:3], " ")
-		}
-	}
-	m.Redis, m.Memcached = s.versions()
-	return m
 }

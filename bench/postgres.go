@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/testing/pgtest"
 	"github.com/lockkit/lock/stores/postgres"
 )
@@ -42,50 +39,29 @@ func postgresLibraries() []library {
 // which a cell would otherwise measure), while the section runs.
 var postgresServer struct{ pool *pgxpool.Pool }
 
-// postgresSection runs the section's cells into res.
-func postgresSection(p plan, res *results, progress func(string, ...any)) {
+// postgres runs the section's cells, on a server it starts; without
+// PostgreSQL it skips them, unless servers are required.
+func (r *runner) postgres() error {
 	srv, err := pgtest.Launch()
 	if err != nil {
-		progress("postgres: skipped: %v", err)
-		return
+		return r.skip("postgres", err)
 	}
 	defer srv.Close()
 	pool, err := openPostgresPool(srv)
 	if err != nil {
-		progress("postgres: skipped: %v", err)
-		return
+		return err
 	}
 	defer pool.Close()
 	postgresServer.pool = pool
-	libs := selected(postgresLibraries())
-	for pass := range p.passes {
-		order := slices.Clone(libs)
-		if pass%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, lib := range order {
-			e := env{prefix: fmt.Sprintf("bench%d", prefixSeq.Add(1)), ttl: p.ttl}
-			r := throughput(lib, e, postgresGoroutines, p.throughput, false, postgresLeft)
-			progress("postgres, pass %d: %-34s %9.0f pairs/s  %5.1f allocs/pair  errors %d %s", pass+1, lib.name, r.PairsPerSec, r.AllocsPerPair, r.Errors, r.FirstError)
-			res.Throughput["postgres"] = append(res.Throughput["postgres"], cellResult{Section: "postgres", Library: lib.name, Floor: lib.floor, Pass: pass + 1, throughputResult: r})
-		}
+	defer func() { postgresServer.pool = nil }()
+	if err := pool.QueryRow(context.Background(), "SHOW server_version").Scan(&r.res.Machine.Postgres); err != nil {
+		return err
 	}
-	res.sections["postgres"] = names(libs)
-	setRatios(res.Throughput["postgres"])
-}
-
-// postgresTargets checks the section's target: lockkit at 0.9× the floor.
-func postgresTargets(r *results) []target {
-	cells := r.Throughput["postgres"]
-	if len(cells) == 0 {
-		return nil
-	}
-	var ts []target
-	for _, lib := range []string{"lockkit", "lockkit NoFence"} {
-		v := ratioPerPass(cells, lib, "raw INSERT … ON CONFLICT (floor)", func(c cellResult) float64 { return c.PairsPerSec })
-		ts = append(ts, target{"PostgreSQL, 64 goroutines (" + lib + ")", "≥ 0.9× raw INSERT … ON CONFLICT", fmt.Sprintf("%.2f×", v), v >= 0.9})
-	}
-	return ts
+	sp := spec{key: "postgres", title: "PostgreSQL (fsync off): 64 goroutines sharing one pool, TryLock+Unlock pairs", kind: kindThroughput,
+		libs: postgresLibraries(), workers: postgresGoroutines, count: postgresLeftovers}
+	r.warmUp(sp)
+	r.throughput(sp)
+	return nil
 }
 
 // openPostgresPool opens the section's pool, every connection open.
@@ -125,19 +101,19 @@ func postgresPool() (*pgxpool.Pool, error) {
 	return postgresServer.pool, nil
 }
 
-// postgresLeft counts the locks left in a cell's table.
-func postgresLeft(table string) (int, int) {
+// postgresLeftovers counts the rows left in a cell's table: live locks,
+// and rows of released or expired ones (per-resource state).
+func postgresLeftovers(e env) (l leftovers) {
 	pool, err := postgresPool()
 	if err != nil {
-		return -1, -1
+		l.failed(err)
+		return l
 	}
-	var n int
-	q := "SELECT count(*) FROM " + pgx.Identifier{table}.Sanitize() + " WHERE expires_at > clock_timestamp()"
-	if err := pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: counting leftovers:", err)
-		return -1, -1
-	}
-	return n, 0
+	q := "SELECT count(*) FILTER (WHERE expires_at > clock_timestamp()), count(*) FROM " + pgx.Identifier{e.table}.Sanitize()
+	var all int
+	l.failed(pool.QueryRow(context.Background(), q).Scan(&l.Locks, &all))
+	l.PerResource = all - l.Locks
+	return l
 }
 
 func openLockkitPostgres(e env, noFence bool) (client, error) {
@@ -146,18 +122,11 @@ func openLockkitPostgres(e env, noFence bool) (client, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	s, err := postgres.New(pool, postgres.WithTable("", e.prefix))
+	s, err := postgres.New(pool, postgres.WithTable("", e.table))
 	if err == nil {
 		err = s.Migrate(ctx)
 	}
-	if err != nil {
-		return nil, err
-	}
-	l, err := lock.NewSingle(s, &lock.Options{NoFence: noFence})
-	if err != nil {
-		return nil, err
-	}
-	return lockkitClient(l, e, nil), nil
+	return singleClient(s, err, e, e.options(noFence, nil), nil)
 }
 
 // rawPostgres is the floor: the two statements of a lock with a TTL on
@@ -174,7 +143,7 @@ func openRawPostgres(e env) (client, error) {
 	if err != nil {
 		return nil, err
 	}
-	table := pgx.Identifier{e.prefix}.Sanitize()
+	table := pgx.Identifier{e.table}.Sanitize()
 	ddl := "CREATE TABLE " + table + " (resource text PRIMARY KEY, token text NOT NULL, expires_at timestamptz NOT NULL)"
 	if _, err := pool.Exec(context.Background(), ddl); err != nil {
 		return nil, err
@@ -183,18 +152,21 @@ func openRawPostgres(e env) (client, error) {
 		"ON CONFLICT (resource) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp()"
 	unlockSQL := "DELETE FROM " + table + " WHERE resource = $1 AND token = $2"
 	return clientFuncs{
-		m: func(key string) mutex {
-			return &rawPostgres{pool: pool, lockSQL: lockSQL, unlockSQL: unlockSQL, key: key, token: rawToken(), ttlMicros: e.ttl.Microseconds()}
+		w: func() worker {
+			return &rawPostgres{pool: pool, lockSQL: lockSQL, unlockSQL: unlockSQL, token: rawToken(), ttlMicros: e.ttl.Microseconds()}
 		},
 	}, nil
 }
 
-func (m *rawPostgres) tryLock(ctx context.Context) (bool, error) {
-	tag, err := m.pool.Exec(ctx, m.lockSQL, m.key, m.token, m.ttlMicros)
+func (m *rawPostgres) tryLock(ctx context.Context, name string) (bool, error) {
+	m.key = name
+	tag, err := m.pool.Exec(ctx, m.lockSQL, name, m.token, m.ttlMicros)
 	return err == nil && tag.RowsAffected() == 1, err
 }
 
-func (m *rawPostgres) lock(ctx context.Context) error { return poll(ctx, m.tryLock) }
+func (m *rawPostgres) lock(ctx context.Context, name string) error {
+	return poll(ctx, time.Millisecond, func() (bool, error) { return m.tryLock(ctx, name) })
+}
 
 func (m *rawPostgres) unlock(ctx context.Context) error {
 	tag, err := m.pool.Exec(ctx, m.unlockSQL, m.key, m.token)

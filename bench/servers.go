@@ -13,9 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
-	"github.com/redis/rueidis"
-
 	"github.com/lockkit/lock/internal/testing/testserver"
 )
 
@@ -145,7 +142,7 @@ func (s *servers) handleSignals() {
 
 // versions returns the servers' versions, for the report.
 func (s *servers) versions() (redisVersion, memcachedVersion string) {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.redis[0].Addr()}, DisableCache: true})
+	c, err := newRueidis(s.redis[0].Addr())
 	if err == nil {
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -157,52 +154,8 @@ func (s *servers) versions() (redisVersion, memcachedVersion string) {
 			}
 		}
 	}
-	mc := memcache.New(s.memcached.Addr())
-	defer mc.Close()
-	if conn, err := net.DialTimeout("tcp", s.memcached.Addr(), time.Second); err == nil {
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-		if _, err := conn.Write([]byte("version\r\n")); err == nil {
-			buf := make([]byte, 64)
-			if n, _ := conn.Read(buf); n > 0 {
-				memcachedVersion = strings.TrimSpace(strings.TrimPrefix(string(buf[:n]), "VERSION "))
-			}
-		}
+	if lines, err := memcachedCommand(s.memcached.Addr(), "version"); err == nil && len(lines) > 0 {
+		memcachedVersion = strings.TrimPrefix(lines[0], "VERSION ")
 	}
 	return redisVersion, memcachedVersion
-}
-
-// leftovers counts the lock keys left on the Redis servers under prefix:
-// every key but the fence counters that lockkit keeps by design (see
-// package redis on fencing), which it returns separately.
-func leftovers(addrs []string, prefix string) (locks, fences int, err error) {
-	for _, addr := range addrs {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
-		if err != nil {
-			return 0, 0, err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		var cursor uint64
-		for {
-			e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
-			if err != nil {
-				cancel()
-				c.Close()
-				return 0, 0, err
-			}
-			for _, k := range e.Elements {
-				if strings.HasSuffix(k, ":fence") || strings.Contains(k, ":waiters") {
-					fences++
-				} else {
-					locks++
-				}
-			}
-			if cursor = e.Cursor; cursor == 0 {
-				break
-			}
-		}
-		cancel()
-		c.Close()
-	}
-	return locks, fences, nil
 }

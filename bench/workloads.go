@@ -5,43 +5,86 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockkit/lock/internal/contention"
 )
 
-// throughputResult is one cell of an uncontended workload: goroutines
-// each locking and unlocking a key of their own.
-type throughputResult struct {
-	Pairs         int64   `json:"pairs"`
-	PairsPerSec   float64 `json:"pairsPerSec"`
-	AllocsPerPair float64 `json:"allocsPerPair"`
-	P50           float64 `json:"p50Micros,omitempty"` // latency of a pair, with one goroutine
-	P99           float64 `json:"p99Micros,omitempty"`
-	Errors        int64   `json:"errors"`
-	FirstError    string  `json:"firstError,omitempty"`
-	Leftover      int     `json:"leftoverKeys"`
-	Fences        int     `json:"fenceCounters,omitempty"`
+// nameGen makes the resource names one worker locks: with fresh names a new
+// one for every lock, prefix+"res/<worker>/<n>", as a service that locks
+// per request or per job names them ("invoice/42"), at one allocation
+// each; with reused names always prefix+"res/<worker>".
+type nameGen struct {
+	fresh bool
+	buf   []byte
+	base  int
+	n     int64
+	same  string
 }
 
-// throughput runs goroutines, each taking and releasing a key of its own
-// (TryLock+Unlock) for d, on one client of lib. With one goroutine and
-// timed set, it also records the latency of every pair.
-func throughput(lib library, e env, goroutines int, d time.Duration, timed bool, count leftoverFunc) (r throughputResult) {
+func newNameGen(prefix string, worker int, fresh bool) *nameGen {
+	same := prefix + "res/" + strconv.Itoa(worker)
+	buf := append([]byte(same), '/')
+	return &nameGen{fresh: fresh, buf: buf, base: len(buf), same: same}
+}
+
+func (n *nameGen) next() string {
+	if !n.fresh {
+		return n.same
+	}
+	n.n++
+	n.buf = strconv.AppendInt(n.buf[:n.base], n.n, 10)
+	return string(n.buf)
+}
+
+// throughputResult is one cell of an uncontended workload: goroutines
+// each locking and unlocking names no other goroutine uses.
+type throughputResult struct {
+	Pairs         int64     `json:"pairs"`
+	PairsPerSec   float64   `json:"pairsPerSec"`
+	AllocsPerPair float64   `json:"allocsPerPair"`       // every allocation of the process, the fresh name included
+	P50           float64   `json:"p50Micros,omitempty"` // latency of a pair, with one goroutine
+	P99           float64   `json:"p99Micros,omitempty"`
+	Errors        int64     `json:"errors"`
+	FirstError    string    `json:"firstError,omitempty"`
+	Fenced        string    `json:"fenced,omitempty"` // lockkit only: "yes" if its locks carried a fence, else "no"
+	Left          leftovers `json:"leftovers"`
+}
+
+// throughput runs goroutines, each taking and releasing names of its own
+// (TryLock+Unlock) for d, on one client of lib: a fresh name for every
+// pair, or the same one again and again. With timed set (meant for one
+// goroutine) it also records the latency of every pair.
+func throughput(lib library, e env, goroutines int, d time.Duration, fresh, timed bool, count leftoverFunc) (r throughputResult) {
+	defer func() {
+		if count != nil {
+			r.Left = count(e)
+		}
+	}()
 	c, err := lib.open(e)
 	if err != nil {
 		r.Errors, r.FirstError = 1, err.Error()
 		return r
 	}
+	defer c.close()
 	ctx := context.Background()
-	mus := make([]mutex, goroutines)
-	for i := range mus {
-		mus[i] = c.mutex(fmt.Sprintf("k%d", i))
+	ws := make([]worker, goroutines)
+	ns := make([]*nameGen, goroutines)
+	for i := range ws {
+		ws[i], ns[i] = c.worker(), newNameGen(e.prefix, i, fresh)
 		// Warm up: connections dialled, scripts loaded.
-		if err := pair(ctx, mus[i]); err != nil {
+		if err := pair(ctx, ws[i], ns[i].next()); err != nil {
 			r.Errors, r.FirstError = 1, err.Error()
-			c.close()
 			return r
+		}
+	}
+	if f, ok := ws[0].(fenceReporter); ok {
+		r.Fenced = "no"
+		if f.fenced() {
+			r.Fenced = "yes"
 		}
 	}
 	var (
@@ -52,43 +95,40 @@ func throughput(lib library, e env, goroutines int, d time.Duration, timed bool,
 		latencies []time.Duration
 		wg        sync.WaitGroup
 	)
-	if goroutines == 1 && timed {
+	if timed {
 		latencies = make([]time.Duration, 0, 1<<16)
 	}
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	for i, m := range mus {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for i, w := range ws {
+		wg.Go(func() {
 			n := int64(0)
 			for !stop.Load() {
 				var t0 time.Time
-				if latencies != nil {
+				if timed {
 					t0 = time.Now()
 				}
-				if err := pair(ctx, m); err != nil {
+				if err := pair(ctx, w, ns[i].next()); err != nil {
 					errs.Add(1)
 					firstErr.Do(func() { r.FirstError = err.Error() })
 					time.Sleep(time.Millisecond)
 					continue
 				}
-				if latencies != nil {
+				if timed {
 					latencies = append(latencies, time.Since(t0))
 				}
 				n++
 			}
 			counts[i] = n
-		}()
+		})
 	}
 	time.Sleep(d)
 	stop.Store(true)
 	wg.Wait()
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
-	c.close()
 
 	for _, n := range counts {
 		r.Pairs += n
@@ -100,59 +140,63 @@ func throughput(lib library, e env, goroutines int, d time.Duration, timed bool,
 	}
 	if len(latencies) > 0 {
 		slices.Sort(latencies)
-		r.P50 = micros(percentile(latencies, 0.50))
-		r.P99 = micros(percentile(latencies, 0.99))
-	}
-	if count != nil {
-		r.Leftover, r.Fences = count(e.prefix)
+		r.P50 = micros(contention.Percentile(latencies, 0.50))
+		r.P99 = micros(contention.Percentile(latencies, 0.99))
 	}
 	return r
 }
 
-// pair takes and releases m's key once; the key is the goroutine's own,
-// so it must be free.
-func pair(ctx context.Context, m mutex) error {
-	ok, err := m.tryLock(ctx)
+// pair takes and releases name once; no one else uses it, so it must be
+// free.
+func pair(ctx context.Context, w worker, name string) error {
+	ok, err := w.tryLock(ctx, name)
 	switch {
 	case err != nil:
 		return fmt.Errorf("lock: %w", err)
 	case !ok:
-		return fmt.Errorf("lock: a key no one else uses was held")
+		return fmt.Errorf("lock: %s, which no one else uses, was held", name)
 	}
-	if err := m.unlock(ctx); err != nil {
+	if err := w.unlock(ctx); err != nil {
 		return fmt.Errorf("unlock: %w", err)
 	}
 	return nil
 }
 
-// leftoverFunc counts the keys left under a prefix once a cell is over:
-// lock keys, and fence counters (kept by design).
-type leftoverFunc func(prefix string) (locks, fences int)
-
-// contentionResult is one cell of the contended workload: separate
-// clients taking turns on one key.
+// contentionResult is one cell of the contended workload: workers, each
+// with a client of its own, taking turns on one name.
 type contentionResult struct {
-	Acquisitions     int     `json:"acquisitions"`
-	PerSec           float64 `json:"acquisitionsPerSec"`
-	HandoffP50       float64 `json:"handoffP50Micros"` // release by one client -> next acquisition by another
-	HandoffP99       float64 `json:"handoffP99Micros"`
-	WaitP50          float64 `json:"waitP50Micros"` // Lock called -> Lock returned
-	WaitP99          float64 `json:"waitP99Micros"`
-	AcqPerHandoff    float64 `json:"acquisitionsPerHandoff"`
-	Violations       int     `json:"mutualExclusionViolations"`
-	LostUpdates      int     `json:"lostUpdates"`
-	Errors           int     `json:"errors"`
-	FirstError       string  `json:"firstError,omitempty"`
-	Leftover         int     `json:"leftoverKeys"`
-	LongestStarvedMs float64 `json:"longestWaitMillis"`
-	CutShort         int     `json:"locksStillWaitingAfterEnd"` // Locks ended by the deadline 2s after the cell`
+	Acquisitions  int     `json:"acquisitions"`
+	PerSec        float64 `json:"acquisitionsPerSec"`
+	AcqPerHandoff float64 `json:"acquisitionsPerHandoff"` // 1 when the lock changes hands every time
+	HandoffP50    float64 `json:"handoffP50Micros"`       // release by one worker -> next acquisition by another
+	WaitP50       float64 `json:"waitP50Millis"`          // Lock called -> Lock returned
+	WaitP99       float64 `json:"waitP99Millis"`
+	WaitMax       float64 `json:"waitMaxMillis"`
+	// WaitMaxAcqs is the most acquisitions by other workers during one
+	// wait: a first-come-first-served line of n workers that all re-lock
+	// at once shows n-1.
+	WaitMaxAcqs int `json:"waitMaxAcquisitions"`
+	// PassedOverMax is the most acquisitions, during one wait, by workers
+	// that called Lock after the waiting one: 0 for a first-come-first-
+	// served line; a poller's releaser that takes the lock back again and
+	// again shows how often.
+	PassedOverMax int       `json:"passedOverMax"`
+	Served        int       `json:"workersServed"` // workers with at least one acquisition in the cell
+	Workers       int       `json:"workers"`
+	Round         float64   `json:"roundMillis"` // one full round of the line: workers / acquisitions per second
+	Violations    int       `json:"mutualExclusionViolations"`
+	LostUpdates   int       `json:"lostUpdates"`
+	Errors        int       `json:"errors"`
+	FirstError    string    `json:"firstError,omitempty"`
+	CutShort      int       `json:"locksStillWaitingAfterEnd"` // Locks ended by the deadline 2s after the cell
+	Left          leftovers `json:"leftovers"`
 }
 
 type acquisition struct {
 	gen    int64
-	client int
+	worker int
+	called time.Time
 	at     time.Time
-	wait   time.Duration
 }
 
 type release struct {
@@ -160,33 +204,36 @@ type release struct {
 	at  time.Time
 }
 
-// contention runs clients separate clients of lib, each with one
-// goroutine that locks the same key (Lock, waiting as the library does),
-// updates a counter the lock must protect, unlocks, and pauses, for d.
-func contention(lib library, e env, clients int, pause, d time.Duration, count leftoverFunc) (r contentionResult) {
-	cs := make([]client, 0, clients)
+// contend runs workers, each with a client of lib of its own (as
+// separate processes would), and one goroutine each that locks the same
+// name (Lock, waiting as the library does), updates a counter the lock
+// must protect, unlocks, and pauses, for d.
+func contend(lib library, e env, workers int, pause, d time.Duration, count leftoverFunc) (r contentionResult) {
+	r.Workers = workers
+	cs := make([]client, 0, workers)
 	defer func() {
 		for _, c := range cs {
 			c.close()
 		}
 		if count != nil {
-			r.Leftover, _ = count(e.prefix)
+			r.Left = count(e)
 		}
 	}()
-	mus := make([]mutex, clients)
-	for i := range clients {
+	name := e.prefix + "res/shared"
+	ws := make([]worker, workers)
+	for i := range workers {
 		c, err := lib.open(e)
 		if err != nil {
 			r.Errors, r.FirstError = 1, err.Error()
 			return r
 		}
 		cs = append(cs, c)
-		mus[i] = c.mutex("shared")
+		ws[i] = c.worker()
 		// Warm up, one client after another: connections, scripts.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = mus[i].lock(ctx)
+		err = ws[i].lock(ctx, name)
 		if err == nil {
-			err = mus[i].unlock(ctx)
+			err = ws[i].unlock(ctx)
 		}
 		cancel()
 		if err != nil {
@@ -202,13 +249,13 @@ func contention(lib library, e env, clients int, pause, d time.Duration, count l
 		errs       atomic.Int32
 		cutShort   atomic.Int32 // Locks still waiting two seconds after the end
 		firstErr   sync.Once
-		acqs       = make([][]acquisition, clients)
-		rels       = make([][]release, clients)
+		acqs       = make([][]acquisition, workers)
+		rels       = make([][]release, workers)
 		wg         sync.WaitGroup
 	)
 	start := time.Now()
 	end := start.Add(d)
-	// Callers stop after the Lock that returns past the end of the cell.
+	// Workers stop after the Lock that returns past the end of the cell.
 	// Their context's deadline, two seconds later, only ends a Lock that
 	// would otherwise not return (rueidislock's did not, now and then,
 	// with a context that never ends); cutting every caller short at the
@@ -217,13 +264,11 @@ func contention(lib library, e env, clients int, pause, d time.Duration, count l
 	// passes).
 	ctx, cancel := context.WithDeadline(context.Background(), end.Add(2*time.Second))
 	defer cancel()
-	for i, m := range mus {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for i, w := range ws {
+		wg.Go(func() {
 			for time.Now().Before(end) {
-				t0 := time.Now()
-				if err := m.lock(ctx); err != nil {
+				called := time.Now()
+				if err := w.lock(ctx, name); err != nil {
 					if time.Now().Before(end) { // past the end: a Lock that did not return (see above)
 						errs.Add(1)
 						firstErr.Do(func() { r.FirstError = err.Error() })
@@ -240,9 +285,9 @@ func contention(lib library, e env, clients int, pause, d time.Duration, count l
 				runtime.Gosched() // widen the window a lost update needs
 				counter.Store(gen + 1)
 				inside.Add(-1)
-				acqs[i] = append(acqs[i], acquisition{gen: gen, client: i, at: at, wait: at.Sub(t0)})
+				acqs[i] = append(acqs[i], acquisition{gen: gen, worker: i, called: called, at: at})
 				uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)
-				err := m.unlock(uctx)
+				err := w.unlock(uctx)
 				ucancel()
 				if err != nil {
 					errs.Add(1)
@@ -253,7 +298,7 @@ func contention(lib library, e env, clients int, pause, d time.Duration, count l
 					time.Sleep(pause)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 
@@ -262,21 +307,37 @@ func contention(lib library, e env, clients int, pause, d time.Duration, count l
 		all = append(all, a...)
 	}
 	r.Acquisitions = len(all)
-	inTime := 0
-	for _, a := range all {
-		if a.at.Before(end) {
-			inTime++
-		}
-	}
-	r.PerSec = float64(inTime) / end.Sub(start).Seconds()
 	r.Violations = int(violations.Load())
 	r.LostUpdates = len(all) - int(counter.Load())
 	r.Errors += int(errs.Load())
 	r.CutShort = int(cutShort.Load())
-	if len(all) == 0 {
-		return r
+	r.fairness(all, rels, start, end)
+	return r
+}
+
+// fairness sets the rates, waits and fairness figures of r from the
+// acquisitions and releases of a cell that ran from start to end.
+func (r *contentionResult) fairness(all []acquisition, rels [][]release, start, end time.Time) {
+	inTime := 0
+	served := map[int]bool{}
+	for _, a := range all {
+		if a.at.Before(end) {
+			inTime++
+			served[a.worker] = true
+		}
 	}
-	n := int(counter.Load())
+	r.Served = len(served)
+	r.PerSec = float64(inTime) / end.Sub(start).Seconds()
+	if r.PerSec > 0 {
+		r.Round = float64(r.Workers) / r.PerSec * 1000
+	}
+	if len(all) == 0 {
+		return
+	}
+
+	// Handoffs: consecutive acquisitions (by the counter each read) by
+	// different workers, timed from the release of the first.
+	n := len(all)
 	byGen := make([]*acquisition, n)
 	for i := range all {
 		if g := all[i].gen; g >= 0 && int(g) < n {
@@ -294,34 +355,42 @@ func contention(lib library, e env, clients int, pause, d time.Duration, count l
 	var handoffs []time.Duration
 	for g := 1; g < n; g++ {
 		prev, cur := byGen[g-1], byGen[g]
-		if prev == nil || cur == nil || prev.client == cur.client || relAt[g-1].IsZero() {
+		if prev == nil || cur == nil || prev.worker == cur.worker || relAt[g-1].IsZero() {
 			continue
 		}
 		handoffs = append(handoffs, max(0, cur.at.Sub(relAt[g-1])))
 	}
-	waits := make([]time.Duration, len(all))
-	for i, a := range all {
-		waits[i] = a.wait
+	slices.Sort(handoffs)
+	r.HandoffP50 = micros(contention.Percentile(handoffs, 0.5))
+	r.AcqPerHandoff = float64(n) / float64(max(1, len(handoffs)))
+
+	// Waits, and what happened during each: the acquisitions by others
+	// (all of them: the waiting worker holds nothing), and those by
+	// workers that called Lock later.
+	slices.SortFunc(all, func(a, b acquisition) int { return a.at.Compare(b.at) })
+	waits := make([]time.Duration, n)
+	for j, a := range all {
+		waits[j] = a.at.Sub(a.called)
+		first, _ := slices.BinarySearchFunc(all[:j], a.called, func(x acquisition, t time.Time) int {
+			if x.at.After(t) {
+				return 1
+			}
+			return -1
+		})
+		r.WaitMaxAcqs = max(r.WaitMaxAcqs, j-first)
+		passed := 0
+		for _, b := range all[first:j] {
+			if b.called.After(a.called) {
+				passed++
+			}
+		}
+		r.PassedOverMax = max(r.PassedOverMax, passed)
 	}
 	slices.Sort(waits)
-	slices.Sort(handoffs)
-	r.WaitP50, r.WaitP99 = micros(percentile(waits, 0.5)), micros(percentile(waits, 0.99))
-	r.LongestStarvedMs = float64(waits[len(waits)-1]) / float64(time.Millisecond)
-	if len(handoffs) > 0 {
-		r.HandoffP50, r.HandoffP99 = micros(percentile(handoffs, 0.5)), micros(percentile(handoffs, 0.99))
-		r.AcqPerHandoff = float64(len(all)) / float64(len(handoffs))
-	} else {
-		r.AcqPerHandoff = float64(len(all))
-	}
-	return r
-}
-
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p * float64(len(sorted)-1))
-	return sorted[i]
+	r.WaitP50 = millis(contention.Percentile(waits, 0.5))
+	r.WaitP99 = millis(contention.Percentile(waits, 0.99))
+	r.WaitMax = millis(waits[n-1])
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
