@@ -48,8 +48,8 @@
 // kept near the server's clock in microseconds. When the INCR answers less
 // than the clock (PEXPIRETIME - ttl, in whole milliseconds, times 1000),
 // the store lifts the counter (liftScript: INCR, then SET to TIME plus
-// half of LiftAhead, rounded up to a multiple of that half: 25 to 50ms
-// ahead, if that is more) and takes the lifted value as the fence. The
+// half of LiftAhead, rounded up to a multiple of that half, plus one: 25
+// to 50ms ahead, if that is more) and takes the lifted value as the fence. The
 // rounding makes the servers of a MultiLocker, whose counters advance in
 // step, lift to the same value, so their fences agree and a raise round
 // is rare. So fences are never more than LiftAhead (and the acquisitions of
@@ -81,9 +81,10 @@
 // Fences look like timestamps: microseconds since 1970, about 1.8e15
 // now, far below 2^53, so they survive JSON.
 //
-// RaiseFence runs the lift with a minimum, so that later fences of the
-// resource's counter exceed a fence handed out elsewhere (a MultiLocker
-// raises its stores to the largest fence any of them answered).
+// RaiseFence sets the counter to a fence if it is below (raise.lua), so
+// that later fences of the resource's counter exceed a fence handed out
+// elsewhere (a MultiLocker raises its stores to the largest fence any of
+// them answered), without lifting it: the counters then agree again.
 //
 // The restart guard's script takes the fence itself (guarded.lua), with
 // the same lift, in the one round trip it costs anyway.

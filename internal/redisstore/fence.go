@@ -163,14 +163,20 @@ const MaxFence = 1 << 53
 // RaiseFence implements [lock.FenceRaiser]: every fence AcquireFenced
 // hands out for resource from now on is greater than fence. It lifts the
 // counter of the resource (shared with other resources: of the server, or
-// of the resource's cluster slot) to fence, in one script. A fence above
+// of the resource's cluster slot) to fence if it is below, in one script,
+// without lifting it to the clock: raised to exactly the fence a
+// MultiLocker's lock carries, the counters of its stores agree again and
+// their next fences are equal. A fence above
 // MaxFence is refused with lock.ErrInvalid.
 func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) error {
 	if err := s.checkRaise(ctx, resource, fence); err != nil {
 		return err
 	}
-	_, err := s.lift(ctx, s.counterKey(s.lockKey(resource)), fence)
-	return err
+	r := s.eval(ctx, raiseScript, []string{s.counterKey(s.lockKey(resource))}, strconv.FormatUint(fence, 10))
+	if r.Err != nil {
+		return s.failed(ctx, fmt.Errorf("%s: fence counter: %w", s.kind, r.Err))
+	}
+	return nil
 }
 
 func (s *Store) checkRaise(ctx context.Context, resource string, fence uint64) error {

@@ -47,11 +47,13 @@ var (
 	forceReleaseScript = load("force_release")
 	// liftScript takes a fence, lifted to the server's clock.
 	liftScript = load("lift")
+	// raiseScript raises a fence counter to a fence.
+	raiseScript = load("raise")
 	// guardedScript acquires behind the restart guard.
 	guardedScript = load("guarded")
 )
 
 // Scripts returns every script of the store, for tests.
 func Scripts() []*Script {
-	return []*Script{releaseScript, waitScript, passScript, leaveScript, extendScript, forceReleaseScript, liftScript, guardedScript}
+	return []*Script{releaseScript, waitScript, passScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript}
 }

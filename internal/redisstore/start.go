@@ -143,7 +143,7 @@ func (s *Store) commands(sc *startedCall) int {
 	case lock.CallExtend:
 		sc.cmds[0] = script(extendScript, []string{sc.key}, c.Token, s.ttlArg(c.TTL))
 	case lock.CallRaiseFence:
-		sc.cmds[0] = script(liftScript, []string{s.counterKey(sc.key)}, strconv.FormatUint(c.Fence, 10), liftAheadArg)
+		sc.cmds[0] = script(raiseScript, []string{s.counterKey(sc.key)}, strconv.FormatUint(c.Fence, 10))
 	}
 	return 1
 }

@@ -32,7 +32,7 @@ local c = redis.call('INCR', KEYS[2])
 local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if c < us then
 	local q = tonumber(ARGV[5]) / 2
-	us = math.ceil((us + q) / q) * q -- as in lift.lua
+	us = math.ceil((us + q) / q) * q + 1 -- as in lift.lua
 	redis.call('SET', KEYS[2], string.format('%.0f', us))
 	return us
 end

@@ -10,14 +10,16 @@
 -- about 1.8e15, and RaiseFence refuses larger fences.
 --
 -- KEYS: counter. ARGV: minimum ("0" for none), lead (µs). Returns the value.
--- The lifted value is rounded up to a multiple of half the lead, so that
+-- The lifted value is one above a multiple of half the lead, so that
 -- servers whose counters advance in step (a MultiLocker's) and lift in
--- the same interval land on the same value, and their fences stay equal.
+-- the same interval land on the same value, and their fences stay equal;
+-- one above, so that a counter raised to that multiple (raise.lua) and
+-- one below it lift to the same value too.
 local c = redis.call('INCR', KEYS[1])
 local t = redis.call('TIME')
 local q = tonumber(ARGV[2]) / 2
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local m = math.max(math.ceil((now + q) / q) * q, tonumber(ARGV[1]))
+local m = math.max(math.ceil((now + q) / q) * q + 1, tonumber(ARGV[1]))
 if c < m then
 	redis.call('SET', KEYS[1], string.format('%.0f', m))
 	return m
