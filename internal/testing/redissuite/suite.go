@@ -30,6 +30,7 @@ type Store interface {
 	lock.FenceRaiser
 	lock.Extender
 	lock.TTLReader
+	lock.HolderReader
 	lock.Waiter
 	lock.ResourceValidator
 	lock.Starter
