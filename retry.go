@@ -11,8 +11,8 @@ import (
 // Retry says how Lock retries while a resource is held by another owner or
 // while stores fail. Validation errors and a closed locker are never
 // retried. Between attempts Lock waits for the resource to be released
-// when the store can notify it ([Waiter]), for at most the delay, and
-// otherwise sleeps the delay.
+// when the store can notify it ([Waiter]), for at most the lock's TTL (or
+// the delay, if longer), and otherwise sleeps the delay.
 type Retry struct {
 	// Attempts is the number of attempts in all, the first included:
 	// Retry{Attempts: 3} makes three. 0 and 1 make one attempt only;
@@ -117,7 +117,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	ctx = c.obs.begin(ctx, op, resource)
 	var first, start time.Time // the starts of the first and of the last attempt
 	var took time.Duration     // what the last attempt took
-	n, wakes := 0, 0
+	n, wakes, woke := 0, 0, 0
 	for ; ; n++ {
 		if n > 0 && c.gate.isShut() {
 			e = &Error{Err: ErrClosed}
@@ -139,7 +139,9 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		if errors.Is(e.Err, ErrInvalid) || retry.last(n) {
 			break
 		}
-		d := retry.delay(n)
+		// The delay backs off with the attempts that did not follow a
+		// wake: a waiter woken in its turn has lost no ground.
+		d := retry.delay(n - woke)
 		if retry.poll {
 			d = pollDelay(retry, c.clock.now().Sub(first))
 		}
@@ -147,6 +149,14 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		// maxWakes times in a row: a store whose wait returns while the
 		// resource is still held must not make Lock spin.
 		waiting := c.canWait && errors.Is(e.Err, ErrNotAcquired) && wakes < maxWakes
+		if waiting {
+			// In line for a release, wait as long as the lock may be held
+			// (a store wakes its waiters on expiry too), not the delay: a
+			// waiter that leaves the line at the delay to try again loses
+			// its place, and takes the lock from the waiter whose turn it
+			// is when it finds the lock being handed over.
+			d = max(d, ttl)
+		}
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: d, Waiting: waiting, Err: e.Err})
 		}
@@ -157,6 +167,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		}
 		if woken {
 			wakes++
+			woke++
 		} else {
 			wakes = 0
 		}
@@ -178,8 +189,14 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	return l, nil
 }
 
-// maxWakes bounds the attempts made at once after a wake, in a row.
-const maxWakes = 3
+// maxWakes bounds the attempts made at once after a wake, in a row. A
+// waiter woken in its turn may find the lock taken again by a caller that
+// did not wait (a releaser locking again at once, a newcomer), a few
+// times in a row, and gets back in line at the front each time (on
+// Redis); sleeping out a delay instead would cost it its place, so the
+// bound is only there to stop a wait that returns while the resource is
+// held from making Lock spin.
+const maxWakes = 10
 
 // pause waits d, or until a release if waiting (the last attempt met
 // contention and the stores can notify releases), or until Shutdown. It

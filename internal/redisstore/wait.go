@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -81,14 +82,19 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 			expiry.Stop()
 		}
 	}()
-	front := t.takeWoken()
+	front, behind, again := t.takeWoken(), true, false
 	for {
 		// In line before looking, here and on the server, so that a
-		// release after the look wakes this caller.
+		// release after the look wakes this caller. Looking again, it
+		// keeps its place in the server's line (see wait.lua).
 		w := t.line.Join(front)
-		register := script(waitScript, []string{key, WaitersOf(key)}, t.id, QueueMargin, frontArg(front))
+		waiting := "0"
+		if again {
+			waiting = strconv.Itoa(t.line.Len())
+		}
+		register := script(waitScript, []string{key, WaitersOf(key)}, t.id, QueueMargin, flag(front), flag(behind), waiting)
 		register.Queue = true
-		front = false
+		front, again = false, true
 		r := s.run(ctx, register)
 		if r.Err != nil {
 			t.line.Leave(w, true, t.handOn)
@@ -99,8 +105,13 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		case ms == -2: // free
 			t.line.Leave(w, false, t.handOn)
 			return nil
-		case ms >= 0: // held: wake when its TTL runs out, at the latest
+		case ms >= 0 || ms == -3: // held, or being handed to a waiter ahead
+			// Wake when its TTL runs out, or the handoff's grace, at the
+			// latest.
 			d := time.Duration(ms+1) * time.Millisecond
+			if ms == -3 {
+				d, behind = handoffGrace, false
+			}
 			if expiry == nil {
 				expiry = time.NewTimer(d)
 			} else {
@@ -125,12 +136,20 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	}
 }
 
-func frontArg(front bool) string {
-	if front {
+func flag(b bool) string {
+	if b {
 		return "1"
 	}
 	return "0"
 }
+
+// handoffGrace is how long a waiter that found the lock free, with
+// waiters ahead of it in line, waits for the lock to be handed to the
+// first of them (woken by its release) before it looks again and, if it
+// is still free, returns: the line may hold only waiters that went away.
+// It keeps the callers that did not win the lock, and come back to wait,
+// from taking it from the waiter whose turn it is.
+const handoffGrace = 10 * time.Millisecond
 
 func (s *Store) errNoShardedPubSub(cause error) error {
 	err := fmt.Errorf("%s: the server has no sharded pub/sub (Redis 7 or later), so WaitRelease cannot be notified of releases: %w", s.kind, errors.ErrUnsupported)

@@ -127,6 +127,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitOneWakeAcrossProcesses", f.testWaitOneWakeAcrossProcesses},
 		{"WokenWaiterKeepsItsTurn", f.testWokenWaiterKeepsItsTurn},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
+		{"Fairness", f.testFairness},
 		{"Faults", f.testFaults},
 	} {
 		t.Run(tc.name, tc.test)
