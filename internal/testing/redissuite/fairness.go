@@ -11,22 +11,24 @@ import (
 )
 
 // fairWorkers and fairLocks size the fairness workload: the bench's
-// contention cell (16 workers, each its own client, re-locking at once),
-// for a number of locks rather than a time.
+// contention cell (workers each with a client of its own, re-locking at
+// once), with fewer workers and for a number of locks rather than a time.
 const (
-	fairWorkers = 16
-	fairLocks   = 40 // per worker
+	fairWorkers = 8
+	fairLocks   = 80 // per worker
 )
 
 // maxPassedOver bounds how many acquisitions by workers that asked later
 // one Lock may see while it waits. Served in turn, a waiter sees none; a
 // releaser that re-locks at once may take the lock before the waiter it
-// woke a few times in a row. A waiter that leaves the line — to sleep out
+// woke, when the scheduler wakes the waiter late (17–32 seen with -race on
+// a loaded 2-core machine). A waiter that leaves the line — to sleep out
 // a retry delay, or to take a lock that is being handed to another — is
-// passed over by everyone who keeps coming back: hundreds in this run.
-const maxPassedOver = 4 * fairWorkers
+// passed over by everyone who keeps coming back: 199–338 seen before the
+// fix.
+const maxPassedOver = 12 * fairWorkers
 
-// Waiters keep their turn: 16 workers, each with a client of its own,
+// Waiters keep their turn: 8 workers, each with a client of its own,
 // lock one name again and again (Lock, a short section, Unlock, Lock at
 // once), and no Lock is passed over by more than a few acquisitions of
 // workers that asked after it. The bound counts acquisitions, not time.
