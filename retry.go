@@ -149,18 +149,20 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		// maxWakes times in a row: a store whose wait returns while the
 		// resource is still held must not make Lock spin.
 		waiting := c.canWait && errors.Is(e.Err, ErrNotAcquired) && wakes < maxWakes
+		// In line for a release, wait as long as the lock may be held (a
+		// store wakes its waiters on expiry too), not the delay: a waiter
+		// that leaves the line at the delay to try again loses its place,
+		// and takes the lock from the waiter whose turn it is when it
+		// finds the lock being handed over. A wait that fails (the
+		// store's subscription broke) sleeps out the delay.
+		bound := d
 		if waiting {
-			// In line for a release, wait as long as the lock may be held
-			// (a store wakes its waiters on expiry too), not the delay: a
-			// waiter that leaves the line at the delay to try again loses
-			// its place, and takes the lock from the waiter whose turn it
-			// is when it finds the lock being handed over.
-			d = max(d, ttl)
+			bound = max(d, ttl)
 		}
 		if c.obs.on() {
-			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: d, Waiting: waiting, Err: e.Err})
+			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: bound, Waiting: waiting, Err: e.Err})
 		}
-		alive, woken := c.pause(ctx, op, resource, d, e, waiting)
+		alive, woken := c.pause(ctx, op, resource, d, bound, e, waiting)
 		if !alive {
 			e = canceled(ctx, e)
 			break
@@ -198,17 +200,23 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 // held from making Lock spin.
 const maxWakes = 10
 
-// pause waits d, or until a release if waiting (the last attempt met
-// contention and the stores can notify releases), or until Shutdown. It
-// reports whether ctx is still alive, and whether a release woke it.
-func (c *core) pause(ctx context.Context, op, resource string, d time.Duration, last *Error, waiting bool) (alive, woken bool) {
-	wctx, cancel := context.WithTimeout(ctx, d)
+// pause waits d, or, if waiting (the last attempt met contention and the
+// stores can notify releases), until a release within bound or, should
+// the wait fail, until d has passed; or until Shutdown. It reports whether
+// ctx is still alive, and whether a release woke it.
+func (c *core) pause(ctx context.Context, op, resource string, d, bound time.Duration, last *Error, waiting bool) (alive, woken bool) {
+	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	defer context.AfterFunc(c.gate.closing, cancel)() // Shutdown ends the wait
-	if waiting && c.eng.wait(wctx, op, resource, last) {
-		return ctx.Err() == nil, true // woken by a release: try again at once
+	if waiting {
+		wctx, wcancel := context.WithTimeout(ctx, bound)
+		defer wcancel()
+		defer context.AfterFunc(c.gate.closing, wcancel)()
+		if c.eng.wait(wctx, op, resource, last) {
+			return ctx.Err() == nil, true // woken by a release: try again at once
+		}
 	}
-	<-wctx.Done()
+	<-sctx.Done()
 	return ctx.Err() == nil, false
 }
 

@@ -57,3 +57,29 @@ func TestWaitOutlastsRetryDelay(t *testing.T) {
 		}
 	})
 }
+
+// failingWait is a memory store whose waits fail at once, as a broken
+// subscription makes them.
+type failingWait struct{ *memory.Store }
+
+func (failingWait) WaitRelease(context.Context, string) error { return errConnReset }
+
+// A wait that fails falls back to the retry delay, not to the TTL: the
+// waiter polls until the store can notify again.
+func TestFailedWaitSleepsTheDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := failingWait{memory.New()}
+		other := holdElsewhere(t, s.Store, "res", time.Hour)
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			_ = s.Release(context.Background(), "res", other.Token)
+		}()
+		l := mustSingle(t, s, nil)
+		start := time.Now()
+		_, err := l.Lock(t.Context(), "res", time.Minute, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: 10 * time.Millisecond}))
+		wantNil(t, "Lock(res)", err)
+		if got := time.Since(start); got < 100*time.Millisecond || got > 110*time.Millisecond {
+			t.Errorf("acquired %v after start; want within a 10ms delay of the release at 100ms", got)
+		}
+	})
+}
