@@ -126,7 +126,7 @@ func TestSingleHolder(t *testing.T) {
 	wantNil(t, "Unlock(r)", l.Unlock(ctx, held))
 
 	anon := mustSingle(t, memory.New(), nil)
-	held, err = anon.TryLock(ctx, "r", time.Minute)
+	_, err = anon.TryLock(ctx, "r", time.Minute)
 	wantNil(t, "TryLock(r)", err)
 	if h, ok, err := anon.Holder(ctx, "r"); h != "" || !ok || err != nil {
 		t.Errorf("Holder(r) held without a holder name = %q, %v, %v; want \"\", true, nil", h, ok, err)
