@@ -38,24 +38,13 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 	const op = "election"
 	o := collect(opts)
 	switch {
-	case locker == nil:
-		return nil, invalidf(op, role, "nil Locker")
 	case role == "":
 		return nil, invalidf(op, role, "empty role")
 	case ttl <= 0:
 		return nil, invalidf(op, role, "ttl is %v: want > 0", ttl)
-	case o.maxHold < 0:
-		return nil, invalidf(op, role, "MaxHold is %v: want >= 0", o.maxHold)
-	case o.extendEvery < 0 || (o.extendEvery > 0 && o.extendEvery < minDelay):
-		return nil, invalidf(op, role, "ExtendEvery is %v: want at least %v", o.extendEvery, minDelay)
 	}
-	if validity, known := validityOf(locker, ttl); known {
-		if validity <= 0 || validity/termMargin <= 0 {
-			return nil, invalidf(op, role, "ttl %v leaves no validity for a term", ttl)
-		}
-		if err := checkExtendEvery(op, role, o.extendEvery, validity-validity/termMargin); err != nil {
-			return nil, err
-		}
+	if err := checkRun(context.Background(), op, locker, role, ttl, o, termMargin); err != nil {
+		return nil, err
 	}
 	return &Election{locker: locker, role: role, ttl: ttl, opts: opts, o: o}, nil
 }

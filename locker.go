@@ -122,6 +122,7 @@ type callOptions struct {
 	retry       *Retry
 	maxHold     time.Duration
 	extendEvery time.Duration
+	minInterval time.Duration
 }
 
 // WithRetry sets the retry policy of one Lock or Run call.

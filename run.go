@@ -36,23 +36,11 @@ import (
 func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration, fn func(ctx context.Context, l Lock) error, opts ...LockOption) (err error) {
 	const op = "run"
 	o := collect(opts)
-	switch {
-	case ctx == nil:
-		return invalidf(op, resource, "nil context")
-	case locker == nil:
-		return invalidf(op, resource, "nil Locker")
-	case fn == nil:
+	if fn == nil {
 		return invalidf(op, resource, "nil function")
-	case o.maxHold < 0:
-		return invalidf(op, resource, "MaxHold is %v: want >= 0", o.maxHold)
-	case o.extendEvery < 0 || (o.extendEvery > 0 && o.extendEvery < minDelay):
-		return invalidf(op, resource, "ExtendEvery is %v: want at least %v", o.extendEvery, minDelay)
 	}
-	validity, known := validityOf(locker, ttl)
-	if known {
-		if err := checkExtendEvery(op, resource, o.extendEvery, validity); err != nil {
-			return err
-		}
+	if err := checkRun(ctx, op, locker, resource, ttl, o, 0); err != nil {
+		return err
 	}
 	held, err := locker.Lock(ctx, resource, ttl, opts...)
 	if err != nil {
@@ -67,6 +55,39 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 		err = runResult(err, cause, uerr)
 	}()
 	return fn(h.ctx, held)
+}
+
+// checkRun validates the arguments that Run, RunOnce and elections
+// share, before anything is sent: the extension interval must fit the
+// lock's validity less a divisor-th of it (see hold) when the locker is
+// one of ours, whose validity is known in advance.
+func checkRun(ctx context.Context, op string, locker Locker, resource string, ttl time.Duration, o callOptions, divisor int) error {
+	switch {
+	case ctx == nil:
+		return invalidf(op, resource, "nil context")
+	case locker == nil:
+		return invalidf(op, resource, "nil Locker")
+	case o.maxHold < 0:
+		return invalidf(op, resource, "MaxHold is %v: want >= 0", o.maxHold)
+	case o.extendEvery < 0 || (o.extendEvery > 0 && o.extendEvery < minDelay):
+		return invalidf(op, resource, "ExtendEvery is %v: want at least %v", o.extendEvery, minDelay)
+	}
+	validity, known := validityOf(locker, ttl)
+	if !known {
+		return nil
+	}
+	if divisor > 0 && validity/time.Duration(divisor) <= 0 {
+		return invalidf(op, resource, "ttl %v leaves no validity for a term", ttl)
+	}
+	return checkExtendEvery(op, resource, o.extendEvery, validity-margin(validity, divisor))
+}
+
+// margin is a divisor-th of validity, or 0 when divisor is 0.
+func margin(validity time.Duration, divisor int) time.Duration {
+	if divisor <= 0 {
+		return 0
+	}
+	return validity / time.Duration(divisor)
 }
 
 // validityOf returns the validity of a lock of ttl when locker is one of
@@ -84,6 +105,7 @@ func validityOf(locker Locker, ttl time.Duration) (time.Duration, bool) {
 // holding is a lock kept extended in the background, for Run and for an
 // election's term.
 type holding struct {
+	halted   sync.Once
 	k        *keeper
 	ctx      context.Context         // the holder's: canceled on loss, at the hold limit, with ctx
 	cancel   context.CancelCauseFunc // cancels ctx (the keeper's lost)
@@ -104,10 +126,7 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 		// right after acquisition is as close as we can know it.
 		validity = held.ValidUntil.Sub(acquired)
 	}
-	var margin time.Duration
-	if divisor > 0 {
-		margin = validity / time.Duration(divisor)
-	}
+	margin := margin(validity, divisor)
 	every := o.extendEvery
 	if err := checkExtendEvery(op, held.Resource, every, validity-margin); err != nil {
 		_ = locker.Unlock(context.WithoutCancel(ctx), held)
@@ -133,12 +152,19 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 	return h, nil
 }
 
+// halt stops the keeper and waits for it: no extension may outlive it.
+func (h *holding) halt() {
+	h.halted.Do(func() {
+		close(h.k.stop)
+		<-h.exited
+	})
+}
+
 // release stops the keeper, releases the lock within ctx (but not its
 // cancellation, bounded by the TTL), and returns the cause with which the
 // holder's context had ended, if it had, and the release's error.
 func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
-	close(h.k.stop)
-	<-h.exited // no extension may outlive the release
+	h.halt()
 	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), h.k.ttl)
 	unlockErr = h.k.locker.Unlock(uctx, h.k.current())
 	ucancel()
