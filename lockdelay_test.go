@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -135,4 +136,30 @@ func TestLockDelayRefusesBadInput(t *testing.T) {
 		wantNil(t, "Unlock()", l.Unlock(ctx, held))
 	}
 	noResidue(t, ms...)
+}
+
+// With a lock delay, a lock whose holder vanished without releasing it
+// stays taken for the delay after its TTL; Unlock frees it at once.
+func ExampleOptions_lockDelay() {
+	ctx := context.Background()
+	store := memory.New()
+	o := &lock.Options{LockDelay: time.Minute}
+	holder, _ := lock.NewSingle(store, o)
+	rival, _ := lock.NewSingle(store, o)
+
+	l, _ := holder.Lock(ctx, "ledger", 50*time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the holder pauses past its validity
+	fmt.Println("holder's lock valid:", l.Valid())
+	_, err := rival.TryLock(ctx, "ledger", time.Second)
+	fmt.Println("rival within the delay:", err)
+
+	// The holder wakes: nobody has been inside; it releases.
+	fmt.Println("holder's unlock:", holder.Unlock(ctx, l))
+	_, err = rival.TryLock(ctx, "ledger", time.Second)
+	fmt.Println("rival after the release:", err)
+	// Output:
+	// holder's lock valid: false
+	// rival within the delay: trylock "ledger": not acquired: held by another owner
+	// holder's unlock: <nil>
+	// rival after the release: <nil>
 }

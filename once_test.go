@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -152,4 +153,30 @@ func TestRunOnceRefusesBadInput(t *testing.T) {
 	} {
 		wantIs(t, "RunOnce("+name+")", err, lock.ErrInvalid)
 	}
+}
+
+// Every replica runs the job on its schedule; one runs it, the others
+// skip it. MinInterval keeps the lock an hour from the run's start, so a
+// replica whose schedule fires a little later skips it too.
+func ExampleRunOnce() {
+	ctx := context.Background()
+	store := memory.New() // one store shared by every replica
+	job := func(ctx context.Context, l lock.Lock) error {
+		fmt.Println("building the nightly report")
+		return nil
+	}
+	for replica := range 3 {
+		locker, _ := lock.NewSingle(store, nil)
+		err := lock.RunOnce(ctx, locker, "nightly-report", time.Minute, job, lock.MinInterval(time.Hour))
+		if errors.Is(err, lock.ErrSkipped) {
+			fmt.Printf("replica %d: skipped\n", replica)
+			continue
+		}
+		fmt.Printf("replica %d: %v\n", replica, err)
+	}
+	// Output:
+	// building the nightly report
+	// replica 0: <nil>
+	// replica 1: skipped
+	// replica 2: skipped
 }
