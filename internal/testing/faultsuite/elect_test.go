@@ -205,13 +205,13 @@ func (s *scenario) redisCandidates(name string, servers, n int, o lock.Options) 
 // term is one leadership term as a candidate lived it. Times are offsets
 // from the start of the run.
 type term struct {
-	client                int
-	fence                 uint64
-	elected               time.Duration // Campaign returned
-	lastAct               time.Duration // the last action taken as leader (elected if none)
-	resigned              time.Duration // Resign called
-	validUntil            time.Duration // the term's end as last reported
-	lost, killed, stalled bool
+	client       int
+	fence        uint64
+	elected      time.Duration // Campaign returned
+	lastAct      time.Duration // the last action taken as leader (elected if none)
+	resigned     time.Duration // Resign called
+	validUntil   time.Duration // the term's end as last reported
+	lost, killed bool
 }
 
 // electionRun is the record of an election scenario.
