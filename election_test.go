@@ -302,3 +302,24 @@ func TestNewElectionRefusesBadInput(t *testing.T) {
 		t.Errorf("Lead(nil function) = %v; want ErrInvalid", err)
 	}
 }
+
+// Once a term has ended, its renewals stop: a term nobody resigns does
+// not keep calling a failing store.
+func TestElectionNoRenewalAfterTheTermEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCounting("c")
+		e := mustElection(t, mustSingle(t, c, nil), "leader", time.Second)
+		term, err := e.Campaign(t.Context())
+		wantNil(t, "Campaign()", err)
+		c.Inject(memory.Fault{Ops: memory.OpExtend, Err: errConnReset, Times: memory.Always})
+		<-term.Context().Done()
+		synctest.Wait()
+		calls := c.calls.Load()
+		time.Sleep(10 * time.Second)
+		if n := c.calls.Load() - calls; n != 0 {
+			t.Errorf("%d store calls in the 10s after the term ended; want none", n)
+		}
+		c.ClearFaults()
+		wantIs(t, "Resign()", term.Resign(t.Context()), lock.ErrLost)
+	})
+}

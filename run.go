@@ -283,6 +283,12 @@ func (k *keeper) run(ctx context.Context) {
 			return // the hold limit canceled fn's context; let the lock run out
 		}
 		cur := k.current()
+		if !time.Now().Before(k.end(cur)) {
+			// Too late: an extension now could not save the lock, whose
+			// loss is (or is about to be) reported.
+			k.expired()
+			return
+		}
 		began := time.Now()
 		ectx, ecancel := context.WithDeadline(ctx, cur.ValidUntil)
 		extended, err := k.locker.Extend(ectx, cur, k.ttl)
