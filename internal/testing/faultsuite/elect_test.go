@@ -261,9 +261,23 @@ func runElection(s *scenario, c candidates, ttl time.Duration, careless bool) el
 				rec.lastAct = rec.elected
 				leader.Store(int32(i + 1))
 				tctx := t.Context()
-				for acts := 5 + rand.IntN(11); acts > 0 || held[i].Load(); acts-- {
+				for acts := 5 + rand.IntN(11); ; acts-- {
 					if killed[i].Load() {
 						break
+					}
+					if acts <= 0 {
+						// Done, unless a fault is on: it stays until its term
+						// ends. Decided under mu, so that the injector never
+						// picks a leader on its way out.
+						mu.Lock()
+						stay := held[i].Load()
+						if !stay {
+							leader.CompareAndSwap(int32(i+1), 0)
+						}
+						mu.Unlock()
+						if !stay {
+							break
+						}
 					}
 					now := since() // taken before the check: the action is at now
 					if !careless && tctx.Err() != nil {
@@ -298,12 +312,15 @@ func runElection(s *scenario, c candidates, ttl time.Duration, careless bool) el
 	onLeader := func(at, length time.Duration, inject func(i int)) {
 		time.Sleep(time.Until(base.Add(at)))
 		for ctx.Err() == nil {
-			if i := int(leader.Load()) - 1; i >= 0 {
+			mu.Lock()
+			i := int(leader.Load()) - 1
+			if i >= 0 {
 				held[i].Store(true)
-				inject(i)
-				mu.Lock()
 				run.faults++
-				mu.Unlock()
+			}
+			mu.Unlock()
+			if i >= 0 {
+				inject(i)
 				if length > 0 {
 					time.Sleep(length)
 					c.links[i].heal()
