@@ -220,8 +220,8 @@ type electionRun struct {
 	faults int // faults injected on a leader
 }
 
-// runElection runs n candidates campaigning for one role for about
-// 13 TTLs while the leader suffers, in turn, a pause (its links stall for
+// runElection runs n candidates campaigning for one role for 13 TTLs
+// (5 for the control) while the leader suffers, in turn, a pause (its links stall for
 // two TTLs), slow renewals (replies 60% of a TTL late), lost replies, and
 // a kill (its links stall for good and it neither acts nor resigns). Each
 // leader acts every 20ms, checking its term's context first, for 5 to 15
@@ -230,7 +230,11 @@ type electionRun struct {
 // control.
 func runElection(s *scenario, c candidates, ttl time.Duration, careless bool) electionRun {
 	n := len(c.lockers)
-	ctx, cancel := context.WithTimeout(s.ctx, 13*ttl)
+	length := 13 * ttl
+	if careless {
+		length = 5 * ttl // the pause is enough to show the overlaps
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, length)
 	defer cancel()
 	base := time.Now()
 	since := func() time.Duration { return time.Since(base) }
@@ -310,7 +314,11 @@ func runElection(s *scenario, c candidates, ttl time.Duration, careless bool) el
 
 	// The faults, each on whoever leads when it is due.
 	onLeader := func(at, length time.Duration, inject func(i int)) {
-		time.Sleep(time.Until(base.Add(at)))
+		select {
+		case <-time.After(time.Until(base.Add(at))):
+		case <-ctx.Done():
+			return
+		}
 		for ctx.Err() == nil {
 			mu.Lock()
 			i := int(leader.Load()) - 1
