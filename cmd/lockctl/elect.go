@@ -84,7 +84,7 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 		return &usageError{err: err}
 	}
 
-	sup := &supervisor{a: a, interactive: inForeground(a.stdin)}
+	sup := &supervisor{a: a, interactive: inForeground(a.stdin), name: "elect"}
 	campaign, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sup.cancelAcq = cancel

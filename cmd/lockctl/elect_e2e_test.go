@@ -51,6 +51,9 @@ func TestElect(t *testing.T) {
 	if sigs := s.signals("second"); !slices.Equal(sigs, []string{"terminated"}) {
 		t.Errorf("the leader's command got %q; want SIGTERM", sigs)
 	}
+	if !strings.Contains(second.stderr.String(), `lockctl elect: lost the lock on "leader"`) {
+		t.Errorf("stderr %q does not say the term was lost", second.stderr)
+	}
 }
 
 func TestElectExitStatus(t *testing.T) {
