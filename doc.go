@@ -31,6 +31,16 @@
 // its validity's end at the latest), and always release; [FromContext]
 // gives the function the lock as of its latest extension.
 //
+// # Validity
+//
+// A lock is only as good as its validity: Lock.ValidUntil is the end of
+// the time during which the holder may assume it holds the lock alone.
+// It is counted from before the request was sent, and reduced by a
+// clock-drift allowance (ttl × Options.DriftFactor + 2ms, 1% by default)
+// and by the stores' TTL granularity (memcached counts whole seconds). A
+// holder should check [Lock.Valid] before each protected write, and keep
+// work well inside the TTL or use [Run], which extends the lock.
+//
 // # Elections, run-once jobs and lock delay
 //
 // An [Election] elects one leader at a time for a named role over any
@@ -68,16 +78,6 @@
 // else has been inside. The stores keep each lock for TTL + delay; the
 // validity the holder sees stays the TTL's. No store capability is
 // needed.
-//
-// # Validity
-//
-// A lock is only as good as its validity: Lock.ValidUntil is the end of
-// the time during which the holder may assume it holds the lock alone.
-// It is counted from before the request was sent, and reduced by a
-// clock-drift allowance (ttl × Options.DriftFactor + 2ms, 1% by default)
-// and by the stores' TTL granularity (memcached counts whole seconds). A
-// holder should check [Lock.Valid] before each protected write, and keep
-// work well inside the TTL or use [Run], which extends the lock.
 //
 // # Retries
 //
