@@ -43,7 +43,7 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 	case ttl <= 0:
 		return nil, invalidf(op, role, "ttl is %v: want > 0", ttl)
 	}
-	if err := checkRun(context.Background(), op, locker, role, ttl, o, termMargin); err != nil {
+	if err := checkRun(op, locker, role, ttl, o, termMargin); err != nil {
 		return nil, err
 	}
 	return &Election{locker: locker, role: role, ttl: ttl, opts: opts, o: o}, nil

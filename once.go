@@ -51,7 +51,10 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	case fn == nil:
 		return invalidf(op, job, "nil function")
 	}
-	if err := checkRun(ctx, op, locker, job, ttl, o, 0); err != nil {
+	if err := checkContext(ctx, op, job); err != nil {
+		return err
+	}
+	if err := checkRun(op, locker, job, ttl, o, 0); err != nil {
 		return err
 	}
 	began := time.Now()

@@ -39,7 +39,10 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 	if fn == nil {
 		return invalidf(op, resource, "nil function")
 	}
-	if err := checkRun(ctx, op, locker, resource, ttl, o, 0); err != nil {
+	if err := checkContext(ctx, op, resource); err != nil {
+		return err
+	}
+	if err := checkRun(op, locker, resource, ttl, o, 0); err != nil {
 		return err
 	}
 	held, err := locker.Lock(ctx, resource, ttl, opts...)
@@ -61,10 +64,8 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 // share, before anything is sent: the extension interval must fit the
 // lock's validity less a divisor-th of it (see hold) when the locker is
 // one of ours, whose validity is known in advance.
-func checkRun(ctx context.Context, op string, locker Locker, resource string, ttl time.Duration, o callOptions, divisor int) error {
+func checkRun(op string, locker Locker, resource string, ttl time.Duration, o callOptions, divisor int) error {
 	switch {
-	case ctx == nil:
-		return invalidf(op, resource, "nil context")
 	case locker == nil:
 		return invalidf(op, resource, "nil Locker")
 	case o.maxHold < 0:
