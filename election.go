@@ -19,7 +19,8 @@ const termMargin = 10
 // Election elects one leader at a time for a named role among the
 // processes that campaign for it through lockers over the same stores: the
 // leader is the holder of a lock on the role, kept extended as [Run] keeps
-// its lock. See "Elections" in the package documentation.
+// its lock. See "Elections, run-once jobs and lock delay" in the package
+// documentation.
 type Election struct {
 	locker Locker
 	role   string

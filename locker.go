@@ -122,8 +122,9 @@ const (
 // MaxTTL is the longest TTL the lockers accept.
 const MaxTTL = 365 * 24 * time.Hour
 
-// LockOption is an option of one Lock or [Run] call: [WithRetry],
-// [MaxHold], [ExtendEvery]. (A locker's own configuration is [Options].)
+// LockOption is an option of one Lock, [Run] or [RunOnce] call, or of an
+// [Election]: [WithRetry], [MaxHold], [ExtendEvery], [MinInterval]. (A
+// locker's own configuration is [Options].)
 type LockOption func(*callOptions)
 
 // Option is LockOption's former name, kept for code written before the
