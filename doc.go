@@ -41,6 +41,44 @@
 // holder should check [Lock.Valid] before each protected write, and keep
 // work well inside the TTL or use [Run], which extends the lock.
 //
+// # Elections, run-once jobs and lock delay
+//
+// An [Election] elects one leader at a time for a named role over any
+// Locker: the leader holds a lock on the role, which the same loop as
+// Run's keeps extended. [Election.Campaign] waits until the caller is
+// elected and returns its [Term]; [Term.Resign] frees the role at once;
+// [Election.Lead] does both around one function; [Election.Leader] tells
+// whether someone leads and, where the locker has a Holder method, who.
+//
+// The term's context is what makes leadership safe under faults. It ends
+// with a cause — [ErrResigned], [ErrLost], [ErrMaxHold] — and a term
+// whose renewals stall (a paused process, a slow or partitioned store)
+// ends a tenth of the lock's validity before the lock does. Nobody else
+// can be elected before the lock's validity has run out, so a leader
+// that checks its term's context before each action never acts while
+// another leads: Err reports the end from the instant it passes, Done
+// closes a scheduling delay later. Between its check and its write a
+// leader can still pause; each term carries the lock's fence — above
+// every earlier term's where the stores fence — for the resource to
+// refuse a deposed leader's writes (see [FenceGuard]). This is the
+// failure of most leader-election bugs (two leaders after a pause or a
+// slow renewal): the old leader acts on after its lease because nothing
+// stops it in time, and nothing downstream can tell its writes apart.
+//
+// [RunOnce] is the cron pattern: every replica tries, one runs the job,
+// the others get [ErrSkipped] at once. With [MinInterval] the lock is
+// kept, after the job returns, until the interval has passed since the
+// run began, so replicas whose schedules fire a little apart do not run
+// it twice.
+//
+// Options.LockDelay (Chubby's lock-delay) keeps a lock whose holder
+// vanished — it neither extended nor released it — from being taken again
+// until the delay after its TTL, while Unlock frees it at once: a holder
+// that pauses past its validity and wakes within the delay finds nobody
+// else has been inside. The stores keep each lock for TTL + delay; the
+// validity the holder sees stays the TTL's. No store capability is
+// needed.
+//
 // # Retries
 //
 // TryLock makes one attempt. Lock retries while the resource is held by

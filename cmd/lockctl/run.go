@@ -165,12 +165,21 @@ type runResult struct {
 // supervisor runs the command and passes signals on to it.
 type supervisor struct {
 	a           *app
-	interactive bool // the command shares lockctl's process group
+	interactive bool   // the command shares lockctl's process group
+	name        string // the lockctl command, for messages: "run" when empty
 	cancelAcq   context.CancelCauseFunc
 
 	mu          sync.Mutex
 	proc        *os.Process // the command, once started and until reaped
 	interrupted os.Signal   // a signal that came before the command started
+}
+
+// command is the lockctl command the supervisor runs for, for messages.
+func (s *supervisor) command() string {
+	if s.name == "" {
+		return "run"
+	}
+	return s.name
 }
 
 // catchSignals starts passing the signals lockctl gets to the command (or,
@@ -235,7 +244,7 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 		if l.Fence != 0 {
 			fence = fmt.Sprintf(", fence %d", l.Fence)
 		}
-		fmt.Fprintf(a.stderr, "lockctl run: acquired %q (ttl %v%s)\n", l.Resource, o.ttl, fence)
+		fmt.Fprintf(a.stderr, "lockctl %s: acquired %q (ttl %v%s)\n", s.command(), l.Resource, o.ttl, fence)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
@@ -275,13 +284,13 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 	case werr = <-waited:
 	case <-runCtx.Done():
 		res.lost = true
-		fmt.Fprintf(a.stderr, "lockctl run: lost the lock on %q while the command ran (%s): sending SIGTERM to the command\n", l.Resource, lossReason(context.Cause(runCtx)))
+		fmt.Fprintf(a.stderr, "lockctl %s: lost the lock on %q while the command ran (%s): sending SIGTERM to the command\n", s.command(), l.Resource, lossReason(context.Cause(runCtx)))
 		s.signal(sigTERM)
 		kill := time.NewTimer(o.killAfter)
 		select {
 		case werr = <-waited:
 		case <-kill.C:
-			fmt.Fprintf(a.stderr, "lockctl run: the command still runs %v after SIGTERM: sending SIGKILL\n", o.killAfter)
+			fmt.Fprintf(a.stderr, "lockctl %s: the command still runs %v after SIGTERM: sending SIGKILL\n", s.command(), o.killAfter)
 			s.signal(sigKILL)
 			werr = <-waited
 		}
