@@ -75,13 +75,10 @@ func (sh *shard) wakeOne(resource string) {
 	if q == nil {
 		return
 	}
-	w := q.waiters[0]
-	q.waiters = q.waiters[1:]
+	q.wakeOne()
 	if len(q.waiters) == 0 {
 		delete(sh.waiters, resource)
 	}
-	w.woken = true
-	close(w.ch)
 }
 
 // leave removes w from the queue of resource; if a release had already
@@ -97,12 +94,7 @@ func (sh *shard) leave(resource string, w *waiter) {
 	if q == nil {
 		return
 	}
-	for i, x := range q.waiters {
-		if x == w {
-			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-			break
-		}
-	}
+	q.remove(w)
 	if len(q.waiters) == 0 {
 		delete(sh.waiters, resource)
 	}

@@ -1,0 +1,301 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// slotSemaphore is a semaphore made of plain locks: permit i of resource
+// is a lock on slotName(resource, i), taken with the locker's TryLock, and
+// the limit is kept in a marker lock (see NewSemaphore). It is a core of
+// its own, for Lock's retries, UnlockAll and Shutdown, whose engine tries
+// every slot once per attempt.
+type slotSemaphore struct {
+	core
+	locker  Locker
+	limit   int
+	stores  []storeRef // the locker's stores, for the limit marker: nil if not one of ours
+	waitFor func(ctx context.Context, op, name string) bool
+}
+
+// maxWaitSlots bounds the slots a waiting Lock watches for a release.
+const maxWaitSlots = 16
+
+func newSlotSemaphore(locker Locker, limit int) *slotSemaphore {
+	s := &slotSemaphore{locker: locker, limit: limit}
+	_ = s.init("new", nil, s) // cannot fail with the defaults
+	s.held.perToken = true
+	var validators []ResourceValidator
+	s.waitFor, s.stores, validators = s.adopt(locker)
+	if len(validators) > 0 {
+		s.validators = []ResourceValidator{derivedNames{
+			names: func(r string) []string { return []string{slotName(r, limit-1), markerName(r)} },
+			of:    validators,
+		}}
+	}
+	return s
+}
+
+// adopt sets up c, a locker built on locker, with locker's retry policy
+// and validity accounting when it is one of ours, and returns what else
+// it can use of it: a function that waits for the release of a lock on
+// a name (nil if it cannot wait), its stores and their name rules.
+func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name string) bool, stores []storeRef, validators []ResourceValidator) {
+	var base *core
+	switch l := locker.(type) {
+	case *SingleLocker:
+		base, stores = &l.core, []storeRef{l.store}
+		waitFor = func(ctx context.Context, op, name string) bool { return l.wait(ctx, op, name, nil) }
+	case *MultiLocker:
+		base, stores = &l.core, l.stores
+		refused := &Error{Err: ErrNotAcquired} // every store: wait on all that can
+		for i, st := range l.stores {
+			refused.Stores = append(refused.Stores, StoreError{Index: i, Store: st.name, Err: ErrNotAcquired})
+		}
+		waitFor = func(ctx context.Context, op, name string) bool { return l.wait(ctx, op, name, refused) }
+	default:
+		return nil, nil, nil
+	}
+	c.retry, c.canWait = base.retry, base.canWait
+	c.driftFactor, c.granularity, c.storeTimeout = base.driftFactor, base.granularity, base.storeTimeout
+	if !c.canWait {
+		waitFor = nil
+	}
+	return waitFor, stores, base.validators
+}
+
+// derivedNames validates the names a locker derives from a resource with
+// the stores' rules.
+type derivedNames struct {
+	names func(resource string) []string
+	of    []ResourceValidator
+}
+
+func (d derivedNames) ValidateResource(resource string) error {
+	for _, name := range d.names(resource) {
+		for _, v := range d.of {
+			if err := v.ValidateResource(name); err != nil {
+				return fmt.Errorf("%w: derived name %q: %s", ErrInvalid, name, strings.TrimPrefix(trimPrefix(err), "invalid argument: "))
+			}
+		}
+	}
+	return nil
+}
+
+// attempt implements engine: it tries every slot once, from a random one.
+func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
+	first := rand.IntN(s.limit)
+	for i := range s.limit {
+		slot := (first + i) % s.limit
+		l, err := s.locker.TryLock(ctx, slotName(resource, slot), ttl)
+		if errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
+			continue
+		}
+		if err != nil {
+			return Lock{}, time.Since(start), asError(err)
+		}
+		if err := s.markLimit(ctx, resource, ttl); err != nil {
+			cctx, cancel := s.cleanupContext(ctx)
+			_ = s.locker.Unlock(cctx, l)
+			cancel()
+			return Lock{}, time.Since(start), &Error{Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+		elapsed := time.Since(start)
+		p := Lock{Resource: resource, Token: strconv.Itoa(slot) + ":" + l.Token, ValidUntil: l.ValidUntil, Fence: l.Fence}
+		s.held.put(p, s.heldBeyond(elapsed, ttl))
+		return p, elapsed, nil
+	}
+	return Lock{}, time.Since(start), &Error{Err: ErrNotAcquired}
+}
+
+// asError is err as the error of an attempt, whose Op and Resource the
+// caller sets.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return &Error{Err: e.Err, Stores: e.Stores}
+	}
+	return &Error{Err: err}
+}
+
+// markLimit takes or refreshes resource's limit marker on every store of
+// the locker, and returns an error matching ErrLimitMismatch if a store
+// holds the marker of another limit. Store failures are not reported: the
+// permit is held, and the marker is checked again by the next
+// acquisition or extension.
+func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time.Duration) error {
+	name, token := markerName(resource), markerToken(s.limit)
+	if len(s.stores) == 1 {
+		return mismatch(markOn(ctx, s.stores[0], name, token, ttl))
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.storeTimeout)
+	defer cancel()
+	errs := make([]error, len(s.stores))
+	var wg sync.WaitGroup
+	for i, st := range s.stores {
+		wg.Go(func() { errs[i] = markOn(ctx, st, name, token, ttl) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if mismatch(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mismatch returns err if it reports a limit mismatch, else nil.
+func mismatch(err error) error {
+	if errors.Is(err, ErrLimitMismatch) {
+		return err
+	}
+	return nil
+}
+
+// markOn takes or extends the marker name under token on one store. An
+// Extend succeeds only under the token the marker was taken with, that
+// is, the same limit; one that finds the marker not held is followed by
+// an Acquire, in case it had just expired.
+func markOn(ctx context.Context, st storeRef, name, token string, ttl time.Duration) error {
+	for range 3 {
+		if st.ext != nil {
+			if err := st.ext.Extend(ctx, name, token, ttl); !errors.Is(err, ErrNotHeld) {
+				return err
+			}
+		}
+		err := st.Acquire(ctx, name, token, ttl)
+		if !errors.Is(err, ErrNotAcquired) {
+			return err // taken, or failed
+		}
+		if st.ext == nil {
+			return nil // held, and no telling by whom: taken to agree
+		}
+	}
+	return fmt.Errorf("%w: %s holds the marker of another limit", ErrLimitMismatch, st.name)
+}
+
+// wait implements engine: it waits for a release of any of (up to
+// maxWaitSlots of) the slots.
+func (s *slotSemaphore) wait(ctx context.Context, op, resource string, _ *Error) bool {
+	if s.waitFor == nil {
+		return false
+	}
+	n, first := min(s.limit, maxWaitSlots), rand.IntN(s.limit)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woke := make(chan bool, n)
+	for i := range n {
+		name := slotName(resource, (first+i)%s.limit)
+		go func() { woke <- s.waitFor(wctx, op, name) }()
+	}
+	woken := false
+	for range n {
+		if <-woke && !woken {
+			woken = true
+			cancel()
+		}
+	}
+	return woken
+}
+
+// slotLock returns the lock on its slot that the permit l stands for.
+func (s *slotSemaphore) slotLock(op string, l Lock) (Lock, error) {
+	slotPart, token, ok := strings.Cut(l.Token, ":")
+	slot, err := strconv.Atoi(slotPart)
+	switch {
+	case !ok || err != nil || slot < 0 || token == "":
+		return Lock{}, invalidf(op, l.Resource, "the Lock's token is not a permit's of a semaphore built from plain locks")
+	case slot >= s.limit:
+		return Lock{}, invalidf(op, l.Resource, "the Lock's token names permit %d, beyond the semaphore's limit of %d", slot, s.limit)
+	}
+	return Lock{Resource: slotName(l.Resource, slot), Token: token, ValidUntil: l.ValidUntil, Fence: l.Fence}, nil
+}
+
+// renamed returns err, an error of the locker about a derived name, as an
+// error about resource.
+func renamed(err error, resource string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		c := *e
+		c.Resource = resource
+		return &c
+	}
+	return err
+}
+
+// Unlock implements [Locker] and engine.
+func (s *slotSemaphore) Unlock(ctx context.Context, l Lock) error {
+	const op = "unlock"
+	if err := s.checkHeld(ctx, op, l); err != nil {
+		return err
+	}
+	inner, err := s.slotLock(op, l)
+	if err != nil {
+		return err
+	}
+	err = s.locker.Unlock(ctx, inner)
+	if err == nil || errors.Is(err, ErrNotHeld) {
+		s.held.remove(l)
+	}
+	return renamed(err, l.Resource)
+}
+
+// Extend implements [Locker]: it extends the slot's lock, then the limit
+// marker.
+func (s *slotSemaphore) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
+	const op = "extend"
+	if err := s.enterExtend(ctx, op, l, ttl); err != nil {
+		return Lock{}, err
+	}
+	defer s.gate.leave()
+	inner, err := s.slotLock(op, l)
+	if err != nil {
+		return Lock{}, err
+	}
+	start := time.Now()
+	extended, err := s.locker.Extend(ctx, inner, ttl)
+	if err != nil {
+		if errors.Is(err, ErrNotHeld) {
+			s.held.remove(l)
+		}
+		return Lock{}, renamed(err, l.Resource)
+	}
+	_ = s.markLimit(ctx, l.Resource, ttl) // refresh; the permit is held either way
+	l.ValidUntil, l.Fence = extended.ValidUntil, extended.Fence
+	s.held.put(l, s.heldBeyond(time.Since(start), ttl))
+	return l, nil
+}
+
+// IsLocked implements [Locker]: whether any slot is held.
+func (s *slotSemaphore) IsLocked(ctx context.Context, resource string) (bool, error) {
+	n, err := s.count(ctx, "islocked", resource, 1)
+	return n > 0, err
+}
+
+func (s *slotSemaphore) permits(ctx context.Context, resource string) (int, error) {
+	return s.count(ctx, "permits", resource, s.limit)
+}
+
+// count counts the held slots of resource, up to enough.
+func (s *slotSemaphore) count(ctx context.Context, op, resource string, enough int) (int, error) {
+	if err := s.checkQuery(ctx, op, resource); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := 0; i < s.limit && n < enough; i++ {
+		held, err := s.locker.IsLocked(ctx, slotName(resource, i))
+		if err != nil {
+			return 0, renamed(err, resource)
+		}
+		if held {
+			n++
+		}
+	}
+	return n, nil
+}
