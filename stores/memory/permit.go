@@ -28,6 +28,17 @@ type permitSet struct {
 	limit   int
 	holders map[string]instant // token → expiry
 	waiting waitQueue
+	rearm   chan struct{} // closed when a permit that expires before all others is set: waiters' timers are late
+}
+
+// setExpiry sets token's expiry, and tells the waiters, whose timers run
+// to the earliest expiry they saw, if it is now earlier.
+func (p *permitSet) setExpiry(token string, exp instant) {
+	if len(p.waiting.waiters) > 0 && (len(p.holders) == 0 || exp < p.earliest()) && p.rearm != nil {
+		close(p.rearm)
+		p.rearm = nil
+	}
+	p.holders[token] = exp
 }
 
 // prune forgets the expired holders, and reports how many are left.
@@ -123,7 +134,7 @@ func (s *Store) applyAcquirePermit(resource, token string, limit int, ttl time.D
 		return 0, lock.ErrNotAcquired // one permit per token: not re-entrant
 	}
 	p.limit = limit
-	p.holders[token] = now.add(ttl)
+	p.setExpiry(token, now.add(ttl))
 	sh.fence++
 	return sh.fence, nil
 }
@@ -187,7 +198,7 @@ func (s *Store) applyExtendPermit(resource, token string, ttl time.Duration) err
 	if _, held := p.holders[token]; !held {
 		return lock.ErrNotHeld
 	}
-	p.holders[token] = now.add(ttl)
+	p.setExpiry(token, now.add(ttl))
 	return nil
 }
 
@@ -265,6 +276,10 @@ func (s *Store) WaitPermit(ctx context.Context, resource string) error {
 		left := time.Duration(p.earliest() - now)
 		w := &waiter{ch: make(chan struct{})}
 		p.waiting.waiters = append(p.waiting.waiters, w)
+		if p.rearm == nil {
+			p.rearm = make(chan struct{})
+		}
+		rearm := p.rearm
 		sh.mu.Unlock()
 
 		expiry := time.NewTimer(left)
@@ -278,6 +293,10 @@ func (s *Store) WaitPermit(ctx context.Context, resource string) error {
 			return ctx.Err()
 		case <-expiry.C:
 			// A permit may have expired, or been extended: look again.
+			sh.leavePermit(resource, w)
+		case <-rearm:
+			// A permit that expires sooner was set: look again.
+			expiry.Stop()
 			sh.leavePermit(resource, w)
 		}
 	}
