@@ -282,20 +282,49 @@ func (s *slotSemaphore) permits(ctx context.Context, resource string) (int, erro
 	return s.count(ctx, "permits", resource, s.limit)
 }
 
-// count counts the held slots of resource, up to enough.
+// countWidth bounds the slots count asks about at once.
+const countWidth = 16
+
+// count counts the held slots of resource, asking about up to countWidth
+// at once, and stops once it found enough.
 func (s *slotSemaphore) count(ctx context.Context, op, resource string, enough int) (int, error) {
 	if err := s.checkQuery(ctx, op, resource); err != nil {
 		return 0, err
 	}
-	n := 0
-	for i := 0; i < s.limit && n < enough; i++ {
-		held, err := s.locker.IsLocked(ctx, slotName(resource, i))
-		if err != nil {
-			return 0, renamed(err, resource)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	n, failed := 0, error(nil)
+	turns := make(chan struct{}, countWidth)
+	var wg sync.WaitGroup
+	for i := range s.limit {
+		turns <- struct{}{}
+		mu.Lock()
+		done := n >= enough || failed != nil
+		mu.Unlock()
+		if done {
+			break
 		}
-		if held {
-			n++
-		}
+		wg.Go(func() {
+			defer func() { <-turns }()
+			held, err := s.locker.IsLocked(ctx, slotName(resource, i))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case n >= enough || failed != nil:
+			case err != nil:
+				failed = err
+				cancel()
+			case held:
+				if n++; n >= enough {
+					cancel()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		return 0, renamed(failed, resource)
 	}
 	return n, nil
 }
