@@ -93,7 +93,7 @@ func writeName(resource string) string { return resource + "~write" }
 // UnlockAll and Shutdown, whose engine takes the side's mark and checks
 // the other side's.
 type rwSide struct {
-	core
+	derived
 	rw      *RWLocker
 	write   bool
 	under   Locker // what holds this side's marks: the readers' semaphore, or the locker
@@ -111,10 +111,9 @@ func newRWSide(rw *RWLocker, write bool) *rwSide {
 	if write {
 		s.under = rw.locker
 	}
-	_ = s.init("new", nil, s) // cannot fail with the defaults
-	s.held.perToken = true
 	var validators []ResourceValidator
-	s.waitFor, _, validators = s.adopt(rw.locker)
+	s.waitFor, _, validators = s.initDerived(s, rw.locker)
+	s.mark = func(_ string, l Lock) (Locker, Lock, error) { return s.under, s.inner(l), nil }
 	if len(validators) > 0 {
 		limit := rw.readers.limit
 		s.validators = []ResourceValidator{derivedNames{
@@ -280,39 +279,6 @@ func (s *rwSide) wait(ctx context.Context, op, resource string, last *Error) boo
 		return s.waitFor != nil && s.waitFor(ctx, op, writeName(resource))
 	}
 	return s.rw.readers.wait(ctx, op, readName(resource), last)
-}
-
-// Unlock implements [Locker] and engine.
-func (s *rwSide) Unlock(ctx context.Context, l Lock) error {
-	const op = "unlock"
-	if err := s.checkHeld(ctx, op, l); err != nil {
-		return err
-	}
-	err := s.under.Unlock(ctx, s.inner(l))
-	if err == nil || errors.Is(err, ErrNotHeld) {
-		s.held.remove(l)
-	}
-	return renamed(err, l.Resource)
-}
-
-// Extend implements [Locker].
-func (s *rwSide) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
-	const op = "extend"
-	if err := s.enterExtend(ctx, op, l, ttl); err != nil {
-		return Lock{}, err
-	}
-	defer s.gate.leave()
-	start := time.Now()
-	extended, err := s.under.Extend(ctx, s.inner(l), ttl)
-	if err != nil {
-		if errors.Is(err, ErrNotHeld) {
-			s.held.remove(l)
-		}
-		return Lock{}, renamed(err, l.Resource)
-	}
-	l.ValidUntil, l.Fence = extended.ValidUntil, extended.Fence
-	s.held.put(l, s.heldBeyond(time.Since(start), ttl))
-	return l, nil
 }
 
 // IsLocked implements [Locker].

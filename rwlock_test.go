@@ -26,16 +26,7 @@ func mustRW(t *testing.T, l lock.Locker) *lock.RWLocker {
 // left (the readers' limit marker may stay until its TTL).
 func noRW(t *testing.T, mems []*memory.Store, resource string) {
 	t.Helper()
-	for _, m := range mems {
-		if n, err := m.Permits(t.Context(), resource+"~read"); err != nil || n != 0 {
-			t.Errorf("%s: reader permits = %d, %v; want 0, nil", m, n, err)
-		}
-		for _, r := range m.Resources() {
-			if r != resource+"~read~limit" {
-				t.Errorf("%s still holds %q; want nothing left locked", m, r)
-			}
-		}
-	}
+	noPermits(t, mems, resource+"~read")
 }
 
 func TestRWLockerSharedAndExclusive(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 // its own, for Lock's retries, UnlockAll and Shutdown, whose engine tries
 // every slot once per attempt.
 type slotSemaphore struct {
-	core
+	derived
 	locker  Locker
 	limit   int
 	stores  []storeRef // the locker's stores, for the limit marker: nil if not one of ours
@@ -29,10 +29,15 @@ const maxWaitSlots = 16
 
 func newSlotSemaphore(locker Locker, limit int) *slotSemaphore {
 	s := &slotSemaphore{locker: locker, limit: limit}
-	_ = s.init("new", nil, s) // cannot fail with the defaults
-	s.held.perToken = true
 	var validators []ResourceValidator
-	s.waitFor, s.stores, validators = s.adopt(locker)
+	s.waitFor, s.stores, validators = s.initDerived(s, locker)
+	s.mark = func(op string, l Lock) (Locker, Lock, error) {
+		inner, err := s.slotLock(op, l)
+		return locker, inner, err
+	}
+	s.extended = func(ctx context.Context, l Lock, ttl time.Duration) {
+		_ = s.markLimit(ctx, l.Resource, ttl) // refresh; the permit is held either way
+	}
 	if len(validators) > 0 {
 		s.validators = []ResourceValidator{derivedNames{
 			names: func(r string) []string { return []string{slotName(r, limit-1), markerName(r)} },
@@ -40,52 +45,6 @@ func newSlotSemaphore(locker Locker, limit int) *slotSemaphore {
 		}}
 	}
 	return s
-}
-
-// adopt sets up c, a locker built on locker, with locker's retry policy
-// and validity accounting when it is one of ours, and returns what else
-// it can use of it: a function that waits for the release of a lock on
-// a name (nil if it cannot wait), its stores and their name rules.
-func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name string) bool, stores []storeRef, validators []ResourceValidator) {
-	var base *core
-	switch l := locker.(type) {
-	case *SingleLocker:
-		base, stores = &l.core, []storeRef{l.store}
-		waitFor = func(ctx context.Context, op, name string) bool { return l.wait(ctx, op, name, nil) }
-	case *MultiLocker:
-		base, stores = &l.core, l.stores
-		refused := &Error{Err: ErrNotAcquired} // every store: wait on all that can
-		for i, st := range l.stores {
-			refused.Stores = append(refused.Stores, StoreError{Index: i, Store: st.name, Err: ErrNotAcquired})
-		}
-		waitFor = func(ctx context.Context, op, name string) bool { return l.wait(ctx, op, name, refused) }
-	default:
-		return nil, nil, nil
-	}
-	c.retry, c.canWait = base.retry, base.canWait
-	c.driftFactor, c.granularity, c.storeTimeout = base.driftFactor, base.granularity, base.storeTimeout
-	if !c.canWait {
-		waitFor = nil
-	}
-	return waitFor, stores, base.validators
-}
-
-// derivedNames validates the names a locker derives from a resource with
-// the stores' rules.
-type derivedNames struct {
-	names func(resource string) []string
-	of    []ResourceValidator
-}
-
-func (d derivedNames) ValidateResource(resource string) error {
-	for _, name := range d.names(resource) {
-		for _, v := range d.of {
-			if err := v.ValidateResource(name); err != nil {
-				return fmt.Errorf("%w: derived name %q: %s", ErrInvalid, name, strings.TrimPrefix(trimPrefix(err), "invalid argument: "))
-			}
-		}
-	}
-	return nil
 }
 
 // attempt implements engine: it tries every slot once, from a random one.
@@ -112,16 +71,6 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 		return p, elapsed, nil
 	}
 	return Lock{}, time.Since(start), &Error{Err: ErrNotAcquired}
-}
-
-// asError is err as the error of an attempt, whose Op and Resource the
-// caller sets.
-func asError(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return &Error{Err: e.Err, Stores: e.Stores}
-	}
-	return &Error{Err: err}
 }
 
 // markLimit takes or refreshes resource's limit marker on every store of
@@ -215,61 +164,6 @@ func (s *slotSemaphore) slotLock(op string, l Lock) (Lock, error) {
 		return Lock{}, invalidf(op, l.Resource, "the Lock's token names permit %d, beyond the semaphore's limit of %d", slot, s.limit)
 	}
 	return Lock{Resource: slotName(l.Resource, slot), Token: token, ValidUntil: l.ValidUntil, Fence: l.Fence}, nil
-}
-
-// renamed returns err, an error of the locker about a derived name, as an
-// error about resource.
-func renamed(err error, resource string) error {
-	var e *Error
-	if errors.As(err, &e) {
-		c := *e
-		c.Resource = resource
-		return &c
-	}
-	return err
-}
-
-// Unlock implements [Locker] and engine.
-func (s *slotSemaphore) Unlock(ctx context.Context, l Lock) error {
-	const op = "unlock"
-	if err := s.checkHeld(ctx, op, l); err != nil {
-		return err
-	}
-	inner, err := s.slotLock(op, l)
-	if err != nil {
-		return err
-	}
-	err = s.locker.Unlock(ctx, inner)
-	if err == nil || errors.Is(err, ErrNotHeld) {
-		s.held.remove(l)
-	}
-	return renamed(err, l.Resource)
-}
-
-// Extend implements [Locker]: it extends the slot's lock, then the limit
-// marker.
-func (s *slotSemaphore) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
-	const op = "extend"
-	if err := s.enterExtend(ctx, op, l, ttl); err != nil {
-		return Lock{}, err
-	}
-	defer s.gate.leave()
-	inner, err := s.slotLock(op, l)
-	if err != nil {
-		return Lock{}, err
-	}
-	start := time.Now()
-	extended, err := s.locker.Extend(ctx, inner, ttl)
-	if err != nil {
-		if errors.Is(err, ErrNotHeld) {
-			s.held.remove(l)
-		}
-		return Lock{}, renamed(err, l.Resource)
-	}
-	_ = s.markLimit(ctx, l.Resource, ttl) // refresh; the permit is held either way
-	l.ValidUntil, l.Fence = extended.ValidUntil, extended.Fence
-	s.held.put(l, s.heldBeyond(time.Since(start), ttl))
-	return l, nil
 }
 
 // IsLocked implements [Locker]: whether any slot is held.

@@ -142,64 +142,48 @@ func (s *Store) applyAcquirePermit(resource, token string, limit int, ttl time.D
 // ReleasePermit implements [lock.Permitter]: it frees the permit and wakes
 // one waiter. Fault injection treats it as OpRelease.
 func (s *Store) ReleasePermit(ctx context.Context, resource, token string) error {
-	if err := check(ctx, resource, token, 1); err != nil {
-		return err
-	}
-	apply := func() error { return s.applyReleasePermit(resource, token) }
-	f, err := s.faults.before(ctx, OpRelease)
-	if err != nil {
-		return landLate(err, func() { _ = apply() })
-	}
-	return f.after(apply())
-}
-
-func (s *Store) applyReleasePermit(resource, token string) error {
-	now := s.now()
-	sh := s.shard(resource)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	p := sh.permitSet(resource, now, false)
-	if p == nil {
-		return lock.ErrNotHeld
-	}
-	defer sh.tidyPermits(resource, p)
-	if _, held := p.holders[token]; !held {
-		return lock.ErrNotHeld
-	}
-	delete(p.holders, token)
-	p.waiting.wakeOne()
-	return nil
+	return s.onPermit(ctx, OpRelease, resource, token, 1, func(p *permitSet, _ instant) {
+		delete(p.holders, token)
+		p.waiting.wakeOne()
+	})
 }
 
 // ExtendPermit implements [lock.Permitter]. Fault injection treats it as
 // OpExtend.
 func (s *Store) ExtendPermit(ctx context.Context, resource, token string, ttl time.Duration) error {
+	return s.onPermit(ctx, OpExtend, resource, token, ttl, func(p *permitSet, now instant) {
+		p.setExpiry(token, now.add(ttl))
+	})
+}
+
+// onPermit makes a call of op that applies change to the permit token
+// holds on resource, under the shard's mutex, or returns ErrNotHeld if
+// it holds none.
+func (s *Store) onPermit(ctx context.Context, op Op, resource, token string, ttl time.Duration, change func(p *permitSet, now instant)) error {
 	if err := check(ctx, resource, token, ttl); err != nil {
 		return err
 	}
-	apply := func() error { return s.applyExtendPermit(resource, token, ttl) }
-	f, err := s.faults.before(ctx, OpExtend)
+	apply := func() error {
+		now := s.now()
+		sh := s.shard(resource)
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		p := sh.permitSet(resource, now, false)
+		if p == nil {
+			return lock.ErrNotHeld
+		}
+		defer sh.tidyPermits(resource, p)
+		if _, held := p.holders[token]; !held {
+			return lock.ErrNotHeld
+		}
+		change(p, now)
+		return nil
+	}
+	f, err := s.faults.before(ctx, op)
 	if err != nil {
 		return landLate(err, func() { _ = apply() })
 	}
 	return f.after(apply())
-}
-
-func (s *Store) applyExtendPermit(resource, token string, ttl time.Duration) error {
-	now := s.now()
-	sh := s.shard(resource)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	p := sh.permitSet(resource, now, false)
-	if p == nil {
-		return lock.ErrNotHeld
-	}
-	defer sh.tidyPermits(resource, p)
-	if _, held := p.holders[token]; !held {
-		return lock.ErrNotHeld
-	}
-	p.setExpiry(token, now.add(ttl))
-	return nil
 }
 
 // Permits implements [lock.Permitter]. Fault injection treats it as
@@ -251,15 +235,8 @@ func (s *Store) ExpirePermits(resource string) int {
 // leaves because its ctx ended passes a wake it received on to the next.
 // Fault injection treats it as OpWait.
 func (s *Store) WaitPermit(ctx context.Context, resource string) error {
-	if err := check(ctx, resource, "-", 1); err != nil {
+	if err := s.beginWait(ctx, resource); err != nil {
 		return err
-	}
-	f, err := s.faults.before(ctx, OpWait)
-	if err != nil {
-		return err
-	}
-	if f != nil && f.Err != nil {
-		return f.Err
 	}
 	sh := s.shard(resource)
 	for {
@@ -282,24 +259,30 @@ func (s *Store) WaitPermit(ctx context.Context, resource string) error {
 		rearm := p.rearm
 		sh.mu.Unlock()
 
-		expiry := time.NewTimer(left)
-		select {
-		case <-w.ch:
-			expiry.Stop()
-			return nil
-		case <-ctx.Done():
-			expiry.Stop()
-			sh.leavePermit(resource, w)
-			return ctx.Err()
-		case <-expiry.C:
-			// A permit may have expired, or been extended: look again.
-			sh.leavePermit(resource, w)
-		case <-rearm:
-			// A permit that expires sooner was set: look again.
-			expiry.Stop()
-			sh.leavePermit(resource, w)
+		if woken, err := w.await(ctx, left, rearm, func() { sh.leavePermit(resource, w) }); woken || err != nil {
+			return err
 		}
 	}
+}
+
+// await waits for w to be woken, for left (the earliest expiry), for
+// rearm to close (a sooner expiry was set), or for ctx to end, and calls
+// leave unless woken. It reports whether w was woken, or ctx's error; a
+// caller that gets neither looks again.
+func (w *waiter) await(ctx context.Context, left time.Duration, rearm <-chan struct{}, leave func()) (woken bool, err error) {
+	expiry := time.NewTimer(left)
+	defer expiry.Stop()
+	select {
+	case <-w.ch:
+		return true, nil
+	case <-ctx.Done():
+		leave()
+		return false, ctx.Err()
+	case <-expiry.C: // expired, or extended: look again
+	case <-rearm:
+	}
+	leave()
+	return false, nil
 }
 
 // leavePermit removes w from resource's permit waiters; if a release had
@@ -340,4 +323,19 @@ func (q *waitQueue) remove(w *waiter) {
 			return
 		}
 	}
+}
+
+// beginWait checks the arguments of a wait and applies an injected fault.
+func (s *Store) beginWait(ctx context.Context, resource string) error {
+	if err := check(ctx, resource, "-", 1); err != nil {
+		return err
+	}
+	f, err := s.faults.before(ctx, OpWait)
+	if err != nil {
+		return err
+	}
+	if f != nil && f.Err != nil {
+		return f.Err
+	}
+	return nil
 }

@@ -21,15 +21,8 @@ type waiter struct {
 // caller that leaves because its ctx ended passes a wake it received on to
 // the next.
 func (s *Store) WaitRelease(ctx context.Context, resource string) error {
-	if err := check(ctx, resource, "-", 1); err != nil {
+	if err := s.beginWait(ctx, resource); err != nil {
 		return err
-	}
-	f, err := s.faults.before(ctx, OpWait)
-	if err != nil {
-		return err
-	}
-	if f != nil && f.Err != nil {
-		return f.Err
 	}
 	sh := s.shard(resource)
 	for {
@@ -53,18 +46,8 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		q.waiters = append(q.waiters, w)
 		sh.mu.Unlock()
 
-		expiry := time.NewTimer(left)
-		select {
-		case <-w.ch:
-			expiry.Stop()
-			return nil
-		case <-ctx.Done():
-			expiry.Stop()
-			sh.leave(resource, w)
-			return ctx.Err()
-		case <-expiry.C:
-			// The lock may have expired, or been extended: look again.
-			sh.leave(resource, w)
+		if woken, err := w.await(ctx, left, nil, func() { sh.leave(resource, w) }); woken || err != nil {
+			return err
 		}
 	}
 }
