@@ -140,3 +140,19 @@ func renamed(err error, resource string) error {
 	}
 	return err
 }
+
+// limitError is a limit mismatch: it matches ErrLimitMismatch and
+// ErrInvalid (the caller's limit is wrong: retrying does not help).
+type limitError struct{ err error }
+
+func (e limitError) Error() string   { return trimPrefix(e.err) }
+func (e limitError) Unwrap() []error { return []error{ErrInvalid, e.err} }
+
+// asLimitError returns err as a limitError if it reports a limit mismatch
+// that does not match ErrInvalid yet, else err.
+func asLimitError(err error) error {
+	if errors.Is(err, ErrLimitMismatch) && !errors.Is(err, ErrInvalid) {
+		return limitError{err}
+	}
+	return err
+}

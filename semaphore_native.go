@@ -2,8 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -76,10 +74,7 @@ func (a permitStore) Acquire(ctx context.Context, resource, token string, ttl ti
 // the caller's limit is wrong, and the locker must not retry it.
 func (a permitStore) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 	fence, err := a.p.AcquirePermit(ctx, resource, token, a.limit, ttl)
-	if errors.Is(err, ErrLimitMismatch) && !errors.Is(err, ErrInvalid) {
-		err = fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return fence, err
+	return fence, asLimitError(err)
 }
 
 func (a permitStore) Release(ctx context.Context, resource, token string) error {

@@ -63,7 +63,7 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 			cctx, cancel := s.cleanupContext(ctx)
 			_ = s.locker.Unlock(cctx, l)
 			cancel()
-			return Lock{}, time.Since(start), &Error{Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+			return Lock{}, time.Since(start), &Error{Err: asLimitError(err)}
 		}
 		elapsed := time.Since(start)
 		p := Lock{Resource: resource, Token: strconv.Itoa(slot) + ":" + l.Token, ValidUntil: l.ValidUntil, Fence: l.Fence}
@@ -81,14 +81,14 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time.Duration) error {
 	name, token := markerName(resource), markerToken(s.limit)
 	if len(s.stores) == 1 {
-		return mismatch(markOn(ctx, s.stores[0], name, token, ttl))
+		return mismatch(markOn(ctx, s.stores[0], name, token, s.limit, ttl))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.storeTimeout)
 	defer cancel()
 	errs := make([]error, len(s.stores))
 	var wg sync.WaitGroup
 	for i, st := range s.stores {
-		wg.Go(func() { errs[i] = markOn(ctx, st, name, token, ttl) })
+		wg.Go(func() { errs[i] = markOn(ctx, st, name, token, s.limit, ttl) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -111,7 +111,7 @@ func mismatch(err error) error {
 // Extend succeeds only under the token the marker was taken with, that
 // is, the same limit; one that finds the marker not held is followed by
 // an Acquire, in case it had just expired.
-func markOn(ctx context.Context, st storeRef, name, token string, ttl time.Duration) error {
+func markOn(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) error {
 	for range 3 {
 		if st.ext != nil {
 			if err := st.ext.Extend(ctx, name, token, ttl); !errors.Is(err, ErrNotHeld) {
@@ -126,7 +126,7 @@ func markOn(ctx context.Context, st storeRef, name, token string, ttl time.Durat
 			return nil // held, and no telling by whom: taken to agree
 		}
 	}
-	return fmt.Errorf("%w: %s holds the marker of another limit", ErrLimitMismatch, st.name)
+	return fmt.Errorf("%w: permits are held under a limit other than %d (%s holds the marker of another)", ErrLimitMismatch, limit, st.name)
 }
 
 // wait implements engine: it waits for a release of any of (up to

@@ -126,7 +126,7 @@ func (s *Store) applyAcquirePermit(resource, token string, limit int, ttl time.D
 	n := len(p.holders)
 	switch {
 	case n > 0 && p.limit != limit:
-		return 0, fmt.Errorf("%w: %d permits on %q are held under limit %d, not %d", lock.ErrLimitMismatch, n, resource, p.limit, limit)
+		return 0, fmt.Errorf("%w: the %d permits held on %q were taken with limit %d, not %d", lock.ErrLimitMismatch, n, resource, p.limit, limit)
 	case n >= limit:
 		return 0, lock.ErrNotAcquired
 	}
