@@ -40,7 +40,8 @@ var _ Locker = (*Semaphore)(nil)
 
 // NewSemaphore returns a semaphore over locker: its Lock takes one of
 // limit permits on a resource. It returns an error matching ErrInvalid
-// for a nil locker or a limit below 1.
+// for a nil locker, a limit below 1, or, for a semaphore of plain locks
+// (below), a limit above 1024.
 //
 // When locker is a [*SingleLocker] whose store is a [Permitter], permits
 // are the store's own (one call per acquisition whatever the limit),
@@ -96,8 +97,15 @@ func NewSemaphore(locker Locker, limit int) (*Semaphore, error) {
 			return &Semaphore{impl: impl, limit: limit}, nil
 		}
 	}
+	if limit > maxSlots {
+		return nil, invalidf(op, "", "semaphore limit is %d: a semaphore of plain locks has at most %d permits (a store that keeps permits, lock.Permitter, has no such bound)", limit, maxSlots)
+	}
 	return &Semaphore{impl: newSlotSemaphore(locker, limit), limit: limit}, nil
 }
+
+// maxSlots bounds the limit of a semaphore made of plain locks: an
+// acquisition may try every slot.
+const maxSlots = 1024
 
 // Limit returns the semaphore's limit.
 func (s *Semaphore) Limit() int { return s.limit }

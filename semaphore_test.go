@@ -264,6 +264,11 @@ func TestSemaphoreBadInput(t *testing.T) {
 	wantIs(t, "NewSemaphore((*SingleLocker)(nil), 1)", err, lock.ErrInvalid)
 	_, err = lock.NewSemaphore(l, 0)
 	wantIs(t, "NewSemaphore(locker, 0)", err, lock.ErrInvalid)
+	_, err = lock.NewSemaphore(mustSingle(t, basic{m}, nil), 1025)
+	wantIs(t, "NewSemaphore(locker of plain locks, 1025)", err, lock.ErrInvalid)
+	if _, err := lock.NewSemaphore(l, 1<<20); err != nil {
+		t.Fatalf("NewSemaphore(locker over a Permitter, 1<<20) = %v; want nil", err)
+	}
 	slots := mustSemaphore(t, mustSingle(t, basic{m}, nil), 2)
 	err = slots.Unlock(t.Context(), lock.Lock{Resource: "jobs", Token: "no-slot"})
 	wantIs(t, "Unlock(permit whose token has no slot)", err, lock.ErrInvalid)
