@@ -290,3 +290,47 @@ func TestSemaphoreOverShutLocker(t *testing.T) {
 		wantIs(t, "sem.Lock(jobs) over a shut locker", err, lock.ErrClosed)
 	})
 }
+
+// A permit whose acquisition had an unknown outcome (the reply was lost
+// after the store took it) is released, not left held, and the error is
+// ErrUnavailable, never ErrNotAcquired.
+func TestSemaphoreLostReplyCleanedUp(t *testing.T) {
+	eachSemSetup(t, func(t *testing.T, mems []*memory.Store, newLocker func(t *testing.T) lock.Locker) {
+		ctx := t.Context()
+		sem := mustSemaphore(t, newLocker(t), 2)
+		for _, m := range mems {
+			m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset, AfterApply: true, Times: memory.Always})
+		}
+		_, err := sem.TryLock(ctx, "jobs", time.Minute)
+		wantIs(t, "TryLock(jobs) with every reply lost", err, lock.ErrUnavailable)
+		if errors.Is(err, lock.ErrNotAcquired) {
+			t.Fatalf("TryLock(jobs) with every reply lost = %v; want no ErrNotAcquired", err)
+		}
+		for _, m := range mems {
+			m.ClearFaults()
+		}
+		time.Sleep(2 * time.Second) // the background releases, if any
+		noPermits(t, mems, "jobs")
+	})
+}
+
+// Shutdown releases every permit the semaphore holds and refuses new
+// ones; the locker under it stays in service.
+func TestSemaphoreShutdown(t *testing.T) {
+	eachSemSetup(t, func(t *testing.T, mems []*memory.Store, newLocker func(t *testing.T) lock.Locker) {
+		ctx := t.Context()
+		l := newLocker(t)
+		sem := mustSemaphore(t, l, 3)
+		for range 2 {
+			_, err := sem.TryLock(ctx, "jobs", time.Minute)
+			wantNil(t, "TryLock(jobs)", err)
+		}
+		wantNil(t, "Shutdown()", sem.Shutdown(ctx))
+		noPermits(t, mems, "jobs")
+		_, err := sem.TryLock(ctx, "jobs", time.Minute)
+		wantIs(t, "TryLock(jobs) after Shutdown", err, lock.ErrClosed)
+		held, err := l.TryLock(ctx, "other", time.Minute)
+		wantNil(t, "the locker's TryLock(other) after the semaphore's Shutdown", err)
+		wantNil(t, "the locker's Unlock(other)", l.Unlock(ctx, held))
+	})
+}
