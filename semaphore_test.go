@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -286,7 +287,9 @@ func TestSemaphoreOverShutLocker(t *testing.T) {
 		l := mustSingle(t, withoutStart{m, m, m, m, m}, nil)
 		sem := mustSemaphore(t, l, 2)
 		wantNil(t, "Shutdown()", l.Shutdown(t.Context()))
-		_, err := sem.Lock(t.Context(), "jobs", time.Minute)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		_, err := sem.Lock(ctx, "jobs", time.Minute)
 		wantIs(t, "sem.Lock(jobs) over a shut locker", err, lock.ErrClosed)
 	})
 }
@@ -334,3 +337,28 @@ func TestSemaphoreShutdown(t *testing.T) {
 		wantNil(t, "the locker's Unlock(other)", l.Unlock(ctx, held))
 	})
 }
+
+// A semaphore over a SingleLocker whose store keeps permits takes them
+// with the locker's options: its hook sees the permit calls, and its
+// token generator makes the permits' tokens.
+func TestSemaphoreNativeUsesLockerOptions(t *testing.T) {
+	rec := &recorder{}
+	l := mustSingle(t, memory.New(), &lock.Options{Hook: rec, Tokens: fixedTokens("permit-token")})
+	sem := mustSemaphore(t, l, 2)
+	p, err := sem.TryLock(t.Context(), "jobs", time.Minute)
+	wantNil(t, "TryLock(jobs)", err)
+	if p.Token != "permit-token" {
+		t.Errorf("permit token = %q; want %q, from the locker's Options.Tokens", p.Token, "permit-token")
+	}
+	wantNil(t, "Unlock(permit)", sem.Unlock(t.Context(), p))
+	got := strings.Join(rec.take(), "\n")
+	for _, want := range []string{"trylock store call memory acquire ok", "trylock acquired after 1 attempt(s)", "unlock released ok"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the locker's hook saw:\n%s\nwant a line with %q", got, want)
+		}
+	}
+}
+
+type fixedTokens string
+
+func (f fixedTokens) Token() (string, error) { return string(f), nil }
