@@ -169,9 +169,7 @@ func (s *rwSide) attemptRead(ctx context.Context, resource string, ttl time.Dura
 	if err == nil && !writer {
 		return p, nil
 	}
-	cctx, cancel := s.cleanupContext(ctx)
-	_ = s.rw.readers.Unlock(cctx, p)
-	cancel()
+	s.giveBack(ctx, s.rw.readers, p)
 	if err != nil {
 		return Lock{}, asError(err)
 	}
@@ -236,9 +234,7 @@ func (s *rwSide) dropIntent(ctx context.Context, call *writerCall) {
 		return
 	}
 	call.held = false
-	cctx, cancel := s.cleanupContext(ctx)
-	_ = s.rw.locker.Unlock(cctx, call.intent)
-	cancel()
+	s.giveBack(ctx, s.rw.locker, call.intent)
 }
 
 // Lock implements [Locker].

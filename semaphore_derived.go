@@ -29,6 +29,23 @@ func (d *derived) initDerived(eng engine, locker Locker) (waitFor func(ctx conte
 	return d.adopt(locker)
 }
 
+// giveBack releases l, a lock this locker took on a derived name and
+// will not hand out, with under.Unlock: not canceled with ctx, and for as
+// long as l may still be valid (or a store timeout, if longer), since a
+// lock left behind keeps the others out until its TTL runs out.
+func (d *derived) giveBack(ctx context.Context, under Locker, l Lock) {
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), laterOf(l.ValidUntil, time.Now().Add(d.storeTimeout)))
+	defer cancel()
+	_ = under.Unlock(cctx, l)
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // Unlock implements [Locker] and engine.
 func (d *derived) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"

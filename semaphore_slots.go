@@ -60,9 +60,7 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 			return Lock{}, time.Since(start), asError(err)
 		}
 		if err := s.markLimit(ctx, resource, ttl); err != nil {
-			cctx, cancel := s.cleanupContext(ctx)
-			_ = s.locker.Unlock(cctx, l)
-			cancel()
+			s.giveBack(ctx, s.locker, l)
 			return Lock{}, time.Since(start), &Error{Err: asLimitError(err)}
 		}
 		elapsed := time.Since(start)

@@ -141,7 +141,8 @@ func rwLocker(t *testing.T, h *harness) {
 	if n := bad.Load(); n > 0 {
 		t.Errorf("a writer was inside with another writer or with readers %d times; want 0", n)
 	}
-	rw := h.rw()
+	// Then in turn, on a resource of its own.
+	rw, r := h.rw(), h.res("q")
 	a, err := rw.Reader().TryLock(h.ctx(), r, h.lockerTTL())
 	h.must("Reader().TryLock(r) with no one inside", err)
 	b, err := rw.Reader().TryLock(h.ctx(), r, h.lockerTTL())
