@@ -31,6 +31,17 @@
 // its validity's end at the latest), and always release; [FromContext]
 // gives the function the lock as of its latest extension.
 //
+// # Semaphores and read-write locks
+//
+// [NewSemaphore] lets up to n holders hold a resource at once, and
+// [NewRWLocker] many readers or one writer, with a waiting writer not
+// starved by readers. Both are built on a Locker (either kind) and are
+// Lockers themselves, so Run, retries, Extend and Shutdown work as for
+// locks. A store that keeps counted permits ([Permitter]) grants one in
+// a single call; elsewhere permits are plain locks on names derived from
+// the resource. Callers that disagree on a semaphore's n get
+// [ErrLimitMismatch]. docs/semaphores.md has the guarantees per store.
+//
 // # Validity
 //
 // A lock is only as good as its validity: Lock.ValidUntil is the end of
@@ -109,6 +120,8 @@
 //   - [ErrInvalid]: bad input, refused before anything is sent to a store.
 //   - [ErrClosed]: the locker was shut down.
 //   - [ErrStaleFence]: a [FenceGuard] refused a write whose fence is stale.
+//   - [ErrLimitMismatch]: a semaphore's callers disagree on its limit (the
+//     error matches ErrInvalid too: retrying does not help).
 //
 // # Capabilities
 //
@@ -126,6 +139,9 @@
 //     non-empty name is accepted.
 //   - [Starter] (start a call without waiting for it): without it, a
 //     MultiLocker runs each store call in a goroutine of its own.
+//   - [Permitter] (counted permits) and [PermitWaiter] (wait for a free
+//     permit): without them, a [Semaphore] takes plain locks on derived
+//     names.
 //
 // # Guarantees
 //

@@ -13,6 +13,7 @@ import (
 type SingleLocker struct {
 	core
 	store storeRef
+	opts  Options // as given to NewSingle: a Semaphore builds its permit locker with them
 }
 
 var _ Locker = (*SingleLocker)(nil)
@@ -33,6 +34,9 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 		return nil, err
 	}
 	s.store = refs[0]
+	if opts != nil {
+		s.opts = *opts
+	}
 	return s, nil
 }
 

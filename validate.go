@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func isNilPointer(s Store) bool {
+func isNilPointer(s any) bool {
 	v := reflect.ValueOf(s)
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
