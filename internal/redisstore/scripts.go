@@ -55,5 +55,6 @@ var (
 
 // Scripts returns every script of the store, for tests.
 func Scripts() []*Script {
-	return []*Script{releaseScript, waitScript, passScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript}
+	return []*Script{releaseScript, waitScript, passScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript,
+		permitAcquireScript, permitReleaseScript, permitExtendScript, permitCountScript, permitWaitScript, permitPassScript}
 }
