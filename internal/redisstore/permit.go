@@ -13,21 +13,22 @@ var (
 	_ lock.PermitWaiter = (*Store)(nil)
 )
 
-// The scripts of permits; each file says what its script does, with its
-// KEYS, ARGV and reply.
+// The scripts of permits, each run after lua/permit_prelude.lua (the
+// server's clock, expired permits removed); each file says what its
+// script does, with its KEYS, ARGV and reply.
 var (
 	// permitAcquireScript takes a permit, with a fence.
-	permitAcquireScript = load("permit_acquire")
+	permitAcquireScript = load("permit_prelude", "permit_acquire")
 	// permitReleaseScript frees a permit and wakes the first waiter.
-	permitReleaseScript = load("permit_release")
+	permitReleaseScript = load("permit_prelude", "permit_release")
 	// permitExtendScript is compare-and-extend for a permit.
-	permitExtendScript = load("permit_extend")
-	// permitCountScript counts the unexpired permits.
-	permitCountScript = load("permit_count")
+	permitExtendScript = load("permit_prelude", "permit_extend")
+	// permitCountScript counts the permits held.
+	permitCountScript = load("permit_prelude", "permit_count")
 	// permitWaitScript puts a subscription in line for a permit.
-	permitWaitScript = load("permit_wait")
+	permitWaitScript = load("permit_prelude", "permit_wait")
 	// permitPassScript hands a wake nobody used to the next in line.
-	permitPassScript = load("permit_pass")
+	permitPassScript = load("permit_prelude", "permit_pass")
 )
 
 // PermitsSuffix ends the key of a resource's permits: p{e}:permits, beside
@@ -167,8 +168,8 @@ func (s *Store) ExtendPermit(ctx context.Context, resource, token string, ttl ti
 	return s.extended(ctx, r)
 }
 
-// Permits implements [lock.Permitter]: a read-only script counting the
-// permits that have not expired by the server's clock.
+// Permits implements [lock.Permitter]: a script that removes the expired
+// permits, by the server's clock, and counts the others.
 func (s *Store) Permits(ctx context.Context, resource string) (int, error) {
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return 0, err

@@ -12,14 +12,14 @@
 -- fence is the next value of the fence counter, lifted when behind the
 -- server's clock as in lift.lua.
 --
+-- Runs after permit_prelude.lua (t, now; expired permits removed).
+--
 -- KEYS: permits, fence counter, restart guard marker (with the guard).
 -- ARGV: token, limit, ttl (ms), maxTTL (ms; "0": no guard), lift lead (µs).
 -- Returns the fence (> 0) if taken; 0 if all limit permits are held, or
 -- one is held under the token already; -ms while the server recovers;
 -- and, as a string, the limit the permits held were taken under if it is
 -- not ARGV[2] (nothing is changed then).
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if ARGV[4] ~= '0' then
 	local since = redis.call('GET', KEYS[3])
 	if not since then
@@ -30,10 +30,6 @@ if ARGV[4] ~= '0' then
 	if left > 0 then
 		return -left
 	end
-end
-local pruned = redis.pcall('ZREMRANGEBYSCORE', KEYS[1], 0, '(' .. now)
-if type(pruned) == 'table' and pruned.err then
-	return redis.error_reply(pruned.err)
 end
 local limit = tonumber(ARGV[2])
 local held = redis.call('ZCARD', KEYS[1])

@@ -1,10 +1,9 @@
--- Permits: count the unexpired permits of a resource, without writing.
+-- Permits: count the permits held on a resource.
+-- Runs after permit_prelude.lua (expired permits removed).
 --
 -- KEYS: permits (see permit_acquire.lua). Returns the count.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local n = redis.pcall('ZCOUNT', KEYS[1], now, '+inf')
-if type(n) == 'table' and n.err then
-	return redis.error_reply(n.err)
+local n = redis.call('ZCARD', KEYS[1])
+if n > 0 and redis.call('ZSCORE', KEYS[1], '') then
+	return n - 1
 end
 return n

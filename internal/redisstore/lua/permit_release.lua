@@ -3,14 +3,10 @@
 -- permit is not held. The last permit's release deletes the key;
 -- otherwise the key expires with the last permit left.
 --
+-- Runs after permit_prelude.lua (now; expired permits removed).
+--
 -- KEYS: permits (see permit_acquire.lua), waiters. ARGV: token.
 -- Returns 0 if not held, 1 if released, 2 if released and a waiter woken.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local pruned = redis.pcall('ZREMRANGEBYSCORE', KEYS[1], 0, '(' .. now)
-if type(pruned) == 'table' and pruned.err then
-	return redis.error_reply(pruned.err)
-end
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
 	return 0
 end

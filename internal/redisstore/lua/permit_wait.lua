@@ -3,23 +3,20 @@
 -- return how long until the first permit expires. The waiters' queue
 -- lives as long as the last permit plus a margin, refreshed by every
 -- waiter that joins it.
+-- Runs after permit_prelude.lua (now; expired permits removed).
 --
 -- KEYS: permits (see permit_acquire.lua), waiters. ARGV: subscription id
 -- ("" to look without getting in line), queue margin (ms), "1" to get in
 -- line at the front.
 -- Returns -2 if a permit is free (nothing queued), otherwise the
 -- milliseconds until the first permit expires.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local live = redis.pcall('ZCOUNT', KEYS[1], now, '+inf')
-if type(live) == 'table' and live.err then
-	return redis.error_reply(live.err)
-end
 local limit = redis.call('ZSCORE', KEYS[1], '')
-if live == 0 or not limit or live < -tonumber(limit) then
+if not limit or redis.call('ZCARD', KEYS[1]) - 1 < -tonumber(limit) then
 	return -2
 end
-local first = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+-- The permits by expiry: the limit first (scored below every expiry),
+-- then the first permit to expire.
+local first = redis.call('ZRANGE', KEYS[1], 1, 1, 'WITHSCORES')
 local ms = tonumber(first[2]) - now
 if ARGV[1] == '' then
 	return ms
