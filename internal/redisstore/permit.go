@@ -60,9 +60,9 @@ func (s *Store) AcquirePermit(ctx context.Context, resource, token string, limit
 	}
 	cmd := s.permitCmd(key, token, limit, ttl)
 	if s.replicas > 0 {
-		return s.acquirePermitReplicated(ctx, key, limit, cmd)
+		return s.acquirePermitReplicated(ctx, limit, cmd)
 	}
-	return s.permitted(ctx, key, limit, s.run(ctx, cmd))
+	return s.permitted(ctx, &cmd, limit, s.run(ctx, cmd))
 }
 
 // checkPermit is check, and a limit of at least 1.
@@ -87,9 +87,10 @@ func (s *Store) permitCmd(key, token string, limit int, ttl time.Duration) Cmd {
 	return script(permitAcquireScript, []string{key, s.counterKey(key)}, token, itoa(int64(limit)), s.ttlArg(ttl), "0", liftAheadArg)
 }
 
-// permitted returns the outcome of the acquisition script on the permits
-// at key, asked with limit.
-func (s *Store) permitted(ctx context.Context, key string, limit int, r Reply) (uint64, error) {
+// permitted returns the outcome of acquire, a permitCmd asked with limit,
+// whose reply is r.
+func (s *Store) permitted(ctx context.Context, acquire *Cmd, limit int, r Reply) (uint64, error) {
+	key := acquire.Keys[0]
 	switch n := r.Int; {
 	case r.serverErr("WRONGTYPE"):
 		return 0, s.permitsWrongType(key)
@@ -100,12 +101,30 @@ func (s *Store) permitted(ctx context.Context, key string, limit int, r Reply) (
 	case n < 0:
 		return 0, fmt.Errorf("%w (for another %v)", ErrRecovering, time.Duration(-n)*time.Millisecond)
 	case n == 0 && r.Resent:
-		return 0, fmt.Errorf("permit on %q: %w; no permit was taken by the last one", key, errUnknownOutcome)
+		return s.resentPermit(ctx, acquire)
 	case n == 0:
 		return 0, lock.ErrNotAcquired
 	}
 	hub.acquired(s, key)
 	return uint64(r.Int), nil
+}
+
+// resentPermit returns the outcome of acquire, refused after the client
+// sent it more than once (see Reply.Resent): if its token holds a permit,
+// the first send took it, and its fence was lost with its answer, so it
+// takes a new one while the permit is held (extended to the TTL asked
+// for, from now); otherwise nothing was taken.
+func (s *Store) resentPermit(ctx context.Context, acquire *Cmd) (uint64, error) {
+	key, token, ttl := acquire.Keys[0], acquire.Args[0], acquire.Args[2]
+	r := s.eval(ctx, permitExtendScript, []string{key}, token, ttl)
+	switch {
+	case r.Err != nil:
+		return 0, s.failed(ctx, r.Err)
+	case r.Int == 0:
+		return 0, lock.ErrNotAcquired
+	}
+	hub.acquired(s, key)
+	return s.lift(ctx, s.counterKey(key), 0)
 }
 
 // permitsWrongType is the error of a permits key that holds a value no
@@ -116,7 +135,7 @@ func (s *Store) permitsWrongType(key string) error {
 
 // acquirePermitReplicated is AcquirePermit followed by WAIT on the same
 // connection, in one round trip, as acquireReplicated does for locks.
-func (s *Store) acquirePermitReplicated(ctx context.Context, key string, limit int, cmd Cmd) (uint64, error) {
+func (s *Store) acquirePermitReplicated(ctx context.Context, limit int, cmd Cmd) (uint64, error) {
 	b := batches.Get().(*batch)
 	defer batches.Put(b)
 	b.cmds[0] = cmd
@@ -128,13 +147,18 @@ func (s *Store) acquirePermitReplicated(ctx context.Context, key string, limit i
 		}
 		b.cmds[0].Full = true
 	}
-	fence, err := s.permitted(ctx, key, limit, b.replies[0])
+	fence, err := s.permitted(ctx, &b.cmds[0], limit, b.replies[0])
 	if err != nil {
 		return 0, err
 	}
-	if err = s.replicated(b.replies[1]); err == nil {
+	if b.replies[0].Resent {
+		// The WAIT followed the last send, which may have written
+		// nothing; it says nothing of an earlier one.
+		err = fmt.Errorf("%w: the client sent the permit's acquisition more than once, and the replication of the first is unknown", ErrNotReplicated)
+	} else if err = s.replicated(b.replies[1]); err == nil {
 		return fence, nil
 	}
+	key := cmd.Keys[0]
 	return 0, s.undo(ctx, err, script(permitReleaseScript, []string{key, WaitersOf(key)}, cmd.Args[0]))
 }
 
