@@ -239,6 +239,11 @@ func (f Factory) testPermitExpiryFrees(t *testing.T) {
 	if n, err := s.Permits(ctx, "r"); err != nil || n != 2 {
 		t.Fatalf("Permits(r) = %d, %v; want 2: the expired permit was not re-created", n, err)
 	}
+	// The server keeps the permits held and the limit: the expired one
+	// is gone.
+	if n, err := srv.Do("ZCARD", redisstore.PermitsKey("ex:", "r")).AsInt64(); err != nil || n != 3 {
+		t.Fatalf("ZCARD of the permits = %d, %v; want 3: two permits held and the limit", n, err)
+	}
 }
 
 // testPermitsLeaveNothing: many fresh names, their permits released or
