@@ -37,6 +37,7 @@ func (f Factory) testPermits(t *testing.T) {
 		{"WaitOnePerFreedPermit", f.testPermitWaitOnePerRelease},
 		{"WaitAcrossProcesses", f.testPermitWaitAcrossProcesses},
 		{"WaitWokenByExpiry", f.testPermitWaitExpiry},
+		{"WaitOnCluster", f.testPermitWaitOnCluster},
 	} {
 		t.Run(tc.name, tc.test)
 	}
@@ -681,5 +682,30 @@ func (f Factory) testPermitWaitExpiry(t *testing.T) {
 	}
 	if n, err := s.Permits(ctx, "r"); err != nil || n != 1 {
 		t.Fatalf("Permits when WaitPermit returned = %d, %v; want 1: it returned while the extended permit was held", n, err)
+	}
+}
+
+// testPermitWaitOnCluster: on a cluster, a waiter subscribes on the node
+// of the resource's slot, is woken by a release, and leaves nothing.
+func (f Factory) testPermitWaitOnCluster(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	s := f.Cluster(t, c, redisstore.WithPrefix("cpw:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := s.AcquirePermit(ctx, "}r{", "holder", 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	key := redisstore.PermitsKey("cpw:", "}r{")
+	master := c.MasterOf(t, redistest.Slot(key))
+	done := waitFor(ctx, s, "}r{")
+	eventually(t, "subscribed on the slot's master", func() bool { return shardSubscribers(t, master, key) == 1 })
+	if err := s.ReleasePermit(ctx, "}r{", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitPermit = %v", err)
+	}
+	noSubscriptionsLeft(t, master, key)
+	if keys, err := master.Do("KEYS", "cpw:*").AsStrSlice(); err != nil || len(keys) != 0 {
+		t.Fatalf("keys left on the slot's master = %q, %v; want none", keys, err)
 	}
 }
