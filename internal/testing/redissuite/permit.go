@@ -663,7 +663,8 @@ func (f Factory) testPermitWaitAcrossProcesses(t *testing.T) {
 }
 
 // testPermitWaitExpiry: a waiter is woken when a permit expires, without
-// a release.
+// a release; and a waiter that got in line before the permit was extended
+// looks again when the first TTL runs out, and waits on.
 func (f Factory) testPermitWaitExpiry(t *testing.T) {
 	srv := redistest.Start(t)
 	s := f.Server(t, srv, redisstore.WithPrefix("pwe:"))
@@ -671,13 +672,18 @@ func (f Factory) testPermitWaitExpiry(t *testing.T) {
 	if _, err := s.AcquirePermit(ctx, "r", "long", 2, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AcquirePermit(ctx, "r", "short", 2, 300*time.Millisecond); err != nil {
+	if _, err := s.AcquirePermit(ctx, "r", "short", 2, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ExtendPermit(ctx, "r", "short", 600*time.Millisecond); err != nil {
+	done := waitFor(ctx, s, "r")
+	eventually(t, "in line", func() bool {
+		n, err := srv.Do("LLEN", redisstore.PermitsKey("pwe:", "r")+redisstore.WaitersSuffix).AsInt64()
+		return err == nil && n == 1
+	})
+	if err := s.ExtendPermit(ctx, "r", "short", 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.WaitPermit(ctx, "r"); err != nil {
+	if err := <-done; err != nil {
 		t.Fatalf("WaitPermit = %v", err)
 	}
 	if n, err := s.Permits(ctx, "r"); err != nil || n != 1 {
