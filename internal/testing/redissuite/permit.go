@@ -216,7 +216,7 @@ func (f Factory) testPermitExpiryFrees(t *testing.T) {
 	if _, err := s.AcquirePermit(ctx, "r", "long", 2, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AcquirePermit(ctx, "r", "short", 2, 200*time.Millisecond); err != nil {
+	if _, err := s.AcquirePermit(ctx, "r", "short", 2, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AcquirePermit(ctx, "r", "late", 2, time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
