@@ -35,11 +35,36 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return err
 	}
+	return s.wait(ctx, s.lockKey(resource), lockWait)
+}
+
+// waitFor is what a wait waits for: the release of a lock (WaitRelease)
+// or of a permit (WaitPermit). Its scripts take KEYS key, waiters.
+type waitFor struct {
+	// look returns a first look at key, whose reply is -2 if it is free.
+	look func(key string) Cmd
+	// wait gets a subscription in line (ARGV: its id, QueueMargin, "1"
+	// to get in at the front) if key is not free, and returns -2 if it
+	// is free, or the milliseconds after which to look again (-1: none).
+	wait *Script
+	// pass hands a wake no caller used to the next in line, if key is
+	// free.
+	pass *Script
+}
+
+var lockWait = &waitFor{
+	look: func(key string) Cmd { return cmd1("PTTL", key) },
+	wait: waitScript,
+	pass: passScript,
+}
+
+// wait blocks until what waits for at key is free, is released or
+// expires, or ctx ends: see WaitRelease.
+func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 	if s.noShardedPubSub.Load() {
 		return s.errNoShardedPubSub(nil)
 	}
-	key := s.lockKey(resource)
-	t, err := hub.join(ctx, s, key)
+	t, err := hub.join(ctx, s, key, what.pass)
 	if err != nil {
 		return err
 	}
@@ -52,9 +77,9 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	select {
 	case <-t.ready:
 	default:
-		pttl := cmd1("PTTL", key)
-		pttl.Queue = true
-		switch r := s.do(ctx, pttl); {
+		look := what.look(key)
+		look.Queue = true
+		switch r := s.run(ctx, look); {
 		case r.Err != nil:
 			return s.failed(ctx, r.Err)
 		case r.Int == -2:
@@ -86,7 +111,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		// In line before looking, here and on the server, so that a
 		// release after the look wakes this caller.
 		w := t.line.Join(front)
-		register := script(waitScript, []string{key, WaitersOf(key)}, t.id, QueueMargin, frontArg(front))
+		register := script(what.wait, []string{key, WaitersOf(key)}, t.id, QueueMargin, frontArg(front))
 		register.Queue = true
 		front = false
 		r := s.run(ctx, register)
@@ -133,7 +158,7 @@ func frontArg(front bool) string {
 }
 
 func (s *Store) errNoShardedPubSub(cause error) error {
-	err := fmt.Errorf("%s: the server has no sharded pub/sub (Redis 7 or later), so WaitRelease cannot be notified of releases: %w", s.kind, errors.ErrUnsupported)
+	err := fmt.Errorf("%s: the server has no sharded pub/sub (Redis 7 or later), so waits cannot be notified of releases: %w", s.kind, errors.ErrUnsupported)
 	if cause != nil {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}

@@ -26,7 +26,8 @@
 // Every capability of the rueidis store, documented there (operations,
 // fencing, keys and Redis Cluster, waiting, restarts, replication hold
 // here word for word): lock.Extender, lock.TTLReader, lock.Fencer and
-// lock.FenceRaiser, lock.Waiter, lock.ResourceValidator, lock.Starter
+// lock.FenceRaiser, lock.Waiter, lock.Permitter and lock.PermitWaiter
+// (semaphores and read-write locks natively), lock.ResourceValidator, lock.Starter
 // (calls started together go out as one pipeline), the head start of a
 // waiter woken by a release, and the administrative ForceRelease and
 // LastFence. What go-redis makes different:

@@ -33,6 +33,8 @@ type Store interface {
 	lock.Waiter
 	lock.ResourceValidator
 	lock.Starter
+	lock.Permitter
+	lock.PermitWaiter
 	ForceRelease(ctx context.Context, resource string) (bool, error)
 	LastFence(ctx context.Context, resource string) (uint64, bool, error)
 	String() string
@@ -127,6 +129,7 @@ func Run(t *testing.T, f Factory) {
 		{"WokenWaiterKeepsItsTurn", f.testWokenWaiterKeepsItsTurn},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
 		{"Faults", f.testFaults},
+		{"Permits", f.testPermits},
 	} {
 		t.Run(tc.name, tc.test)
 	}
