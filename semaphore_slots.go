@@ -78,6 +78,7 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 // acquisition or extension.
 func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time.Duration) error {
 	name, token := markerName(resource), markerToken(s.limit)
+	ttl = s.storeTTL(ttl) // the marker lives as long as the permit's slot
 	if len(s.stores) == 1 {
 		return mismatch(markOn(ctx, s.stores[0], name, token, s.limit, ttl))
 	}

@@ -362,3 +362,50 @@ func TestSemaphoreNativeUsesLockerOptions(t *testing.T) {
 type fixedTokens string
 
 func (f fixedTokens) Token() (string, error) { return string(f), nil }
+
+// With Options.LockDelay, a permit whose holder vanished stays taken for
+// the delay after its TTL, as a lock does, on every setup; and the limit
+// marker of a semaphore of plain locks lives as long as the permits, so a
+// caller with another limit is still refused then.
+func TestSemaphoreLockDelay(t *testing.T) {
+	const ttl, delay = time.Second, time.Minute
+	for _, s := range semSetups {
+		t.Run(s.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mems, _ := s.stores()
+				var l lock.Locker
+				opts := &lock.Options{LockDelay: delay}
+				switch s.name {
+				case "native":
+					l = mustSingle(t, mems[0], opts)
+				case "redlock":
+					ls := make([]lock.Store, len(mems))
+					for i, m := range mems {
+						ls[i] = m
+					}
+					l = mustMulti(t, ls, opts)
+				default:
+					l = mustSingle(t, withoutStart{mems[0], mems[0], mems[0], mems[0], mems[0]}, opts)
+				}
+				sem := mustSemaphore(t, l, 1)
+				if _, err := sem.Lock(t.Context(), "r", ttl); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(ttl + delay/2) // the holder vanished: past its TTL, within the delay
+				if _, err := sem.TryLock(t.Context(), "r", ttl); !errors.Is(err, lock.ErrNotAcquired) {
+					t.Errorf("TryLock within the lock delay of a vanished permit = %v; want ErrNotAcquired", err)
+				}
+				if s.name != "native" {
+					other := mustSemaphore(t, l, 2)
+					if _, err := other.TryLock(t.Context(), "r", ttl); !errors.Is(err, lock.ErrLimitMismatch) {
+						t.Errorf("TryLock with another limit within the lock delay = %v; want ErrLimitMismatch", err)
+					}
+				}
+				time.Sleep(delay)
+				if _, err := sem.TryLock(t.Context(), "r", ttl); err != nil {
+					t.Errorf("TryLock after the lock delay = %v; want nil", err)
+				}
+			})
+		})
+	}
+}
