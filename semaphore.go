@@ -72,7 +72,9 @@ var _ Locker = (*Semaphore)(nil)
 // ([Extender]), where a held marker is taken to agree, nor on lockers of
 // other packages, whose stores the semaphore cannot reach; for a
 // MultiLocker any store holding another limit's marker is a mismatch.
-// Hooks see the acquisitions of the slots and not of the semaphore.
+// The locker's hook sees the semaphore's calls under the resource's name
+// (attempts, retries, the permit acquired, extended, released) and,
+// within them, the calls on the slots under the derived names.
 //
 // Fences: with a Permitter, a permit's fence exceeds the fence of every
 // permit granted earlier on the resource; with plain locks, it exceeds

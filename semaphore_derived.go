@@ -113,6 +113,7 @@ func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name 
 	c.retry, c.canWait = base.retry, base.canWait
 	c.driftFactor, c.granularity, c.storeTimeout = base.driftFactor, base.granularity, base.storeTimeout
 	c.lockDelay = base.lockDelay
+	c.obs = base.obs
 	if !c.canWait {
 		waitFor = nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -408,4 +409,56 @@ func TestSemaphoreLockDelay(t *testing.T) {
 			})
 		})
 	}
+}
+
+// kindsHook records the kind and resource of every event.
+type kindsHook struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (h *kindsHook) Observe(_ context.Context, e lock.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seen = append(h.seen, e.Kind.String()+" "+e.Resource+" "+outcome(e.Err))
+}
+
+func (h *kindsHook) saw(want string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Contains(h.seen, want)
+}
+
+// The locker's hook sees a semaphore's and a read-write lock's own calls
+// under the resource's name, built from plain locks too: a caller waiting
+// for a permit, or a writer waiting for readers, is seen retrying.
+func TestDerivedLockersReportToTheHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, stores := memStores(3)
+		h := &kindsHook{}
+		l := mustMulti(t, stores, &lock.Options{Hook: h})
+		sem := mustSemaphore(t, l, 1)
+		rw, err := lock.NewRWLocker(l)
+		wantNil(t, "NewRWLocker", err)
+		for name, side := range map[string][2]lock.Locker{"semaphore": {sem, sem}, "read-write lock": {rw.Reader(), rw.Writer()}} {
+			held, err := side[0].Lock(t.Context(), "jobs", time.Minute)
+			wantNil(t, name+": Lock(jobs)", err)
+			if !h.saw("acquired jobs ok") {
+				t.Errorf("%s: the hook saw no acquisition of jobs in %d events", name, len(h.seen))
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			_, err = side[1].Lock(ctx, "jobs", time.Minute)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s: Lock(jobs) while held = %v; want DeadlineExceeded", name, err)
+			}
+			if !h.saw("retry jobs not-acquired") {
+				t.Errorf("%s: the hook saw no retry on jobs, not acquired, in %d events", name, len(h.seen))
+			}
+			wantNil(t, name+": Unlock", side[0].Unlock(t.Context(), held))
+			h.mu.Lock()
+			h.seen = nil
+			h.mu.Unlock()
+		}
+	})
 }
