@@ -21,8 +21,10 @@ import (
 // turn. No Go library served by the module proxy offers a Redis
 // semaphore to compare with (none in the proxy's list on 2026-11-23).
 //
-// The workers use the stores' Permitter directly, not a lock.Semaphore:
-// what is measured is the store's cost per permit.
+// The "lockkit permits" workers use the stores' Permitter directly: what
+// is measured is the store's cost per permit. The "lockkit Semaphore"
+// workers take permits as users do, through a lock.Semaphore over a
+// SingleLocker (which uses the same native permits).
 
 // permitLimit is the limit of the uncontended permit sections, and
 // contendedPermitLimit that of the contention section.
@@ -51,6 +53,7 @@ func permitLibraries(limit int, busy bool) []library {
 		{name: "rueidis raw lock (floor)", floor: true, open: rawRueidis(time.Millisecond)},
 		{name: "lockkit permits", open: lockkitPermits(limit, busy, false)},
 		{name: "lockkit permits (go-redis)", open: lockkitPermits(limit, busy, true)},
+		{name: "lockkit Semaphore", open: lockkitSemaphore(limit, busy)},
 		{name: "redsync-style: " + strconv.Itoa(limit) + " locks in turn (rueidis)", open: emulatedPermits(limit, busy, time.Millisecond)},
 	}
 }
@@ -62,6 +65,7 @@ func permitContentionLibraries() []library {
 	return []library{
 		{name: "lockkit permits", open: lockkitPermits(contendedPermitLimit, false, false)},
 		{name: "lockkit permits (go-redis)", open: lockkitPermits(contendedPermitLimit, false, true)},
+		{name: "lockkit Semaphore", open: lockkitSemaphore(contendedPermitLimit, false)},
 		{name: "redsync-style, polls 1ms (rueidis)", poller: true, open: emulatedPermits(contendedPermitLimit, false, time.Millisecond)},
 		{name: "redsync-style, polls 10ms (rueidis)", poller: true, open: emulatedPermits(contendedPermitLimit, false, 10*time.Millisecond)},
 	}
@@ -142,6 +146,60 @@ func lockkitPermits(limit int, busy, goRedis bool) func(e env) (client, error) {
 			c: func() { b.release(); closeFn() },
 		}, nil
 	}
+}
+
+// lockkitSemaphore is a lock.Semaphore of limit over a SingleLocker over
+// stores/redis.
+func lockkitSemaphore(limit int, busy bool) func(e env) (client, error) {
+	return func(e env) (client, error) {
+		c, err := newRueidis(e.redis[0])
+		if err != nil {
+			return nil, err
+		}
+		s, err := redisstore.New(c)
+		var sem *lock.Semaphore
+		if err == nil {
+			var l *lock.SingleLocker
+			if l, err = lock.NewSingle(s, e.options(false, nil)); err == nil {
+				sem, err = lock.NewSemaphore(l, limit)
+			}
+		}
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		b := &busyHolders{}
+		return clientFuncs{
+			w: func() worker {
+				return &semaphoreWorker{
+					lockkitWorker: lockkitWorker{l: sem, ttl: e.ttl},
+					max:           limit, busy: busy, holders: b,
+					others: &permitWorker{s: s, max: limit, token: rawToken()},
+				}
+			},
+			c: func() { b.release(); c.Close() },
+		}, nil
+	}
+}
+
+// semaphoreWorker takes permits through a lock.Semaphore.
+type semaphoreWorker struct {
+	lockkitWorker
+	max     int
+	busy    bool
+	holders *busyHolders
+	others  *permitWorker // takes the permits a busy worker leaves to others
+}
+
+func (w *semaphoreWorker) limit() int { return w.max }
+
+func (w *semaphoreWorker) tryLock(ctx context.Context, name string) (bool, error) {
+	if w.busy {
+		if err := w.holders.prepare(name, func() (func(), error) { return w.others.takeOthers(ctx, name) }); err != nil {
+			return false, err
+		}
+	}
+	return w.lockkitWorker.tryLock(ctx, name)
 }
 
 // permitWorker takes permits through a lockkit store.
