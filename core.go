@@ -24,6 +24,7 @@ type core struct {
 	retry        Retry
 	granularity  time.Duration // largest TTL granularity among the stores
 	noFence      bool
+	lockDelay    time.Duration // Options.LockDelay
 	validators   []ResourceValidator
 	held         heldSet
 	gate         gate
@@ -68,6 +69,7 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	c.storeTimeout = o.StoreTimeout
 	c.retry = DefaultRetry
 	c.noFence = o.NoFence
+	c.lockDelay = o.LockDelay
 	c.obs = newObserver(o.Hook, &c.clock)
 	c.gate.init()
 	if c.tokens == nil {
@@ -91,6 +93,9 @@ func (c *core) init(op string, o *Options, eng engine) error {
 		return invalidf(op, "", "Options.StoreTimeout is %v: want > 0", o.StoreTimeout)
 	case o.StoreTimeout == 0:
 		c.storeTimeout = defaultStoreTimeout
+	}
+	if o.LockDelay < 0 || o.LockDelay >= MaxTTL {
+		return invalidf(op, "", "Options.LockDelay is %v: want a duration in [0, %v)", o.LockDelay, MaxTTL)
 	}
 	if o.Retry != nil {
 		if err := o.Retry.validate(); err != nil {

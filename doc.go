@@ -31,6 +31,17 @@
 // its validity's end at the latest), and always release; [FromContext]
 // gives the function the lock as of its latest extension.
 //
+// # Semaphores and read-write locks
+//
+// [NewSemaphore] lets up to n holders hold a resource at once, and
+// [NewRWLocker] many readers or one writer, with a waiting writer not
+// starved by readers. Both are built on a Locker (either kind) and are
+// Lockers themselves, so Run, retries, Extend and Shutdown work as for
+// locks. A store that keeps counted permits ([Permitter]) grants one in
+// a single call; elsewhere permits are plain locks on names derived from
+// the resource. Callers that disagree on a semaphore's n get
+// [ErrLimitMismatch]. docs/semaphores.md has the guarantees per store.
+//
 // # Validity
 //
 // A lock is only as good as its validity: Lock.ValidUntil is the end of
@@ -40,6 +51,44 @@
 // and by the stores' TTL granularity (memcached counts whole seconds). A
 // holder should check [Lock.Valid] before each protected write, and keep
 // work well inside the TTL or use [Run], which extends the lock.
+//
+// # Elections, run-once jobs and lock delay
+//
+// An [Election] elects one leader at a time for a named role over any
+// Locker: the leader holds a lock on the role, which the same loop as
+// Run's keeps extended. [Election.Campaign] waits until the caller is
+// elected and returns its [Term]; [Term.Resign] frees the role at once;
+// [Election.Lead] does both around one function; [Election.Leader] tells
+// whether someone leads and, where the locker has a Holder method, who.
+//
+// The term's context is what makes leadership safe under faults. It ends
+// with a cause — [ErrResigned], [ErrLost], [ErrMaxHold] — and a term
+// whose renewals stall (a paused process, a slow or partitioned store)
+// ends a tenth of the lock's validity before the lock does. Nobody else
+// can be elected before the lock's validity has run out, so a leader
+// that checks its term's context before each action never acts while
+// another leads: Err reports the end from the instant it passes, Done
+// closes a scheduling delay later. Between its check and its write a
+// leader can still pause; each term carries the lock's fence — above
+// every earlier term's where the stores fence — for the resource to
+// refuse a deposed leader's writes (see [FenceGuard]). This is the
+// failure of most leader-election bugs (two leaders after a pause or a
+// slow renewal): the old leader acts on after its lease because nothing
+// stops it in time, and nothing downstream can tell its writes apart.
+//
+// [RunOnce] is the cron pattern: every replica tries, one runs the job,
+// the others get [ErrSkipped] at once. With [MinInterval] the lock is
+// kept, after the job returns, until the interval has passed since the
+// run began, so replicas whose schedules fire a little apart do not run
+// it twice.
+//
+// Options.LockDelay (Chubby's lock-delay) keeps a lock whose holder
+// vanished — it neither extended nor released it — from being taken again
+// until the delay after its TTL, while Unlock frees it at once: a holder
+// that pauses past its validity and wakes within the delay finds nobody
+// else has been inside. The stores keep each lock for TTL + delay; the
+// validity the holder sees stays the TTL's. No store capability is
+// needed.
 //
 // # Retries
 //
@@ -71,6 +120,8 @@
 //   - [ErrInvalid]: bad input, refused before anything is sent to a store.
 //   - [ErrClosed]: the locker was shut down.
 //   - [ErrStaleFence]: a [FenceGuard] refused a write whose fence is stale.
+//   - [ErrLimitMismatch]: a semaphore's callers disagree on its limit (the
+//     error matches ErrInvalid too: retrying does not help).
 //
 // # Capabilities
 //
@@ -88,6 +139,9 @@
 //     non-empty name is accepted.
 //   - [Starter] (start a call without waiting for it): without it, a
 //     MultiLocker runs each store call in a goroutine of its own.
+//   - [Permitter] (counted permits) and [PermitWaiter] (wait for a free
+//     permit): without them, a [Semaphore] takes plain locks on derived
+//     names.
 //
 // # Guarantees
 //

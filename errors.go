@@ -47,6 +47,10 @@ var (
 	// context when the maximum hold time set with [MaxHold] is reached.
 	ErrMaxHold = errors.New("lock: maximum hold time reached")
 
+	// ErrLimitMismatch reports that two callers disagree on a semaphore's
+	// limit: permits on the resource are held under another limit.
+	ErrLimitMismatch = errors.New("lock: semaphore limit mismatch")
+
 	// ErrStaleFence reports a write refused by a [FenceGuard]: its fence
 	// is lower than that of a write the guard let through, so the writer's
 	// lock had expired and been taken by another since.

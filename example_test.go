@@ -113,36 +113,6 @@ func ExampleRun() {
 	// still locked: false
 }
 
-// Run once across replicas: every replica tries, one runs the job, and
-// the others skip it — one attempt, and lock.ErrNotAcquired means another
-// replica has it.
-func ExampleRun_once() {
-	ctx := context.Background()
-	locker, _ := lock.NewSingle(memory.New(), nil) // one store shared by every replica
-
-	started, finish := make(chan struct{}), make(chan struct{})
-	job := func(ctx context.Context, l lock.Lock) error {
-		close(started)
-		<-finish // the job runs while the other replica tries
-		return nil
-	}
-	done := make(chan error)
-	go func() {
-		done <- lock.Run(ctx, locker, "nightly-report", time.Minute, job, lock.WithRetry(lock.NoRetry))
-	}()
-	<-started
-
-	err := lock.Run(ctx, locker, "nightly-report", time.Minute, job, lock.WithRetry(lock.NoRetry))
-	if errors.Is(err, lock.ErrNotAcquired) {
-		fmt.Println("second replica: another replica runs it; skipped")
-	}
-	close(finish)
-	fmt.Println("first replica:", <-done)
-	// Output:
-	// second replica: another replica runs it; skipped
-	// first replica: <nil>
-}
-
 // A fence protects the resource from a holder whose lock expired while it
 // was paused: the next holder's fence is higher, so the stale write is
 // refused.

@@ -19,7 +19,9 @@ import (
 // in another shard is dropped once it expires, and UnlockAll's release of
 // it finds nothing. Entries are keyed by resource and reused: once a lock
 // is released its entry stays, free, until its shard is swept, so locking
-// the same resource again costs no map insertion.
+// the same resource again costs no map insertion. A Semaphore's set
+// (perToken) keys its entries by resource and token instead, since one
+// locker may hold several permits on one resource at once.
 //
 // Each entry carries how long after its lock's validity a store may still
 // hold it. A lock that is never unlocked ("lock and let it expire") is
@@ -29,10 +31,11 @@ import (
 // lock can have expired, so that memory stays bounded by the locks that
 // can still be held, whether the locker is busy or idle.
 type heldSet struct {
-	armed   atomic.Bool // the janitor's timer is set
-	janitor *time.Timer
-	jmu     sync.Mutex // guards janitor
-	shards  [heldShards]heldShard
+	perToken bool        // one entry per lock, not per resource: a Semaphore holds several permits on one resource
+	armed    atomic.Bool // the janitor's timer is set
+	janitor  *time.Timer
+	jmu      sync.Mutex // guards janitor
+	shards   [heldShards]heldShard
 }
 
 const heldShards = 32
@@ -64,6 +67,14 @@ func (h *heldSet) shard(l Lock) *heldShard {
 	return &h.shards[shard.Of(l.Resource, heldShards)]
 }
 
+// key is the key of l's entry in its shard.
+func (h *heldSet) key(l Lock) string {
+	if h.perToken {
+		return l.Resource + "\x00" + l.Token
+	}
+	return l.Resource
+}
+
 // put records l, which a store may hold until beyond after its validity,
 // with nothing attached.
 func (h *heldSet) put(l Lock, beyond time.Duration) { h.putAttached(l, beyond, nil) }
@@ -72,7 +83,8 @@ func (h *heldSet) put(l Lock, beyond time.Duration) { h.putAttached(l, beyond, n
 func (h *heldSet) putAttached(l Lock, beyond time.Duration, x any) {
 	s := h.shard(l)
 	s.mu.Lock()
-	e := s.locks[l.Resource]
+	key := h.key(l)
+	e := s.locks[key]
 	if e == nil {
 		if s.locks == nil {
 			s.locks = make(map[string]*heldEntry)
@@ -81,7 +93,7 @@ func (h *heldSet) putAttached(l Lock, beyond time.Duration, x any) {
 			s.sweep(time.Now())
 		}
 		e = &heldEntry{}
-		s.locks[l.Resource] = e
+		s.locks[key] = e
 	}
 	*e = heldEntry{lock: l, beyond: beyond, attached: x, inUse: true}
 	s.mu.Unlock()
@@ -146,7 +158,7 @@ func (h *heldSet) attached(l Lock) any {
 	s := h.shard(l)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.locks[l.Resource]; e != nil && e.inUse && e.lock.Token == l.Token {
+	if e := s.locks[h.key(l)]; e != nil && e.inUse && e.lock.Token == l.Token {
 		return e.attached
 	}
 	return nil
@@ -156,7 +168,7 @@ func (h *heldSet) attached(l Lock) any {
 func (h *heldSet) remove(l Lock) {
 	s := h.shard(l)
 	s.mu.Lock()
-	if e := s.locks[l.Resource]; e != nil && e.inUse && e.lock.Token == l.Token {
+	if e := s.locks[h.key(l)]; e != nil && e.inUse && e.lock.Token == l.Token {
 		*e = heldEntry{}
 	}
 	s.mu.Unlock()

@@ -106,6 +106,18 @@ type Options struct {
 	// SET NX PX into a script (see docs/performance.md). Default: fence
 	// whenever the stores can.
 	NoFence bool
+
+	// LockDelay keeps a lock whose holder vanished — it stopped extending
+	// it and never released it: it crashed, paused, or lost its stores —
+	// from being taken again until LockDelay after its validity would
+	// have ended (Chubby's lock-delay), so that a holder that wakes up
+	// late finds nobody else inside for that long. Unlock frees the lock
+	// at once as usual. The stores keep each lock for ttl + LockDelay;
+	// the validity the holder sees is the ttl's (Lock.ValidUntil does not
+	// move), and so are Run's extensions; IsLocked reports such a lock
+	// held until the store lets it go. ttl + LockDelay must not exceed
+	// [MaxTTL]. Default: 0, no delay.
+	LockDelay time.Duration
 }
 
 const (
@@ -117,8 +129,9 @@ const (
 // MaxTTL is the longest TTL the lockers accept.
 const MaxTTL = 365 * 24 * time.Hour
 
-// LockOption is an option of one Lock or [Run] call: [WithRetry],
-// [MaxHold], [ExtendEvery]. (A locker's own configuration is [Options].)
+// LockOption is an option of one Lock, [Run] or [RunOnce] call, or of an
+// [Election]: [WithRetry], [MaxHold], [ExtendEvery], [MinInterval]. (A
+// locker's own configuration is [Options].)
 type LockOption func(*callOptions)
 
 // Option is LockOption's former name, kept for code written before the
@@ -129,6 +142,7 @@ type callOptions struct {
 	retry       *Retry
 	maxHold     time.Duration
 	extendEvery time.Duration
+	minInterval time.Duration
 }
 
 // WithRetry sets the retry policy of one Lock or Run call.

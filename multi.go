@@ -100,7 +100,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	n := len(m.stores)
 	sctx, stop := context.WithTimeout(ctx, m.storeTimeout)
 	b := newBallot(ctx, m, op, resource, token, stop)
-	acquire := Call{Op: CallAcquire, Resource: resource, Token: token, TTL: ttl}
+	acquire := Call{Op: CallAcquire, Resource: resource, Token: token, TTL: m.storeTTL(ttl)}
 	if m.fenced {
 		acquire.Op = CallAcquireFenced
 	}
@@ -129,7 +129,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 			// Stores still answering, and backfill, take it for less than
 			// a store timeout from now.
 			beyond := m.heldBeyond(elapsed+m.storeTimeout, ttl)
-			if b.grant(ctx, op, l, start.Add(ttl)) {
+			if b.grant(ctx, op, l, start.Add(m.storeTTL(ttl))) {
 				m.held.putAttached(l, beyond, b)
 			} else {
 				m.held.put(l, beyond)
@@ -202,7 +202,7 @@ func (m *MultiLocker) wait(ctx context.Context, op, resource string, last *Error
 // redundancy, so that one more store loss does not drop it below quorum.
 // A store another owner took in the meantime refuses (SET NX semantics).
 func (m *MultiLocker) repair(ctx context.Context, op string, l Lock, ttl time.Duration, errs []error) {
-	c := Call{Op: CallAcquire, Resource: l.Resource, Token: l.Token, TTL: ttl}
+	c := Call{Op: CallAcquire, Resource: l.Resource, Token: l.Token, TTL: m.storeTTL(ttl)}
 	retaken := m.fanout(ctx, op, c, func(i int) bool { return errors.Is(errs[i], ErrNotHeld) })
 	for i, err := range retaken {
 		if err == nil && errors.Is(errs[i], ErrNotHeld) {
@@ -330,7 +330,7 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 		}
 	}
 	start := m.clock.now()
-	errs := m.fanout(ctx, op, Call{Op: CallExtend, Resource: l.Resource, Token: l.Token, TTL: ttl}, nil)
+	errs := m.fanout(ctx, op, Call{Op: CallExtend, Resource: l.Resource, Token: l.Token, TTL: m.storeTTL(ttl)}, nil)
 	extended, _ := m.tally(errs)
 	n := len(m.stores)
 	if m.quorum.Met(extended, n) && extended < n {

@@ -136,7 +136,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 			e = canceled(ctx, e)
 			break
 		}
-		if errors.Is(e.Err, ErrInvalid) || retry.last(n) {
+		if errors.Is(e.Err, ErrInvalid) || errors.Is(e.Err, ErrClosed) || retry.last(n) {
 			break
 		}
 		// The delay backs off with the attempts that did not follow a

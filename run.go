@@ -36,74 +36,143 @@ import (
 func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration, fn func(ctx context.Context, l Lock) error, opts ...LockOption) (err error) {
 	const op = "run"
 	o := collect(opts)
-	switch {
-	case ctx == nil:
-		return invalidf(op, resource, "nil context")
-	case locker == nil:
-		return invalidf(op, resource, "nil Locker")
-	case fn == nil:
+	if fn == nil {
 		return invalidf(op, resource, "nil function")
-	case o.maxHold < 0:
-		return invalidf(op, resource, "MaxHold is %v: want >= 0", o.maxHold)
-	case o.extendEvery < 0 || (o.extendEvery > 0 && o.extendEvery < minDelay):
-		return invalidf(op, resource, "ExtendEvery is %v: want at least %v", o.extendEvery, minDelay)
 	}
-	v, known := locker.(interface {
-		validity(time.Duration) time.Duration
-	})
-	if known && ttl > 0 {
-		if err := checkExtendEvery(op, resource, o.extendEvery, v.validity(ttl)); err != nil {
-			return err
-		}
+	if err := checkContext(ctx, op, resource); err != nil {
+		return err
+	}
+	if err := checkRun(op, locker, resource, ttl, o, 0); err != nil {
+		return err
 	}
 	held, err := locker.Lock(ctx, resource, ttl, opts...)
 	if err != nil {
 		return err
 	}
+	h, err := hold(ctx, op, locker, held, ttl, o, 0)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cause, uerr := h.release(ctx)
+		err = runResult(err, cause, uerr)
+	}()
+	return fn(h.ctx, held)
+}
+
+// checkRun validates the arguments that Run, RunOnce and elections
+// share, before anything is sent: the extension interval must fit the
+// lock's validity less a divisor-th of it (see hold) when the locker is
+// one of ours, whose validity is known in advance.
+func checkRun(op string, locker Locker, resource string, ttl time.Duration, o callOptions, divisor int) error {
+	switch {
+	case locker == nil:
+		return invalidf(op, resource, "nil Locker")
+	case o.maxHold < 0:
+		return invalidf(op, resource, "MaxHold is %v: want >= 0", o.maxHold)
+	case o.extendEvery < 0 || (o.extendEvery > 0 && o.extendEvery < minDelay):
+		return invalidf(op, resource, "ExtendEvery is %v: want at least %v", o.extendEvery, minDelay)
+	}
+	validity, known := validityOf(locker, ttl)
+	if !known {
+		return nil
+	}
+	if divisor > 0 && validity/time.Duration(divisor) <= 0 {
+		return invalidf(op, resource, "ttl %v leaves no validity for a term", ttl)
+	}
+	return checkExtendEvery(op, resource, o.extendEvery, validity-margin(validity, divisor))
+}
+
+// margin is a divisor-th of validity, or 0 when divisor is 0.
+func margin(validity time.Duration, divisor int) time.Duration {
+	if divisor <= 0 {
+		return 0
+	}
+	return validity / time.Duration(divisor)
+}
+
+// validityOf returns the validity of a lock of ttl when locker is one of
+// ours and ttl is valid.
+func validityOf(locker Locker, ttl time.Duration) (time.Duration, bool) {
+	v, ok := locker.(interface {
+		validity(time.Duration) time.Duration
+	})
+	if !ok || ttl <= 0 {
+		return 0, false
+	}
+	return v.validity(ttl), true
+}
+
+// holding is a lock kept extended in the background, for Run and for an
+// election's term.
+type holding struct {
+	halted   sync.Once
+	k        *keeper
+	ctx      context.Context         // the holder's: canceled on loss, at the hold limit, with ctx
+	cancel   context.CancelCauseFunc // cancels ctx (the keeper's lost)
+	stopHold context.CancelFunc      // releases the hold limit's timer
+	exited   chan struct{}           // closed once the keeper stopped
+}
+
+// hold starts keeping held, just acquired with ttl, extended within ctx
+// as Run does. The holder's context ends at the lock's validity less a
+// divisor-th of its validity (no margin when divisor is 0). If the
+// extension interval does not fit that validity (a Locker whose validity
+// hold learns only now), it releases held and returns an ErrInvalid.
+func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Duration, o callOptions, divisor int) (*holding, error) {
 	acquired := time.Now()
-	every := o.extendEvery
+	validity, known := validityOf(locker, ttl)
 	if !known {
 		// Another Locker (a wrapper of ours, say): the validity left
-		// right after acquisition is as close as Run can know it.
-		validity := held.ValidUntil.Sub(acquired)
-		if err := checkExtendEvery(op, resource, every, validity); err != nil {
-			_ = locker.Unlock(context.WithoutCancel(ctx), held)
-			return err
-		}
-		if every == 0 {
-			every = max(validity/3, minDelay)
-		}
-	} else if every == 0 {
-		every = max(v.validity(ttl)/3, minDelay)
+		// right after acquisition is as close as we can know it.
+		validity = held.ValidUntil.Sub(acquired)
 	}
-
+	margin := margin(validity, divisor)
+	every := o.extendEvery
+	if err := checkExtendEvery(op, held.Resource, every, validity-margin); err != nil {
+		_ = locker.Unlock(context.WithoutCancel(ctx), held)
+		return nil, err
+	}
+	if every == 0 {
+		every = max((validity-margin)/3, minDelay)
+	}
 	inner, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	fnCtx := inner
+	h := &holding{ctx: inner, cancel: cancel, stopHold: func() {}, exited: make(chan struct{})}
 	var maxHoldAt time.Time
 	if o.maxHold > 0 {
 		maxHoldAt = acquired.Add(o.maxHold)
-		var cancelHold context.CancelFunc
-		fnCtx, cancelHold = context.WithDeadlineCause(inner, maxHoldAt,
-			fmt.Errorf("%w: %q held for %v", ErrMaxHold, resource, o.maxHold))
-		defer cancelHold()
+		h.ctx, h.stopHold = context.WithDeadlineCause(inner, maxHoldAt,
+			fmt.Errorf("%w: %q held for %v", ErrMaxHold, held.Resource, o.maxHold))
 	}
-	k := &keeper{locker: locker, cur: held, ttl: ttl, every: every, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
-	exited := make(chan struct{})
+	h.k = &keeper{locker: locker, cur: held, ttl: ttl, every: every, margin: margin, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
+	h.ctx = runContext{Context: h.ctx, k: h.k}
 	go func() {
-		defer close(exited)
-		k.run(ctx)
+		defer close(h.exited)
+		h.k.run(ctx)
 	}()
+	return h, nil
+}
 
-	defer func() {
-		close(k.stop)
-		<-exited // no extension may outlive the release
-		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
-		uerr := locker.Unlock(uctx, k.current())
-		ucancel()
-		err = runResult(err, context.Cause(fnCtx), uerr)
-	}()
-	return fn(runContext{Context: fnCtx, k: k}, held)
+// halt stops the keeper and waits for it: no extension may outlive it.
+func (h *holding) halt() {
+	h.halted.Do(func() {
+		close(h.k.stop)
+		<-h.exited
+	})
+}
+
+// release stops the keeper, releases the lock within ctx (but not its
+// cancellation, bounded by the TTL), and returns the cause with which the
+// holder's context had ended, if it had, and the release's error.
+func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
+	h.halt()
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), h.k.ttl)
+	unlockErr = h.k.locker.Unlock(uctx, h.k.current())
+	ucancel()
+	cause = context.Cause(h.ctx)
+	h.stopHold()
+	h.cancel(nil)
+	return cause, unlockErr
 }
 
 // checkExtendEvery refuses an extension interval that is not shorter than
@@ -141,7 +210,7 @@ func (c runContext) Err() error {
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
-	if !c.k.current().Valid() {
+	if !c.k.valid() {
 		c.k.expired()
 		return c.Context.Err()
 	}
@@ -174,6 +243,7 @@ type keeper struct {
 	locker    Locker
 	ttl       time.Duration
 	every     time.Duration
+	margin    time.Duration // the holder's context ends this long before the lock's validity
 	maxHoldAt time.Time
 	lost      context.CancelCauseFunc
 	stop      chan struct{}
@@ -190,12 +260,19 @@ func (k *keeper) current() Lock {
 	return k.cur
 }
 
+// end is when the holder's context ends for l: its validity less the
+// margin.
+func (k *keeper) end(l Lock) time.Time { return l.ValidUntil.Add(-k.margin) }
+
+// valid reports whether the holder may still act: its end has not passed.
+func (k *keeper) valid() bool { return time.Now().Before(k.end(k.current())) }
+
 func (k *keeper) run(ctx context.Context) {
 	next := time.NewTimer(k.every)
 	defer next.Stop()
 	// The end of the validity is watched apart from the extensions, which
 	// may be stuck in a store call.
-	end := time.AfterFunc(time.Until(k.cur.ValidUntil), k.expired)
+	end := time.AfterFunc(time.Until(k.end(k.cur)), k.expired)
 	defer end.Stop()
 	for {
 		select {
@@ -207,6 +284,12 @@ func (k *keeper) run(ctx context.Context) {
 			return // the hold limit canceled fn's context; let the lock run out
 		}
 		cur := k.current()
+		if !time.Now().Before(k.end(cur)) {
+			// Too late: an extension now could not save the lock, whose
+			// loss is (or is about to be) reported.
+			k.expired()
+			return
+		}
 		began := time.Now()
 		ectx, ecancel := context.WithDeadline(ctx, cur.ValidUntil)
 		extended, err := k.locker.Extend(ectx, cur, k.ttl)
@@ -219,7 +302,7 @@ func (k *keeper) run(ctx context.Context) {
 			k.mu.Lock()
 			k.cur, k.lastErr = extended, nil
 			k.mu.Unlock()
-			end.Reset(time.Until(extended.ValidUntil))
+			end.Reset(time.Until(k.end(extended)))
 			next.Reset(k.every - time.Since(began)) // every from the last start, however long it took
 			continue
 		case ctx.Err() != nil:
@@ -237,7 +320,7 @@ func (k *keeper) run(ctx context.Context) {
 		// A store failed but the lock may still be valid: try again soon.
 		// The end reports the loss if the validity runs out first.
 		k.fail(err)
-		next.Reset(max(min(k.every/4, time.Until(cur.ValidUntil)/2), minDelay))
+		next.Reset(max(min(k.every/4, time.Until(k.end(cur))/2), minDelay))
 	}
 }
 
@@ -257,9 +340,13 @@ func (k *keeper) expired() {
 	k.mu.Lock()
 	err := k.lastErr
 	k.mu.Unlock()
-	why := "its validity ran out before an extension succeeded"
+	what := "its validity"
+	if k.margin > 0 {
+		what = "its term (its validity less " + k.margin.String() + ")"
+	}
+	why := what + " ran out before an extension succeeded"
 	if errors.Is(err, errors.ErrUnsupported) {
-		why = "its validity ran out: the store cannot extend locks"
+		why = what + " ran out: the store cannot extend locks"
 	} else if err == nil {
 		err = errors.New("no extension answered in time")
 	}

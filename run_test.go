@@ -331,3 +331,27 @@ func TestFromContext(t *testing.T) {
 		wantNil(t, "Run()", err)
 	})
 }
+
+// Once the lock's validity has run out, Run stops extending it, even if
+// the function runs on: no store call is made in vain.
+func TestRunStopsExtendingOnceTheValidityRanOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCounting("c")
+		l := mustSingle(t, c, nil)
+		c.Inject(memory.Fault{Ops: memory.OpExtend, Err: errConnReset, Times: memory.Always})
+		var after int64
+		err := lock.Run(t.Context(), l, "res", time.Second, func(ctx context.Context, _ lock.Lock) error {
+			<-ctx.Done()
+			synctest.Wait()
+			calls := c.calls.Load()
+			time.Sleep(10 * time.Second) // a function that does not stop at once
+			after = c.calls.Load() - calls
+			return nil
+		})
+		c.ClearFaults()
+		if after != 0 {
+			t.Errorf("%d store calls while the function ran on after the loss; want none", after)
+		}
+		wantIs(t, "Run()", err, lock.ErrLost)
+	})
+}

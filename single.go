@@ -13,6 +13,7 @@ import (
 type SingleLocker struct {
 	core
 	store storeRef
+	opts  Options // as given to NewSingle: a Semaphore builds its permit locker with them
 }
 
 var _ Locker = (*SingleLocker)(nil)
@@ -33,6 +34,9 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 		return nil, err
 	}
 	s.store = refs[0]
+	if opts != nil {
+		s.opts = *opts
+	}
 	return s, nil
 }
 
@@ -56,7 +60,7 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 	if e != nil {
 		return Lock{}, 0, e
 	}
-	fence, err := acquireOn(ctx, s.store, resource, token, ttl)
+	fence, err := acquireOn(ctx, s.store, resource, token, s.storeTTL(ttl))
 	elapsed := time.Since(start)
 	s.obs.storeCallTook(ctx, op, resource, &s.store, "acquire", elapsed, err)
 	switch {
@@ -172,7 +176,7 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
 	start := s.clock.now()
-	err := s.store.ext.Extend(ctx, l.Resource, l.Token, ttl)
+	err := s.store.ext.Extend(ctx, l.Resource, l.Token, s.storeTTL(ttl))
 	elapsed := time.Since(start)
 	s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "extend", elapsed, err)
 	switch {

@@ -130,6 +130,45 @@ type FenceRaiser interface {
 	RaiseFence(ctx context.Context, resource string, fence uint64) error
 }
 
+// Permitter is a Store that keeps counted permits natively: at most limit
+// tokens hold permits on a resource at once. Permits live in a namespace of
+// their own: a permit on "r" and a lock on "r" do not exclude each other.
+//
+// Fallback: without it, a Semaphore takes one of limit plain locks on
+// derived resource names (see NewSemaphore).
+type Permitter interface {
+	// AcquirePermit takes a permit on resource under token for ttl if fewer
+	// than limit permits are held (expired ones do not count); otherwise it
+	// returns ErrNotAcquired and changes nothing. If the permits held now were
+	// taken under another limit, it returns an error wrapping
+	// ErrLimitMismatch and changes nothing. fence is a number strictly greater
+	// than every fence handed out earlier for a permit on resource when the
+	// store fences, else 0.
+	AcquirePermit(ctx context.Context, resource, token string, limit int, ttl time.Duration) (fence uint64, err error)
+	// ReleasePermit frees the permit held under token, or returns ErrNotHeld.
+	ReleasePermit(ctx context.Context, resource, token string) error
+	// ExtendPermit sets the permit's time to live to ttl from now if it is
+	// still held under token, else ErrNotHeld; an expired permit is never
+	// re-created.
+	ExtendPermit(ctx context.Context, resource, token string, ttl time.Duration) error
+	// Permits returns how many unexpired permits are held on resource.
+	Permits(ctx context.Context, resource string) (held int, err error)
+}
+
+// PermitWaiter is a [Permitter] that can wait for a permit to be freed, so
+// that a Semaphore's waiters wake up on release instead of polling.
+//
+// WaitPermit returns nil at once if a permit on resource is free, and
+// otherwise blocks until one is released or expires, or until ctx ends
+// (then it returns the context's error). It should wake one waiter per
+// freed permit.
+//
+// Fallback: without it, a Semaphore sleeps its retry delay between
+// attempts.
+type PermitWaiter interface {
+	WaitPermit(ctx context.Context, resource string) error
+}
+
 // Starter is a Store that can start a call without waiting for its
 // answer, so that a [MultiLocker] asks all its stores at once without a
 // goroutine per store per call: a store that pipelines requests (Redis)

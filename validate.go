@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func isNilPointer(s Store) bool {
+func isNilPointer(s any) bool {
 	v := reflect.ValueOf(s)
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
@@ -47,12 +47,17 @@ func (c *core) validUntil(start time.Time, ttl time.Duration) time.Time {
 	return start.Add(c.validity(ttl))
 }
 
+// storeTTL is the TTL the stores keep a lock of ttl for: ttl and the lock
+// delay (see Options.LockDelay).
+func (c *core) storeTTL(ttl time.Duration) time.Duration { return ttl + c.lockDelay }
+
 // heldBeyond is how long after its validity a store may still hold a
 // lock of ttl whose last store answered elapsed after the acquisition or
 // extension began: a store's clock may run slow by the drift allowance,
-// and a coarse one round the TTL up.
+// and a coarse one round the TTL up; and the stores keep it for the lock
+// delay beyond its TTL.
 func (c *core) heldBeyond(elapsed, ttl time.Duration) time.Duration {
-	return elapsed + 2*c.drift(ttl)
+	return elapsed + 2*c.drift(ttl) + c.lockDelay
 }
 
 // checkResource validates a resource name.
@@ -79,6 +84,8 @@ func (c *core) checkTTL(op, resource string, ttl time.Duration) error {
 		return invalidf(op, resource, "ttl is %v: want > 0", ttl)
 	case ttl > MaxTTL:
 		return invalidf(op, resource, "ttl is %v: want at most %v", ttl, MaxTTL)
+	case ttl > MaxTTL-c.lockDelay:
+		return invalidf(op, resource, "ttl is %v: with Options.LockDelay %v, want at most %v", ttl, c.lockDelay, MaxTTL-c.lockDelay)
 	case ttl <= c.drift(ttl):
 		return invalidf(op, resource, "ttl %v leaves no validity after the clock-drift and granularity allowance of %v", ttl, c.drift(ttl))
 	}

@@ -17,7 +17,7 @@
 // runs every cell once, briefly, and contention at one pause only (a
 // smoke test, not a measurement, in about half a minute); -only
 // runs some sections (redis, redlock, memcached, postgres, memory,
-// contention, etcd, or a section's key); -libs selects libraries. A full
+// contention, permits, etcd, or a section's key); -libs selects libraries. A full
 // run takes about ten minutes on two cores.
 package main
 
@@ -38,7 +38,7 @@ import (
 var (
 	jsonOut   = flag.String("json", "", "also write the results as JSON to this file")
 	quick     = flag.Bool("quick", false, "run every cell once and briefly, contention at one pause: a smoke test, not a measurement")
-	only      = flag.String("only", "", "run only these comma-separated sections: redis, redlock, memcached, postgres, memory, contention, etcd, or a section's key")
+	only      = flag.String("only", "", "run only these comma-separated sections: redis, redlock, memcached, postgres, memory, contention, permits, etcd, or a section's key")
 	libs      = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
 	cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
 	passes    = flag.Int("passes", 3, "how many times each cell runs, alternating the order of the libraries")
@@ -179,6 +179,7 @@ type spec struct {
 	libs       []library
 	workers    int
 	pauses     []time.Duration // contention
+	names      []string        // throughput: fresh, reused or both (nil)
 	env        func(env) env   // adds what the section's servers need; nil: nothing
 	count      leftoverFunc    // nil: nothing is counted
 }
@@ -294,6 +295,18 @@ func run(p plan, out io.Writer) (*results, error) {
 		r.contention(spec{key: "memcached-contention", title: "Contention on memcached (no wake-on-release): 16 workers (each its own client) on one name, Lock → update → Unlock → pause",
 			libs: memcachedContentionLibraries(), workers: 16, pauses: []time.Duration{0, ms}, count: leftoverFunc(memcachedLeftovers)})
 	}
+	if r.want("permits", "permits") {
+		r.throughput(spec{key: "permits", title: fmt.Sprintf("Permits on single Redis: 64 goroutines, acquire+release of one of %d permits", permitLimit), kind: kindThroughput,
+			libs: permitLibraries(permitLimit, false), workers: 64, count: redisLeft})
+	}
+	if r.want("permits", "permits-busy") {
+		r.throughput(spec{key: "permits-busy", title: fmt.Sprintf("Permits on single Redis: 64 goroutines, acquire+release of the one free permit of %d (the others held)", permitLimit), kind: kindThroughput,
+			libs: permitLibraries(permitLimit, true), workers: 64, names: []string{reused}, count: redisLeft})
+	}
+	if r.want("permits", "permits-contention") {
+		r.contention(spec{key: "permits-contention", title: fmt.Sprintf("Permits on Redis: 16 workers (each its own client) on one name, %d permits, acquire → release → pause", contendedPermitLimit),
+			libs: permitContentionLibraries(), workers: 16, pauses: []time.Duration{0, ms}, count: redisLeft})
+	}
 	if r.want("etcd", "etcd") {
 		if err := r.etcd(); err != nil {
 			return nil, fmt.Errorf("etcd section: %w", err)
@@ -321,7 +334,13 @@ func (r *runner) throughput(sp spec) *sectionResult {
 		if l.floor {
 			sec.Floor = l.name
 		}
-		items = append(items, item{l, fresh}, item{l, reused})
+		rows := sp.names
+		if rows == nil {
+			rows = []string{fresh, reused}
+		}
+		for _, n := range rows {
+			items = append(items, item{l, n})
+		}
 	}
 	for pass := range r.p.passes {
 		for _, it := range inPassOrder(items, pass) {

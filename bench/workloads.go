@@ -207,7 +207,8 @@ type release struct {
 // contend runs workers, each with a client of lib of its own (as
 // separate processes would), and one goroutine each that locks the same
 // name (Lock, waiting as the library does), updates a counter the lock
-// must protect, unlocks, and pauses, for d.
+// must protect, unlocks, and pauses, for d. Workers that take one of
+// several permits (limiter) may be inside that many at once.
 func contend(lib library, e env, workers int, pause, d time.Duration, count leftoverFunc) (r contentionResult) {
 	r.Workers = workers
 	cs := make([]client, 0, workers)
@@ -242,6 +243,7 @@ func contend(lib library, e env, workers int, pause, d time.Duration, count left
 		}
 	}
 
+	limit := holdersAtOnce(ws[0]) // more than one inside is a violation, except for permits
 	var (
 		inside     atomic.Int32
 		counter    atomic.Int64 // read and written apart: only the lock keeps increments from being lost
@@ -278,12 +280,17 @@ func contend(lib library, e env, workers int, pause, d time.Duration, count left
 					continue
 				}
 				at := time.Now()
-				if inside.Add(1) != 1 {
+				if inside.Add(1) > int32(limit) {
 					violations.Add(1)
 				}
-				gen := counter.Load()
-				runtime.Gosched() // widen the window a lost update needs
-				counter.Store(gen + 1)
+				var gen int64
+				if limit == 1 {
+					gen = counter.Load()
+					runtime.Gosched() // widen the window a lost update needs
+					counter.Store(gen + 1)
+				} else { // permits: several inside, so no lost-update check
+					gen = counter.Add(1) - 1
+				}
 				inside.Add(-1)
 				acqs[i] = append(acqs[i], acquisition{gen: gen, worker: i, called: called, at: at})
 				uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)

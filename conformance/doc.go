@@ -16,8 +16,9 @@
 //	    conformance.go:137: rule ReleaseWrongToken (conformance/basic.go:50): only the holder's token may release: otherwise a holder whose lock expired frees its successor's
 //
 // Rules that need an optional capability (Extend, TTL, fencing, raising
-// fences, wait-for-release, Start) or an option (Restart) are skipped when
-// the store or the options lack it.
+// fences, wait-for-release, Start, permits) or an option (Restart) are
+// skipped when the store or the options lack it, with a message naming
+// it ("store does not implement lock.Permitter").
 //
 // # Rules
 //
@@ -56,6 +57,20 @@
 //     contexts (canceled and expired deadlines), each call answered by its
 //     own deadline among calls with much shorter ones, exactly one answer
 //     per call under concurrency.
+//   - Permits ([lock.Permitter]): exactly limit winners among concurrent
+//     AcquirePermit calls, ReleasePermit by the wrong token refused (and
+//     twice, and of a permit never taken), expiry frees the permits,
+//     another limit refused with lock.ErrLimitMismatch while permits are
+//     held (and nothing changed), ExtendPermit keeps a permit, refuses a
+//     wrong token and never re-creates an expired one, permits and locks
+//     of one name apart, fences increasing (when the store fences);
+//     WaitPermit ([lock.PermitWaiter]) returns at once while a permit is
+//     free, blocks while all are held, wakes on a release.
+//   - Semaphores and read-write locks built on the store (natively on a
+//     Permitter, from plain locks otherwise): at most the limit of
+//     workers inside through a lock.Semaphore, a writer of a
+//     lock.RWLocker alone and readers together, and a waiting writer not
+//     starved by readers that keep coming.
 //   - Lockers: mutual exclusion through a lock.SingleLocker and a
 //     lock.MultiLocker built on the store. They first check that
 //     WaitRelease blocks while the resource is held, and stop there if it

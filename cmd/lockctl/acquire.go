@@ -105,7 +105,7 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 	}
 	l, err := (&acquirer{Locker: locker, ctx: acqCtx, wait: o.take.wait}).Lock(ctx, resource, o.ttl)
 	if err != nil {
-		return acquireError(acqCtx, err, resource, o.take, hook)
+		return acquireError(acqCtx, err, resource, nil, o.take, hook)
 	}
 	if file == nil {
 		_, err = a.stdout.Write(encodeLock(l))

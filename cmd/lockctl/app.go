@@ -34,7 +34,7 @@ type command struct {
 	flags func(fs *flag.FlagSet) func(ctx context.Context, a *app, args []string) error
 }
 
-var commands = []*command{runCommand, acquireCommand, extendCommand, releaseCommand, statusCommand, checkCommand, benchCommand, completionCommand}
+var commands = []*command{runCommand, electCommand, acquireCommand, extendCommand, releaseCommand, statusCommand, checkCommand, benchCommand, completionCommand}
 
 func lookup(name string) *command {
 	for _, c := range commands {

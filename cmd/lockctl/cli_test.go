@@ -43,7 +43,7 @@ func TestUsage(t *testing.T) {
 		out, err   string // substrings of stdout and stderr
 		errMissing string // a substring stderr must not have
 	}{
-		{args: nil, code: exitUsage, err: "Commands: run, acquire, extend, release, status, check, bench, completion\nRun 'lockctl help' for details.\n"},
+		{args: nil, code: exitUsage, err: "Commands: run, elect, acquire, extend, release, status, check, bench, completion\nRun 'lockctl help' for details.\n"},
 		{args: []string{"--verison"}, code: exitUsage, err: "lockctl: unknown command \"--verison\"\nUsage: lockctl COMMAND"},
 		{args: []string{"help"}, code: exitOK, out: "cmd/lockctl@latest check"},
 		{args: []string{"--version"}, code: exitOK, out: "lockctl (devel), built from a source tree"},

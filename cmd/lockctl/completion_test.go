@@ -16,9 +16,9 @@ func TestCompletionCandidates(t *testing.T) {
 		words []string // the last is the word being completed
 		want  []string
 	}{
-		{[]string{""}, []string{"run", "acquire", "extend", "release", "status", "check", "bench", "completion", "help", "--help", "--version"}},
+		{[]string{""}, []string{"run", "elect", "acquire", "extend", "release", "status", "check", "bench", "completion", "help", "--help", "--version"}},
 		{[]string{"st"}, []string{"status"}},
-		{[]string{"help", "e"}, []string{"extend", "exit-codes"}},
+		{[]string{"help", "e"}, []string{"elect", "extend", "exit-codes"}},
 		{[]string{"completion", ""}, []string{"bash", "fish", "zsh"}},
 		{[]string{"status", "--j"}, []string{"--json"}},
 		{[]string{"run", "--st"}, []string{"--store", "--store-timeout"}},

@@ -3,6 +3,7 @@
 // master), memcached, a Redlock over several of them, or etcd.
 //
 //	lockctl run [flags] RESOURCE [--] COMMAND [ARGS...]  run a command under a lock
+//	lockctl elect [flags] ROLE [--] COMMAND [ARGS...]    run a command while elected leader
 //	lockctl acquire [flags] RESOURCE                     take a lock for the next steps of a job
 //	lockctl extend --lock FILE [flags]                   extend it
 //	lockctl release --lock FILE [flags]                  release it

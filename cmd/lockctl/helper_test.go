@@ -19,7 +19,8 @@ import (
 //
 //	log          "start ID" and "end ID" lines, in order, of every helper
 //	inside       exists while a helper runs: a second one finding it
-//	             logs "overlap ID" and exits 99
+//	             logs "overlap ID" and exits 99 (with HELPER_SLOTS,
+//	             inside.ID, and more than SLOTS of them is an overlap)
 //	ID.ready     written once started: its pid and the fence it was given
 //	ID.signals   the signals it got, one per line
 //	ID.finish    created by the test to make it exit
@@ -28,6 +29,7 @@ import (
 //
 //	HELPER_DIR, HELPER_ID   the directory and the helper's name
 //	HELPER_WAIT=1           wait for ID.finish before exiting
+//	HELPER_SLOTS=n          let up to n helpers (all with SLOTS) be inside at once
 //	HELPER_EXIT=n           exit status (default 0)
 //	HELPER_ON_TERM=ignore   keep running on SIGTERM (default: exit 143)
 //	HELPER_SELF_KILL=1      kill itself with SIGKILL once ready
@@ -49,12 +51,26 @@ func helperMain() int {
 		}
 	}
 	inside := filepath.Join(dir, "inside")
-	f, err := os.OpenFile(inside, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		appendLine("log", "overlap "+id)
-		return 99
+	if n, err := strconv.Atoi(os.Getenv("HELPER_SLOTS")); err == nil {
+		// Up to n helpers inside at once: each marks itself, then counts.
+		inside += "." + id
+		if err := os.WriteFile(inside, nil, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 98
+		}
+		if marks, _ := filepath.Glob(filepath.Join(dir, "inside*")); len(marks) > n {
+			appendLine("log", "overlap "+id)
+			os.Remove(inside)
+			return 99
+		}
+	} else {
+		f, err := os.OpenFile(inside, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			appendLine("log", "overlap "+id)
+			return 99
+		}
+		f.Close()
 	}
-	f.Close()
 	appendLine("log", "start "+id)
 	exit := func(code int) int {
 		appendLine("log", "end "+id)

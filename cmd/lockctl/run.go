@@ -27,6 +27,15 @@ status. Flags go before RESOURCE; everything after it is the command.
 
 If the lock is held by another owner, run fails at once with status 75
 (--conflict-exit-code) and says so on stderr, or waits for it (--wait).
+
+With -n N, run takes one of N permits on RESOURCE instead of its lock, so up
+to N commands run at once (a semaphore, like consul lock -n); every run on
+RESOURCE must give the same N, and another N is refused with status 2.
+With --shared or --exclusive it takes one side of a read-write lock (like
+flock -s and -x): many --shared holders at once, or one --exclusive one; an
+--exclusive run that waits keeps new --shared ones out. Permits, the
+read-write lock and the plain lock of one RESOURCE are separate things that
+do not exclude each other: give every run on RESOURCE the same flags.
 With --fence-env the command gets the lock's fence, a number that grows with
 every acquisition, to pass to systems that can refuse stale writers.
 
@@ -51,10 +60,17 @@ the command is killed if lockctl itself dies.`,
   export LOCKCTL_STORES="redis://:secret@r1:6379 redis://:secret@r2:6379 redis://:secret@r3:6379"
   lockctl run --ttl 1m migrate-db -- ./migrate up
 
+  # At most 4 builds at once across the fleet.
+  lockctl run -n 4 --wait forever builds -- make -j8
+
+  # Reports share the dataset; the nightly refresh has it to itself.
+  lockctl run --shared --wait 1m dataset -- ./report.sh
+  lockctl run --exclusive --wait 10m dataset -- ./refresh.sh
+
   # In crontab: skip quietly, and successfully, when another machine runs it.
   */5 * * * * lockctl run --quiet --conflict-exit-code 0 --store memcache://mc:11211 sync -- ./sync.sh`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
-		o := &runOptions{stores: addStoreFlags(fs), take: addTakeFlags(fs)}
+		o := &runOptions{stores: addStoreFlags(fs), take: addTakeFlags(fs), mode: addModeFlags(fs)}
 		fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "lock TTL; extended every TTL/3 while the command runs, so the lock of a crashed lockctl frees within a TTL")
 		fs.StringVar(&o.fenceEnv, "fence-env", "", "pass the lock's fence to the command in environment variable `NAME` (stores that fence: redis, memory)")
 		fs.DurationVar(&o.killAfter, "kill-after", 10*time.Second, "when the lock is lost, how long after SIGTERM the command gets SIGKILL")
@@ -66,6 +82,7 @@ the command is killed if lockctl itself dies.`,
 type runOptions struct {
 	stores    *storeFlags
 	take      *takeFlags
+	mode      *modeFlags
 	ttl       time.Duration
 	fenceEnv  string
 	killAfter time.Duration
@@ -93,6 +110,9 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	if err := o.take.check(o.ttl); err != nil {
 		return err
 	}
+	if err := o.mode.check(); err != nil {
+		return err
+	}
 	set, err := a.openStores(o.stores, "", a.stderr)
 	if err != nil {
 		return err
@@ -111,6 +131,9 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	hook := &waitHook{}
 	set.opts.Holder = runHolder(argv)
 	locker, err := set.locker(hook)
+	if err == nil {
+		locker, err = o.mode.wrap(locker)
+	}
 	if err != nil {
 		return &usageError{err: err}
 	}
@@ -134,7 +157,7 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 		return nil
 	})
 	if !res.acquired {
-		return acquireError(acqCtx, err, resource, o.take, hook)
+		return acquireError(acqCtx, err, resource, o.mode, o.take, hook)
 	}
 	if o.verbose && err == nil {
 		fmt.Fprintf(a.stderr, "lockctl run: released %q\n", resource)
@@ -166,12 +189,21 @@ type runResult struct {
 // supervisor runs the command and passes signals on to it.
 type supervisor struct {
 	a           *app
-	interactive bool // the command shares lockctl's process group
+	interactive bool   // the command shares lockctl's process group
+	name        string // the lockctl command, for messages: "run" when empty
 	cancelAcq   context.CancelCauseFunc
 
 	mu          sync.Mutex
 	proc        *os.Process // the command, once started and until reaped
 	interrupted os.Signal   // a signal that came before the command started
+}
+
+// command is the lockctl command the supervisor runs for, for messages.
+func (s *supervisor) command() string {
+	if s.name == "" {
+		return "run"
+	}
+	return s.name
 }
 
 // catchSignals starts passing the signals lockctl gets to the command (or,
@@ -236,7 +268,7 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 		if l.Fence != 0 {
 			fence = fmt.Sprintf(", fence %d", l.Fence)
 		}
-		fmt.Fprintf(a.stderr, "lockctl run: acquired %q (ttl %v%s)\n", l.Resource, o.ttl, fence)
+		fmt.Fprintf(a.stderr, "lockctl %s: acquired %q (ttl %v%s)\n", s.command(), l.Resource, o.ttl, fence)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
@@ -276,13 +308,13 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 	case werr = <-waited:
 	case <-runCtx.Done():
 		res.lost = true
-		fmt.Fprintf(a.stderr, "lockctl run: lost the lock on %q while the command ran (%s): sending SIGTERM to the command\n", l.Resource, lossReason(context.Cause(runCtx)))
+		fmt.Fprintf(a.stderr, "lockctl %s: lost the lock on %q while the command ran (%s): sending SIGTERM to the command\n", s.command(), l.Resource, lossReason(context.Cause(runCtx)))
 		s.signal(sigTERM)
 		kill := time.NewTimer(o.killAfter)
 		select {
 		case werr = <-waited:
 		case <-kill.C:
-			fmt.Fprintf(a.stderr, "lockctl run: the command still runs %v after SIGTERM: sending SIGKILL\n", o.killAfter)
+			fmt.Fprintf(a.stderr, "lockctl %s: the command still runs %v after SIGTERM: sending SIGKILL\n", s.command(), o.killAfter)
 			s.signal(sigKILL)
 			werr = <-waited
 		}

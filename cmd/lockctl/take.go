@@ -41,8 +41,9 @@ func (tf *takeFlags) check(ttl time.Duration) error {
 	return nil
 }
 
-// acquireError turns the error of an acquisition into lockctl's answer.
-func acquireError(acqCtx context.Context, err error, resource string, tf *takeFlags, hook *waitHook) error {
+// acquireError turns the error of an acquisition into lockctl's answer;
+// mode, if not nil, says what was taken on resource.
+func acquireError(acqCtx context.Context, err error, resource string, mode *modeFlags, tf *takeFlags, hook *waitHook) error {
 	var sig signalCause
 	switch {
 	case err == nil:
@@ -50,7 +51,7 @@ func acquireError(acqCtx context.Context, err error, resource string, tf *takeFl
 	case errors.As(context.Cause(acqCtx), &sig):
 		return exitWith(exitSignal+signalNumber(sig.sig), fmt.Errorf("interrupted by %s while waiting for %q", signalName(sig.sig), resource))
 	case errors.Is(err, lock.ErrNotAcquired), errors.Is(err, context.DeadlineExceeded) && (hook.contended() || heldByAnother(err)):
-		msg := fmt.Sprintf("%q is held by another owner", resource)
+		msg := mode.conflict(resource)
 		if tf.wait.d > 0 {
 			msg += fmt.Sprintf(" (waited %v)", tf.wait.d)
 		}

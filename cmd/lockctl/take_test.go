@@ -25,7 +25,7 @@ func TestAcquireErrorDeadline(t *testing.T) {
 		err  error
 		want int
 	}{{held, exitConflict}, {slow, exitFailure}} {
-		if got := exitCode(acquireError(context.Background(), tc.err, "job", tf, &waitHook{})); got != tc.want {
+		if got := exitCode(acquireError(context.Background(), tc.err, "job", nil, tf, &waitHook{})); got != tc.want {
 			t.Errorf("acquireError(%v) exits %d; want %d", tc.err, got, tc.want)
 		}
 	}

@@ -35,6 +35,14 @@
 // late; and workers check validity before every protected write, so a
 // holder never writes outside its claim.
 //
+// Semaphores and read-write locks: a workload whose lockers are
+// lock.Semaphore values sets Config.Limit, and the checker
+// ([CheckHolders]) then reports a claim that began while Limit others were
+// held; one whose clients hold the two sides of a lock.RWLocker sets
+// Config.Shared, and shared claims (readers, recorded through
+// [Recorder.SharedLocker]) may overlap one another but never an
+// exclusive one. [CheckOverlap] is CheckHolders with limit 1.
+//
 // # The other checkers
 //
 //   - Lost updates ([Counter]): the protected section reads a counter,

@@ -17,6 +17,7 @@ type Claim struct {
 	Token      string
 	Fence      uint64
 	Start, End time.Duration
+	Shared     bool // a reader's claim, which other readers may share
 }
 
 // forever stands for "no release recorded".
@@ -84,28 +85,35 @@ func Claims(ops []Op) []Claim {
 		}
 		claims = append(claims, Claim{
 			Client: a.op.Client, Resource: a.op.Resource, Token: a.op.Token, Fence: a.op.Fence,
-			Start: a.op.End, End: min(end, a.release),
+			Start: a.op.End, End: min(end, a.release), Shared: a.op.Shared,
 		})
 	}
 	return claims
 }
 
-// Violation is a pair of claims on one resource that intersect.
+// Violation is a pair of claims on one resource that intersect when they
+// must not: B began while A was held. For a claim that exceeded a limit
+// above 1, A is the held claim whose end brought the holders back within
+// the limit.
 type Violation struct {
 	A, B    Claim
-	Overlap time.Duration // length of the intersection
+	Overlap time.Duration // how long the claims were held against the rule
 }
 
 // Overlap is what the overlap checker found.
 type Overlap struct {
-	// Violations counts pairs of claims on one resource, by different
-	// locks, that intersect for a positive time: mutual-exclusion
-	// violations. Claims that merely touch do not count.
+	// Violations counts the claims held against the rule for a positive
+	// time. For mutual exclusion (limit 1), it counts pairs of claims on
+	// one resource, by different locks, that intersect; claims that merely
+	// touch do not count. With a larger limit, it counts the claims that
+	// began while limit others were held; and every pair of a shared
+	// claim and an exclusive one that intersect.
 	Violations int
 	// MaxHolders is the largest number of claims on one resource at one
-	// instant: 1 when exclusion held, 0 with no claim.
+	// instant: at most the limit when the rule held (readers apart), 0
+	// with no claim.
 	MaxHolders int
-	// MaxOverlap is the longest intersection among the violations.
+	// MaxOverlap is the longest time a violation lasted.
 	MaxOverlap time.Duration
 	// Examples holds the first few violations, for messages.
 	Examples []Violation
@@ -114,9 +122,27 @@ type Overlap struct {
 // maxExamples bounds Overlap.Examples.
 const maxExamples = 5
 
-// CheckOverlap finds the intersecting claims.
-func CheckOverlap(claims []Claim) Overlap {
+// CheckOverlap finds the intersecting claims: mutual exclusion, with
+// readers sharing (see [CheckHolders]).
+func CheckOverlap(claims []Claim) Overlap { return CheckHolders(claims, 1) }
+
+// CheckHolders checks that no more than limit exclusive claims (a
+// semaphore's permits, or a lock's with limit 1) hold one resource at
+// once, and that shared claims (readers) hold it only while no exclusive
+// claim (a writer) does. A limit below 1 is taken as 1.
+func CheckHolders(claims []Claim, limit int) Overlap {
+	limit = max(limit, 1)
 	var o Overlap
+	add := func(v Violation) {
+		if v.Overlap <= 0 {
+			return
+		}
+		o.Violations++
+		o.MaxOverlap = max(o.MaxOverlap, v.Overlap)
+		if len(o.Examples) < maxExamples {
+			o.Examples = append(o.Examples, v)
+		}
+	}
 	byResource := make(map[string][]Claim)
 	for _, c := range claims {
 		if c.End > c.Start {
@@ -128,13 +154,27 @@ func CheckOverlap(claims []Claim) Overlap {
 		var active []Claim
 		for _, c := range cs {
 			active = slices.DeleteFunc(active, func(a Claim) bool { return a.End <= c.Start })
+			var exclusive []Claim
 			for _, a := range active {
-				v := Violation{A: a, B: c, Overlap: min(a.End, c.End) - c.Start}
-				o.Violations++
-				o.MaxOverlap = max(o.MaxOverlap, v.Overlap)
-				if len(o.Examples) < maxExamples {
-					o.Examples = append(o.Examples, v)
+				switch {
+				case a.Shared != c.Shared:
+					add(Violation{A: a, B: c, Overlap: min(a.End, c.End) - c.Start})
+				case !a.Shared:
+					exclusive = append(exclusive, a)
 				}
+			}
+			switch {
+			case c.Shared || len(exclusive) < limit:
+			case limit == 1:
+				for _, a := range exclusive {
+					add(Violation{A: a, B: c, Overlap: min(a.End, c.End) - c.Start})
+				}
+			default:
+				// Beyond the limit until the limit-th latest end among
+				// those held.
+				slices.SortFunc(exclusive, func(x, y Claim) int { return cmp.Compare(y.End, x.End) })
+				a := exclusive[limit-1]
+				add(Violation{A: a, B: c, Overlap: min(a.End, c.End) - c.Start})
 			}
 			active = append(active, c)
 			o.MaxHolders = max(o.MaxHolders, len(active))

@@ -93,6 +93,7 @@ type Op struct {
 	Token    string // the lock's token: for an acquisition, set only if OK
 
 	Start, End time.Duration // when the call began and returned
+	Shared     bool          // made through a shared (reader) locker: see Recorder.SharedLocker
 	Outcome    Outcome
 	Err        error // the call's error, if any
 
@@ -189,10 +190,18 @@ func (r *Recorder) Locker(client int, l lock.Locker) lock.Locker {
 	return &recorded{Locker: l, r: r, client: client}
 }
 
+// SharedLocker is Locker for the shared side of a read-write lock
+// (lock.RWLocker.Reader): its acquisitions make shared claims, which
+// other shared claims may overlap.
+func (r *Recorder) SharedLocker(client int, l lock.Locker) lock.Locker {
+	return &recorded{Locker: l, r: r, client: client, shared: true}
+}
+
 type recorded struct {
 	lock.Locker
 	r      *Recorder
 	client int
+	shared bool
 }
 
 func (x *recorded) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.Option) (lock.Lock, error) {
@@ -229,7 +238,7 @@ func (x *recorded) Unlock(ctx context.Context, held lock.Lock) error {
 
 // op builds the record of a call that began at start and returned l, err.
 func (x *recorded) op(k Kind, resource string, start time.Duration, l lock.Lock, err error) Op {
-	op := Op{Client: x.client, Kind: k, Resource: resource, Start: start, End: x.r.Now(), Outcome: Classify(err), Err: err}
+	op := Op{Client: x.client, Kind: k, Resource: resource, Start: start, End: x.r.Now(), Shared: x.shared, Outcome: Classify(err), Err: err}
 	if err == nil && !l.ValidUntil.IsZero() {
 		op.Token, op.Fence, op.ValidUntil = l.Token, l.Fence, x.r.Offset(l.ValidUntil)
 	}

@@ -70,8 +70,14 @@ func (r *Report) Add(key, value string) { r.Extra = append(r.Extra, Field{key, v
 // AddMillis appends a scenario-specific duration, in milliseconds.
 func (r *Report) AddMillis(key string, d time.Duration) { r.Add(key, ms(d)) }
 
-// Analyze computes the figures that the recorder alone gives.
+// Analyze computes the figures that the recorder alone gives, for locks
+// that must be held by one holder at a time (readers sharing).
 func Analyze(scenario, backend string, rec *Recorder) Report {
+	return analyze(scenario, backend, rec, 1)
+}
+
+// analyze is Analyze for resources that limit holders may hold at once.
+func analyze(scenario, backend string, rec *Recorder, limit int) Report {
 	ops := rec.Ops()
 	rep := Report{Scenario: scenario, Backend: backend, Residue: NotChecked, LeakedGoroutines: NotChecked, FaultSuccess: math.NaN()}
 	for _, op := range ops {
@@ -84,7 +90,7 @@ func Analyze(scenario, backend string, rec *Recorder) Report {
 			}
 		}
 	}
-	ov := CheckOverlap(Claims(ops))
+	ov := CheckHolders(Claims(ops), limit)
 	rep.Violations, rep.MaxHolders, rep.MaxOverlap = ov.Violations, ov.MaxHolders, ov.MaxOverlap
 	vs := CheckValidity(ops)
 	rep.ValidityViolations, rep.ValidityChecked = vs.Violations, vs.Checked
@@ -121,7 +127,7 @@ func Analyze(scenario, backend string, rec *Recorder) Report {
 // Report computes every figure of the run; the caller fills in Residue and
 // LeakedGoroutines.
 func (res *Result) Report(scenario, backend string) Report {
-	rep := Analyze(scenario, backend, res.Recorder)
+	rep := analyze(scenario, backend, res.Recorder, res.Limit)
 	ops := res.Recorder.Ops()
 	for _, c := range res.Counters {
 		rep.LostUpdates += int(c.Lost())

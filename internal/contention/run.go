@@ -25,6 +25,19 @@ type Config struct {
 	// calls it once the client is done. Required.
 	NewLocker func(client int) (l lock.Locker, close func(), err error)
 
+	// Limit is the number of holders a resource may have at once: a
+	// semaphore's limit, for a workload whose lockers are lock.Semaphore
+	// values. Default: 1, mutual exclusion. With a limit above 1 the
+	// protected sections write neither the lost-update counter nor the
+	// fenced resource, which several holders may rightly interleave on.
+	Limit int
+
+	// Shared, if set, tells the clients whose lockers take shared locks
+	// (the Reader side of a lock.RWLocker) from those whose take exclusive
+	// ones (its Writer side): shared claims may overlap one another, never
+	// an exclusive one. Shared clients' sections only read.
+	Shared func(client int) bool
+
 	// Resources are the resources locked; worker w takes them round-robin,
 	// starting at w. Default: one resource, "contention".
 	Resources []string
@@ -114,6 +127,8 @@ type Result struct {
 	Writes, Skipped int
 	// Elapsed is the length of the run.
 	Elapsed time.Duration
+	// Limit is the workload's Config.Limit, for the overlap checker.
+	Limit int
 }
 
 // Run runs the workload described by cfg, injecting its faults, until
@@ -129,7 +144,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	res := &Result{Recorder: cfg.Recorder, Counters: map[string]*Counter{}, Fences: map[string]*FencedResource{}}
+	res := &Result{Recorder: cfg.Recorder, Counters: map[string]*Counter{}, Fences: map[string]*FencedResource{}, Limit: cfg.Limit}
 	for _, r := range cfg.Resources {
 		res.Counters[r], res.Fences[r] = &Counter{}, &FencedResource{}
 	}
@@ -148,7 +163,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if closeFn != nil {
 			closers = append(closers, closeFn)
 		}
-		lockers[i] = cfg.Recorder.Locker(i, l)
+		if cfg.shared(i) {
+			lockers[i] = cfg.Recorder.SharedLocker(i, l)
+		} else {
+			lockers[i] = cfg.Recorder.Locker(i, l)
+		}
 	}
 
 	r := &runner{cfg: cfg, res: res, stop: make(chan struct{})}
@@ -205,6 +224,8 @@ func (c *Config) setDefaults() error {
 		return bad("Duration and LocksPerWorker are both 0: the run would not end")
 	case c.Quorum < 0:
 		return bad("Quorum is %d: want >= 0", c.Quorum)
+	case c.Limit < 0:
+		return bad("Limit is %d: want >= 0", c.Limit)
 	}
 	for i, f := range c.Faults {
 		switch {
@@ -231,11 +252,21 @@ func (c *Config) setDefaults() error {
 	if c.Quorum == 0 {
 		c.Quorum = 1
 	}
+	if c.Limit == 0 {
+		c.Limit = 1
+	}
 	if c.Recorder == nil {
 		c.Recorder = NewRecorder()
 	}
 	return nil
 }
+
+// shared reports whether client takes shared locks.
+func (c *Config) shared(client int) bool { return c.Shared != nil && c.Shared(client) }
+
+// writes reports whether client's sections write: only holders that must
+// be alone do.
+func (c *Config) writes(client int) bool { return c.Limit <= 1 && !c.shared(client) }
 
 // runner is the state shared by the goroutines of one run.
 type runner struct {
@@ -324,6 +355,9 @@ func (r *runner) section(ctx context.Context, client int, l lock.Lock) {
 		if !l.Valid() {
 			r.skipped.Add(int64(cfg.Writes - i))
 			return
+		}
+		if !cfg.writes(client) {
+			continue // a reader, or one of several holders: nothing to write
 		}
 		if cfg.BeforeWrite != nil {
 			cfg.BeforeWrite(ctx, client, l)

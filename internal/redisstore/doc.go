@@ -95,6 +95,21 @@
 // own, gets in line in the lock's waiters' queue, and a release pops the
 // first in line and publishes on that one channel.
 //
+// # Permits
+//
+// AcquirePermit and the other permit methods keep a resource's permits in
+// one sorted set (PermitsKey), in the resource's hash slot: tokens scored
+// by their expiry on the server's clock, and the member "" scored by minus
+// the limit. Each operation is one script, run after
+// lua/permit_prelude.lua, which removes the expired members first, so the
+// count is exact and the key holds only what is held; the key expires
+// with its last permit and the last release deletes it. Fences come from
+// the fence counter inside the acquisition script (with the lift), so
+// they increase as lock fences do, and together with them. Waiting for a
+// permit is WaitRelease's machinery (hub, line, queue) with the permit
+// scripts (see waitFor): a release wakes one waiter, an expiry wakes the
+// waiters through their timers.
+//
 // # Restart guard
 //
 // Guarded acquisitions run guarded.lua, which first reads a marker key,

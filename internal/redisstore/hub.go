@@ -72,11 +72,12 @@ type topicKey struct {
 type topic struct {
 	store   *Store // the store that made it: whose client runs it
 	key     topicKey
-	id      string // names the subscription in the waiters' queue
-	channel string // the subscription's own shard channel: see ChannelOf
-	refs    int    // callers using it; guarded by subscriptions.mu
-	idle    int    // times refs fell to 0; guarded by subscriptions.mu
-	closing bool   // no longer to be joined; guarded by subscriptions.mu
+	id      string  // names the subscription in the waiters' queue
+	channel string  // the subscription's own shard channel: see ChannelOf
+	pass    *Script // hands a wake on: see waitFor
+	refs    int     // callers using it; guarded by subscriptions.mu
+	idle    int     // times refs fell to 0; guarded by subscriptions.mu
+	closing bool    // no longer to be joined; guarded by subscriptions.mu
 	cancel  context.CancelFunc
 
 	subscribed  atomic.Bool
@@ -103,10 +104,11 @@ const scriptTimeout = 2 * time.Second
 // that stays keeps its place in the waiters' queue.
 const linger = 100 * time.Millisecond
 
-// join returns the subscription to releases of lockKey through s's
-// client, starting it if no caller uses it yet; its ready channel says
+// join returns the subscription to releases of lockKey (a lock's key or
+// a resource's permits key) through s's client, starting it if no caller
+// uses it yet, with pass to hand wakes on (see waitFor); its ready channel says
 // when the server has confirmed it. The caller must leave it.
-func (h *subscriptions) join(ctx context.Context, s *Store, lockKey string) (*topic, error) {
+func (h *subscriptions) join(ctx context.Context, s *Store, lockKey string, pass *Script) (*topic, error) {
 	k := topicKey{s.subOwner, lockKey}
 	for {
 		h.mu.Lock()
@@ -123,7 +125,7 @@ func (h *subscriptions) join(ctx context.Context, s *Store, lockKey string) (*to
 			}
 		}
 		if t == nil {
-			t = h.subscribe(s, k)
+			t = h.subscribe(s, k, pass)
 			h.topics[k] = t
 			h.n.Store(int32(len(h.topics)))
 		}
@@ -158,7 +160,7 @@ func (h *subscriptions) leave(t *topic) {
 }
 
 // subscribe starts the subscription of a new topic. Called with mu held.
-func (h *subscriptions) subscribe(s *Store, k topicKey) *topic {
+func (h *subscriptions) subscribe(s *Store, k topicKey, pass *Script) *topic {
 	ctx, cancel := context.WithCancel(context.Background())
 	id := subscriptionID()
 	t := &topic{
@@ -166,6 +168,7 @@ func (h *subscriptions) subscribe(s *Store, k topicKey) *topic {
 		key:     k,
 		id:      id,
 		channel: ChannelOf(k.lock, id),
+		pass:    pass,
 		cancel:  cancel,
 		ready:   make(chan struct{}),
 		done:    make(chan struct{}),
@@ -231,7 +234,7 @@ func (t *topic) handOn() {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 		defer cancel()
-		_ = t.store.eval(ctx, passScript, []string{t.key.lock, WaitersOf(t.key.lock)})
+		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock)})
 	}()
 }
 

@@ -23,8 +23,10 @@ const DefaultPrefix = "lock:"
 
 // The key layout. For a resource r and the store's prefix p:
 //
-//	p{e}          the lock: its value is the owner's token, its TTL the lock's
-//	p{e}:waiters  the subscriptions waiting for r, in line
+//	p{e}                  the lock: its value is the owner's token, its TTL the lock's
+//	p{e}:waiters          the subscriptions waiting for r, in line
+//	p{e}:permits          r's permits, if any is held (see PermitsKey)
+//	p{e}:permits:waiters  the subscriptions waiting for a permit, in line
 //
 // where e is r with "%" written as "%25" and "}" as "%7D". The escaping
 // is injective and leaves no "}" in e, so the hash tag of every key is

@@ -27,7 +27,7 @@ func (s *Store) acquireReplicated(ctx context.Context, fenced bool, key, token s
 	} else {
 		b.cmds[0] = s.setNX(key, token, ttl)
 	}
-	b.cmds[n] = command("WAIT", nil, itoa(int64(s.replicas)), itoa(Millis(s.replicaTimeout)))
+	b.cmds[n] = s.waitReplicasCmd()
 	s.client.DoMulti(ctx, b.cmds[:n+1], b.replies[:n+1], true)
 	r := b.replies[:n+1]
 	acquired, waited := r[0], r[n]
@@ -46,24 +46,42 @@ func (s *Store) acquireReplicated(ctx context.Context, fenced bool, key, token s
 	if b.cmds[0].NArgs != 5 {
 		ours = acquired.Nil // without GET, refused but ours
 	}
-	switch {
-	case ours:
+	if ours {
 		// Taken by an earlier send (see refused): the WAIT followed a
 		// send that wrote nothing, and says nothing of the earlier one.
 		err = fmt.Errorf("%w: the lock was taken by an earlier send of the acquisition, whose replication is unknown", ErrNotReplicated)
-	case waited.Err != nil:
-		err = fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, waited.Err)
-	case waited.Int >= int64(s.replicas):
+	} else if err = s.replicated(waited); err == nil {
 		return fence, nil
-	default:
-		err = fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, waited.Int, s.replicas, s.replicaTimeout)
 	}
-	// Undo the unconfirmed lock, even if ctx has just ended.
+	return 0, s.undo(ctx, err, script(releaseScript, []string{key, WaitersOf(key)}, token))
+}
+
+// waitReplicasCmd returns the WAIT that follows a replicated acquisition.
+func (s *Store) waitReplicasCmd() Cmd {
+	return command("WAIT", nil, itoa(int64(s.replicas)), itoa(Millis(s.replicaTimeout)))
+}
+
+// replicated returns nil if waited, the reply to waitReplicasCmd, says
+// enough replicas confirmed the acquisition, and an error wrapping
+// ErrNotReplicated otherwise.
+func (s *Store) replicated(waited Reply) error {
+	switch {
+	case waited.Err != nil:
+		return fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, waited.Err)
+	case waited.Int < int64(s.replicas):
+		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, waited.Int, s.replicas, s.replicaTimeout)
+	}
+	return nil
+}
+
+// undo runs release, the release script of an acquisition that failed
+// with err after it was granted, even if ctx has just ended, and returns
+// err, with release's failure if any.
+func (s *Store) undo(ctx context.Context, err error, release Cmd) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.replicaTimeout, time.Second))
 	defer cancel()
-	lockKey, waitersKey := key, WaitersOf(key)
-	if r := s.eval(rctx, releaseScript, []string{lockKey, waitersKey}, token); r.Err != nil {
+	if r := s.run(rctx, release); r.Err != nil {
 		err = fmt.Errorf("%w; releasing it failed: %w", err, r.Err)
 	}
-	return 0, s.failed(ctx, err)
+	return s.failed(ctx, err)
 }

@@ -20,13 +20,19 @@ type Script struct {
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-func load(name string) *Script {
-	src, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(err) // embedded: cannot happen
+// load returns the script of the files names, run as one: the last is
+// the script, and those before it are its preludes.
+func load(names ...string) *Script {
+	var src []byte
+	for _, name := range names {
+		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+		if err != nil {
+			panic(err) // embedded: cannot happen
+		}
+		src = append(src, b...)
 	}
 	sum := sha1.Sum(src)
-	return &Script{Name: name, Src: string(src), SHA: hex.EncodeToString(sum[:])}
+	return &Script{Name: names[len(names)-1], Src: string(src), SHA: hex.EncodeToString(sum[:])}
 }
 
 // The scripts; each file says what its script does, with its KEYS, ARGV
@@ -55,5 +61,6 @@ var (
 
 // Scripts returns every script of the store, for tests.
 func Scripts() []*Script {
-	return []*Script{releaseScript, waitScript, passScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript}
+	return []*Script{releaseScript, waitScript, passScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript,
+		permitAcquireScript, permitReleaseScript, permitExtendScript, permitCountScript, permitWaitScript, permitPassScript}
 }

@@ -36,11 +36,40 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return err
 	}
+	return s.wait(ctx, s.lockKey(resource), lockWait)
+}
+
+// waitFor is what a wait waits for: the release of a lock (WaitRelease)
+// or of a permit (WaitPermit). Its scripts take KEYS key, waiters.
+type waitFor struct {
+	// look returns a first look at key, whose reply is -2 if it is free.
+	look func(key string) Cmd
+	// wait gets a subscription in line (ARGV: its id, QueueMargin, "1"
+	// to get in at the front, "1" to get in line behind a handoff, and
+	// the number of its callers waiting or "0": see wait.lua; a script
+	// may ignore the last two) if key is not free, and returns -2 if it
+	// is free, -3 if it is being handed to a waiter ahead (look again
+	// after handoffGrace), or the milliseconds after which to look again
+	// (-1: none).
+	wait *Script
+	// pass hands a wake no caller used to the next in line, if key is
+	// free.
+	pass *Script
+}
+
+var lockWait = &waitFor{
+	look: func(key string) Cmd { return cmd1("PTTL", key) },
+	wait: waitScript,
+	pass: passScript,
+}
+
+// wait blocks until what waits for at key is free, is released or
+// expires, or ctx ends: see WaitRelease.
+func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 	if s.noShardedPubSub.Load() {
 		return s.errNoShardedPubSub(nil)
 	}
-	key := s.lockKey(resource)
-	t, err := hub.join(ctx, s, key)
+	t, err := hub.join(ctx, s, key, what.pass)
 	if err != nil {
 		return err
 	}
@@ -53,9 +82,9 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	select {
 	case <-t.ready:
 	default:
-		pttl := cmd1("PTTL", key)
-		pttl.Queue = true
-		switch r := s.do(ctx, pttl); {
+		look := what.look(key)
+		look.Queue = true
+		switch r := s.run(ctx, look); {
 		case r.Err != nil:
 			return s.failed(ctx, r.Err)
 		case r.Int == -2:
@@ -92,7 +121,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		if again {
 			waiting = strconv.Itoa(t.line.Len())
 		}
-		register := script(waitScript, []string{key, WaitersOf(key)}, t.id, QueueMargin, flag(front), flag(behind), waiting)
+		register := script(what.wait, []string{key, WaitersOf(key)}, t.id, QueueMargin, flag(front), flag(behind), waiting)
 		register.Queue = true
 		front, again = false, true
 		r := s.run(ctx, register)
@@ -152,7 +181,7 @@ func flag(b bool) string {
 const handoffGrace = 10 * time.Millisecond
 
 func (s *Store) errNoShardedPubSub(cause error) error {
-	err := fmt.Errorf("%s: the server has no sharded pub/sub (Redis 7 or later), so WaitRelease cannot be notified of releases: %w", s.kind, errors.ErrUnsupported)
+	err := fmt.Errorf("%s: the server has no sharded pub/sub (Redis 7 or later), so waits cannot be notified of releases: %w", s.kind, errors.ErrUnsupported)
 	if cause != nil {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}

@@ -17,6 +17,11 @@
 //   - [lock.Waiter]: WaitRelease blocks without polling and is woken by
 //     Release, Expire or expiry; a release wakes one waiter, in arrival
 //     order, so waiters take turns instead of stampeding.
+//   - [lock.Permitter] and [lock.PermitWaiter]: counted permits, for a
+//     lock.Semaphore or lock.RWLocker in one call: AcquirePermit,
+//     ReleasePermit, ExtendPermit, Permits; WaitPermit is woken by one
+//     release per freed permit, in arrival order, and by expiry.
+//     ExpirePermits makes a resource's permits expire now.
 //   - [lock.Starter]: Start makes the call at once on the caller's
 //     goroutine (in a goroutine of its own while faults are injected), so
 //     a lock.MultiLocker over memory stores starts no goroutine per call.

@@ -36,6 +36,7 @@ type shard struct {
 	locks   map[string]*entry     // held locks, and free entries kept for reuse until swept
 	fence   uint64                // last fence handed out for a resource of this shard
 	waiters map[string]*waitQueue // callers blocked in WaitRelease, by resource
+	permits permitTable           // counted permits: see permit.go
 	sweepAt int                   // sweep free entries when the map reaches this size
 	_       [64]byte              // keep shards on separate cache lines
 }

@@ -21,15 +21,8 @@ type waiter struct {
 // caller that leaves because its ctx ended passes a wake it received on to
 // the next.
 func (s *Store) WaitRelease(ctx context.Context, resource string) error {
-	if err := check(ctx, resource, "-", 1); err != nil {
+	if err := s.beginWait(ctx, resource); err != nil {
 		return err
-	}
-	f, err := s.faults.before(ctx, OpWait)
-	if err != nil {
-		return err
-	}
-	if f != nil && f.Err != nil {
-		return f.Err
 	}
 	sh := s.shard(resource)
 	for {
@@ -53,18 +46,8 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		q.waiters = append(q.waiters, w)
 		sh.mu.Unlock()
 
-		expiry := time.NewTimer(left)
-		select {
-		case <-w.ch:
-			expiry.Stop()
-			return nil
-		case <-ctx.Done():
-			expiry.Stop()
-			sh.leave(resource, w)
-			return ctx.Err()
-		case <-expiry.C:
-			// The lock may have expired, or been extended: look again.
-			sh.leave(resource, w)
+		if woken, err := w.await(ctx, left, nil, func() { sh.leave(resource, w) }); woken || err != nil {
+			return err
 		}
 	}
 }
@@ -75,13 +58,10 @@ func (sh *shard) wakeOne(resource string) {
 	if q == nil {
 		return
 	}
-	w := q.waiters[0]
-	q.waiters = q.waiters[1:]
+	q.wakeOne()
 	if len(q.waiters) == 0 {
 		delete(sh.waiters, resource)
 	}
-	w.woken = true
-	close(w.ch)
 }
 
 // leave removes w from the queue of resource; if a release had already
@@ -97,12 +77,7 @@ func (sh *shard) leave(resource string, w *waiter) {
 	if q == nil {
 		return
 	}
-	for i, x := range q.waiters {
-		if x == w {
-			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-			break
-		}
-	}
+	q.remove(w)
 	if len(q.waiters) == 0 {
 		delete(sh.waiters, resource)
 	}

@@ -25,6 +25,13 @@
 //     increasing per resource, and RaiseFence; see Fencing below.
 //   - [lock.Waiter]: WaitRelease, woken by a notification that the release
 //     script publishes, or by the lock's expiry; waiters do not poll.
+//   - [lock.Permitter] and [lock.PermitWaiter]: counted permits for
+//     lock.NewSemaphore and lock.NewRWLocker, natively: a free permit is
+//     one script, one round trip, whatever the limit; each permit has its
+//     own token and fence (from the locks' counter); the server keeps one
+//     sorted set per resource with permits held, and nothing once they are
+//     released or expired; WaitPermit is woken as WaitRelease is, one
+//     waiter per freed permit. See Permits below.
 //   - [lock.ResourceValidator]: any name of 1 to [MaxResourceLen] bytes,
 //     braces, NUL and invalid UTF-8 included.
 //   - [lock.Starter]: Start, so that a lock.MultiLocker over several
@@ -138,6 +145,25 @@
 // back to the lockers' retry delay. On Redis before 7, Release still works
 // (the script calls SPUBLISH with pcall) and WaitRelease reports
 // errors.ErrUnsupported, so the lockers sleep their retry delay instead.
+//
+// # Permits
+//
+// A resource's permits (lock.NewSemaphore, lock.NewRWLocker) live in one
+// sorted set, prefix + "{name}:permits", beside the resource's lock in its
+// hash slot but apart from it: a permit on "r" and a lock on "r" do not
+// exclude each other. Its members are the holders' tokens scored by their
+// expiry (server time, ms), and "" scored by minus the limit they were
+// taken under. AcquirePermit is one script: it drops the expired members,
+// refuses with lock.ErrNotAcquired if limit permits are held, with an
+// error matching lock.ErrLimitMismatch if they were taken under another
+// limit (changing nothing either way), and otherwise adds the token and
+// takes a fence from the fence counter, as AcquireFenced does. The key
+// expires with its last permit, and the release of the last permit
+// deletes it. ReleasePermit wakes the first caller waiting in
+// WaitPermit, as Release does for WaitRelease (the permits' waiters'
+// queue is prefix + "{name}:permits:waiters"), and a permit's expiry
+// wakes them through a timer. The restart guard and WithWaitReplicas
+// apply to permits as to locks.
 //
 // # Restarts
 //

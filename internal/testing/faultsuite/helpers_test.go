@@ -176,15 +176,15 @@ func (s *scenario) run(cfg contention.Config) (contention.Report, *contention.Re
 	if err != nil {
 		s.t.Fatalf("%s: %v", s.name, err)
 	}
-	s.logViolations(res.Recorder)
+	s.logViolations(res.Recorder, res.Limit)
 	return res.Report(s.name, s.backend), res
 }
 
 // logViolations logs the claims that overlap and the locks whose
 // validity outlived the servers' TTL, to explain a failure.
-func (s *scenario) logViolations(rec *contention.Recorder) {
+func (s *scenario) logViolations(rec *contention.Recorder, limit int) {
 	ops := rec.Ops()
-	for _, v := range contention.CheckOverlap(contention.Claims(ops)).Examples {
+	for _, v := range contention.CheckHolders(contention.Claims(ops), limit).Examples {
 		s.t.Logf("overlap of %v: %+v and %+v", v.Overlap, v.A, v.B)
 	}
 	for _, op := range ops {

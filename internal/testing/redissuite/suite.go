@@ -34,6 +34,8 @@ type Store interface {
 	lock.Waiter
 	lock.ResourceValidator
 	lock.Starter
+	lock.Permitter
+	lock.PermitWaiter
 	ForceRelease(ctx context.Context, resource string) (bool, error)
 	LastFence(ctx context.Context, resource string) (uint64, bool, error)
 	String() string
@@ -129,6 +131,7 @@ func Run(t *testing.T, f Factory) {
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
 		{"Fairness", f.testFairness},
 		{"Faults", f.testFaults},
+		{"Permits", f.testPermits},
 	} {
 		t.Run(tc.name, tc.test)
 	}

@@ -1,0 +1,256 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// The rules of lock.Permitter and lock.PermitWaiter.
+
+// permitLimit is the limit of the permit rules.
+const permitLimit = 3
+
+// permitRules are the rules of the native permits.
+var permitRules = []rule{
+	{name: "PermitLimit", needs: permitter, run: permitContention,
+		why: "of concurrent AcquirePermit calls on a free resource exactly limit must win: more is a semaphore that over-admits, fewer one that starves"},
+	{name: "PermitReleaseWrongToken", needs: permitter, run: permitReleaseWrongToken,
+		why: "only a permit's own token may release it: otherwise a holder whose permit expired frees another's"},
+	{name: "PermitReleaseTwice", needs: permitter, run: permitReleaseTwice,
+		why: "a second ReleasePermit must report ErrNotHeld, and so must the release of a permit never taken: the lockers tell a lost permit by it"},
+	{name: "PermitExpiry", needs: permitter, run: permitExpiry,
+		why: "an expired permit must free its place, or a crashed holder keeps it for good"},
+	{name: "PermitLimitMismatch", needs: permitter, run: permitLimitMismatch,
+		why: "a caller with another limit must get ErrLimitMismatch and change nothing while permits are held: admitting it silently lets more holders in than the first callers allow"},
+	{name: "PermitExtend", needs: permitter, run: permitExtend,
+		why: "ExtendPermit must keep the permit for the new TTL, refuse a wrong token, and never re-create an expired permit: lock.Run relies on all three"},
+	{name: "PermitNamespace", needs: permitter, run: permitNamespace,
+		why: "permits and locks live apart: a permit on r and a lock on r must not exclude each other, or a semaphore and a lock of one name block each other"},
+	{name: "PermitFences", needs: permitter, run: permitFences,
+		why: "a permit's fence must exceed the fence of every permit granted before on the resource, when the store fences"},
+	{name: "WaitPermit", needs: permitWaiter, run: waitPermit,
+		why: "WaitPermit must return at once while a permit is free, block while all are held, and return when one is released, or waiting semaphores spin or sleep"},
+}
+
+var (
+	permitter    = needs[lock.Permitter]("lock.Permitter")
+	permitWaiter = needs[lock.PermitWaiter]("lock.PermitWaiter")
+)
+
+func (h *harness) permits() lock.Permitter { return h.store.(lock.Permitter) }
+
+// heldPermits calls Permits and fails the rule on error.
+func (h *harness) heldPermits(resource string) int {
+	h.t.Helper()
+	n, err := h.permits().Permits(h.ctx(), resource)
+	if err != nil {
+		h.t.Fatalf("Permits(%s) error = %v", h.name(resource), err)
+	}
+	return n
+}
+
+// wantPermits fails the rule unless resource has want permits held.
+func (h *harness) wantPermits(resource string, want int, when string) {
+	h.t.Helper()
+	if n := h.heldPermits(resource); n != want {
+		h.t.Fatalf("Permits(%s) %s = %d; want %d", h.name(resource), when, n, want)
+	}
+}
+
+// acquirePermit calls AcquirePermit with the rule's limit.
+func (h *harness) acquirePermit(resource, token string, ttl time.Duration) error {
+	_, err := h.permits().AcquirePermit(h.ctx(), resource, token, permitLimit, ttl)
+	return err
+}
+
+// fillPermits takes every permit on resource, with tokens named owner0…
+func (h *harness) fillPermits(resource, owner string, ttl time.Duration) []string {
+	h.t.Helper()
+	var tokens []string
+	for i := range permitLimit {
+		tok := h.tok(fmt.Sprint(owner, i))
+		h.must(fmt.Sprintf("AcquirePermit(r, %s%d, limit %d) with %d of %d held", owner, i, permitLimit, i, permitLimit), h.acquirePermit(resource, tok, ttl))
+		tokens = append(tokens, tok)
+	}
+	return tokens
+}
+
+func permitContention(t *testing.T, h *harness) {
+	r := h.res("r")
+	n := max(h.opts.Contenders, permitLimit+1)
+	for round := range h.opts.Rounds {
+		tokens := make([]string, n)
+		errs := make([]error, n)
+		for i := range tokens {
+			tokens[i] = h.tok(fmt.Sprintf("c%d", i))
+		}
+		ctx := h.ctx()
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = h.permits().AcquirePermit(ctx, r, tokens[i], permitLimit, h.long)
+			})
+		}
+		close(start)
+		wg.Wait()
+		var winners []string
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				winners = append(winners, tokens[i])
+			case !errors.Is(err, lock.ErrNotAcquired):
+				t.Fatalf("round %d: AcquirePermit(r, c%d, limit %d) = %v; want nil or ErrNotAcquired", round, i, permitLimit, err)
+			}
+		}
+		if len(winners) != permitLimit {
+			t.Fatalf("round %d: %d of %d concurrent AcquirePermit(r, …, limit %d) calls succeeded; want exactly %d", round, len(winners), n, permitLimit, permitLimit)
+		}
+		h.wantPermits(r, permitLimit, fmt.Sprintf("in round %d", round))
+		for _, tok := range winners {
+			h.must(fmt.Sprintf("round %d: ReleasePermit(r, winner)", round), h.permits().ReleasePermit(h.ctx(), r, tok))
+		}
+		h.wantPermits(r, 0, fmt.Sprintf("after every winner of round %d released", round))
+	}
+}
+
+func permitReleaseWrongToken(t *testing.T, h *harness) {
+	r := h.res("r")
+	tokens := h.fillPermits(r, "a", h.long)
+	h.want("ReleasePermit(r, wrongToken)", h.permits().ReleasePermit(h.ctx(), r, h.tok("wrong")), lock.ErrNotHeld)
+	h.wantPermits(r, permitLimit, "after ReleasePermit(r, wrongToken)")
+	h.want(fmt.Sprintf("AcquirePermit(r, b, limit %d) after ReleasePermit(r, wrongToken)", permitLimit), h.acquirePermit(r, h.tok("b"), h.long), lock.ErrNotAcquired)
+	h.must("ReleasePermit(r, a0)", h.permits().ReleasePermit(h.ctx(), r, tokens[0]))
+	h.wantPermits(r, permitLimit-1, "after ReleasePermit(r, a0)")
+}
+
+func permitReleaseTwice(t *testing.T, h *harness) {
+	r := h.res("r")
+	a := h.tok("a")
+	h.want("ReleasePermit(r, a) of a permit never taken", h.permits().ReleasePermit(h.ctx(), r, a), lock.ErrNotHeld)
+	h.must("AcquirePermit(r, a)", h.acquirePermit(r, a, h.long))
+	h.must("ReleasePermit(r, a)", h.permits().ReleasePermit(h.ctx(), r, a))
+	h.want("ReleasePermit(r, a) a second time", h.permits().ReleasePermit(h.ctx(), r, a), lock.ErrNotHeld)
+	h.wantPermits(r, 0, "after ReleasePermit(r, a)")
+}
+
+func permitExpiry(t *testing.T, h *harness) {
+	r := h.res("r")
+	set := time.Now()
+	h.fillPermits(r, "a", h.ttl)
+	h.want(fmt.Sprintf("AcquirePermit(r, b, limit %d) with every permit held", permitLimit), h.acquirePermit(r, h.tok("b"), h.long), lock.ErrNotAcquired)
+	for {
+		sent := time.Since(set)
+		if h.heldPermits(r) == 0 {
+			break
+		}
+		if sent > h.expiryBound(h.ttl) {
+			t.Fatalf("Permits(r) > 0 %v after %d permits were taken with ttl %v; want 0: the permits did not expire", sent.Round(time.Millisecond), permitLimit, h.ttl)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.must("AcquirePermit(r, b) after every permit expired", h.acquirePermit(r, h.tok("b"), h.long))
+}
+
+func permitLimitMismatch(t *testing.T, h *harness) {
+	r := h.res("r")
+	a, b := h.tok("a"), h.tok("b")
+	h.must("AcquirePermit(r, a, limit 3)", h.acquirePermit(r, a, h.long))
+	_, err := h.permits().AcquirePermit(h.ctx(), r, b, permitLimit+1, h.long)
+	h.want(fmt.Sprintf("AcquirePermit(r, b, limit %d) while a holds a permit taken with limit %d", permitLimit+1, permitLimit), err, lock.ErrLimitMismatch)
+	h.wantPermits(r, 1, "after a refused AcquirePermit with another limit")
+	h.want("ReleasePermit(r, b) after b was refused", h.permits().ReleasePermit(h.ctx(), r, b), lock.ErrNotHeld)
+	h.must("ReleasePermit(r, a)", h.permits().ReleasePermit(h.ctx(), r, a))
+	_, err = h.permits().AcquirePermit(h.ctx(), r, b, permitLimit+1, h.long)
+	h.must(fmt.Sprintf("AcquirePermit(r, b, limit %d) once no permit is held", permitLimit+1), err)
+}
+
+func permitExtend(t *testing.T, h *harness) {
+	r := h.res("r")
+	a := h.tok("a")
+	h.must("AcquirePermit(r, a)", h.acquirePermit(r, a, h.ttl))
+	h.want("ExtendPermit(r, wrongToken)", h.permits().ExtendPermit(h.ctx(), r, h.tok("wrong"), h.long), lock.ErrNotHeld)
+	h.wantPermits(r, 1, "after ExtendPermit(r, wrongToken)")
+	start := time.Now()
+	h.must("ExtendPermit(r, a, 30s)", h.permits().ExtendPermit(h.ctx(), r, a, h.long))
+	time.Sleep(h.expiryBound(h.ttl) - time.Since(start))
+	h.wantPermits(r, 1, fmt.Sprintf("after ExtendPermit(r, a, %v), past the first TTL of %v", h.long, h.ttl))
+
+	b := h.tok("b")
+	set := time.Now()
+	h.must("AcquirePermit(r, b)", h.acquirePermit(r, b, h.ttl))
+	time.Sleep(h.expiryBound(h.ttl) - time.Since(set))
+	h.want("ExtendPermit(r, b) after b's permit expired", h.permits().ExtendPermit(h.ctx(), r, b, h.long), lock.ErrNotHeld)
+	h.wantPermits(r, 1, "after ExtendPermit of an expired permit: it must not be re-created")
+}
+
+func permitNamespace(t *testing.T, h *harness) {
+	r := h.res("r")
+	h.must("Acquire(r, a): a lock", h.store.Acquire(h.ctx(), r, h.tok("a"), h.long))
+	h.must("AcquirePermit(r, b) while a lock holds r", h.acquirePermit(r, h.tok("b"), h.long))
+	h.wantPermits(r, 1, "with one permit and one lock on r")
+	q := h.res("q")
+	h.fillPermits(q, "p", h.long)
+	h.must("Acquire(q, c): a lock, while every permit on q is held", h.store.Acquire(h.ctx(), q, h.tok("c"), h.long))
+}
+
+func permitFences(t *testing.T, h *harness) {
+	r := h.res("r")
+	var last uint64
+	for i := range 2*permitLimit - 1 { // permits 0, 2, 4 stay held
+		tok := h.tok(fmt.Sprint("a", i))
+		fence, err := h.permits().AcquirePermit(h.ctx(), r, tok, permitLimit, h.long)
+		h.must(fmt.Sprintf("AcquirePermit(r, a%d)", i), err)
+		switch {
+		case fence == 0 && i == 0:
+			t.Skip("the store does not fence permits (fence 0)")
+		case fence <= last:
+			t.Fatalf("AcquirePermit(r, a%d) = fence %d after a permit with fence %d; want a fence > %d", i, fence, last, last)
+		}
+		last = fence
+		if i%2 == 1 {
+			h.must(fmt.Sprintf("ReleasePermit(r, a%d)", i), h.permits().ReleasePermit(h.ctx(), r, tok))
+		}
+	}
+}
+
+func waitPermit(t *testing.T, h *harness) {
+	w := h.store.(lock.PermitWaiter)
+	r := h.res("r")
+	ctx, cancel := context.WithTimeout(h.ctx(), h.expiryBound(h.ttl))
+	h.must("WaitPermit(r) with no permit held", w.WaitPermit(ctx, r))
+	cancel()
+	tokens := h.fillPermits(r, "a", h.long)
+	done := make(chan error, 1)
+	go func() { done <- w.WaitPermit(h.ctx(), r) }()
+	h.settle()
+	select {
+	case err := <-done:
+		t.Fatalf("WaitPermit(r) returned %v while every permit is held; want it to block until one is released", errString(err))
+	default:
+	}
+	h.must("ReleasePermit(r, a0)", h.permits().ReleasePermit(h.ctx(), r, tokens[0]))
+	timer := time.NewTimer(waitLimit)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		h.must("WaitPermit(r) after ReleasePermit(r, a0)", err)
+	case <-timer.C:
+		t.Fatalf("WaitPermit(r) still blocked %v after ReleasePermit(r, a0); want it to return nil", waitLimit)
+	}
+}
+
+// The permit rules run after the Start rules, the semaphore and
+// read-write lock rules before the lockers' rules, which stay last.
+func init() {
+	i := slices.IndexFunc(rules, func(r rule) bool { return r.name == "SingleLocker" })
+	rules = slices.Insert(rules, i, append(slices.Clone(permitRules), semaphoreRules...)...)
+}

@@ -1,0 +1,42 @@
+package conformance_test
+
+import (
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/brokenstore"
+)
+
+// The controls of the permit, semaphore and read-write lock rules.
+func init() {
+	for name, c := range map[string]control{
+		"permits-over-admit": {
+			store: func() lock.Store { return brokenstore.PermitsOverAdmit() },
+			rule:  "PermitLimit", wants: []string{"round 0: 4 of 8 concurrent AcquirePermit(r, …, limit 3) calls succeeded; want exactly 3"},
+		},
+		"permit-release-without-token-check": {
+			store: func() lock.Store { return brokenstore.PermitReleaseWithoutTokenCheck() },
+			rule:  "PermitReleaseWrongToken", wants: []string{"ReleasePermit(r, wrongToken) = nil; want ErrNotHeld"},
+		},
+		"permits-never-expire": {
+			store: func() lock.Store { return brokenstore.PermitsNeverExpire() },
+			rule:  "PermitExpiry", wants: []string{"want 0: the permits did not expire"},
+		},
+		"permits-ignore-limit-mismatch": {
+			store: func() lock.Store { return brokenstore.PermitsIgnoreLimitMismatch() },
+			rule:  "PermitLimitMismatch", wants: []string{"AcquirePermit(r, b, limit 4) while a holds a permit taken with limit 3 = nil; want lock: semaphore limit mismatch"},
+		},
+		"permit-extend-recreates": {
+			store: func() lock.Store { return brokenstore.PermitExtendRecreates() },
+			rule:  "PermitExtend", wants: []string{"ExtendPermit(r, b) after b's permit expired = nil; want ErrNotHeld"},
+		},
+		"semaphore-over-overwriting-store": {
+			store: func() lock.Store { return brokenstore.OverwriteHeld() },
+			rule:  "Semaphore", wants: []string{"workers were inside at once through a semaphore of limit 2; want at most 2"},
+		},
+		"rwlock-over-store-that-sees-nothing": {
+			store: func() lock.Store { return brokenstore.ExistsNeverHeld() },
+			rule:  "RWLocker", wants: []string{"Writer().TryLock(r) while readers hold r = nil; want ErrNotAcquired"},
+		},
+	} {
+		controls[name] = c
+	}
+}

@@ -1,0 +1,206 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ErrResigned is the cause (see [context.Cause]) with which a [Term]'s
+// context is canceled when its leader resigns.
+var ErrResigned = errors.New("lock: resigned")
+
+// termMargin divides a lock's validity into the margin by which a term
+// ends before it: a term ends at a tenth of the validity before the lock's.
+const termMargin = 10
+
+// Election elects one leader at a time for a named role among the
+// processes that campaign for it through lockers over the same stores: the
+// leader is the holder of a lock on the role, kept extended as [Run] keeps
+// its lock. See "Elections, run-once jobs and lock delay" in the package
+// documentation.
+type Election struct {
+	locker Locker
+	role   string
+	ttl    time.Duration
+	opts   []LockOption
+	o      callOptions
+}
+
+// NewElection returns an election for role over locker, whose terms are
+// leases of ttl, renewed in the background. opts are those of [Run]:
+// [WithRetry] (how Campaign waits: by default until its context ends;
+// NoRetry makes one attempt), [ExtendEvery] (how often a term is renewed:
+// by default every third of it), [MaxHold] (a term ends that long after
+// election, so that leaders rotate).
+func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOption) (*Election, error) {
+	const op = "election"
+	o := collect(opts)
+	switch {
+	case role == "":
+		return nil, invalidf(op, role, "empty role")
+	case ttl <= 0:
+		return nil, invalidf(op, role, "ttl is %v: want > 0", ttl)
+	}
+	if err := checkRun(op, locker, role, ttl, o, termMargin); err != nil {
+		return nil, err
+	}
+	return &Election{locker: locker, role: role, ttl: ttl, opts: opts, o: o}, nil
+}
+
+// Role returns the role the election is for.
+func (e *Election) Role() string { return e.role }
+
+// Campaign waits until the caller is elected (as the election's retry
+// policy says, by default until ctx ends) and returns its term. ctx bounds
+// the campaign only: the term lasts until [Term.Resign], or until its
+// context ends (see [Term.Context]) — call Resign in every case, to free
+// the role at once and stop the renewals. On failure the error is Lock's:
+// ErrNotAcquired (another leads, after every attempt allowed), a context
+// error, ErrUnavailable or ErrInvalid.
+func (e *Election) Campaign(ctx context.Context) (*Term, error) {
+	if ctx == nil {
+		return nil, invalidf("campaign", e.role, "nil context")
+	}
+	held, err := e.locker.Lock(ctx, e.role, e.ttl, e.opts...)
+	if err != nil {
+		return nil, err
+	}
+	h, err := hold(context.WithoutCancel(ctx), "campaign", e.locker, held, e.ttl, e.o, termMargin)
+	if err != nil {
+		return nil, err
+	}
+	return &Term{h: h, fence: held.Fence}, nil
+}
+
+// Lead campaigns within ctx, runs fn while the caller leads, and resigns
+// when fn returns (also when it panics). fn's context is the term's
+// context, which also ends with ctx. Lead returns Campaign's error if the
+// caller was not elected, and otherwise fn's error joined with the cause
+// of the term's end (if the term was lost while fn ran) and with the
+// resignation's error.
+func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Term) error) (err error) {
+	if fn == nil {
+		return invalidf("lead", e.role, "nil function")
+	}
+	t, err := e.Campaign(ctx)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { t.h.cancel(context.Cause(ctx)) })
+	defer func() {
+		stop()
+		err = errors.Join(fnError(err, t.Context()), t.Resign(context.WithoutCancel(ctx)))
+	}()
+	return fn(t.Context(), t)
+}
+
+// fnError is fn's error without the term's loss cause, which Resign
+// reports.
+func fnError(err error, ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && errors.Is(err, cause) && errors.Is(cause, ErrLost) {
+		return nil
+	}
+	return err
+}
+
+// Leader is what an observer can tell of an election.
+type Leader struct {
+	// Elected reports whether someone leads.
+	Elected bool
+	// Holder is the leader's public identity (see Options.Holder), or ""
+	// when the locker cannot tell it or it has none.
+	Holder string
+}
+
+// holderReader is a Locker that can tell who holds a resource.
+type holderReader interface {
+	Holder(ctx context.Context, resource string) (holder string, held bool, err error)
+}
+
+// Leader reports whether someone leads now and, when the locker can tell
+// (it has a Holder method, as [SingleLocker] and [MultiLocker] do over
+// stores that keep the holder), who. Otherwise it asks IsLocked and the
+// leader is unknown: Holder is "". With a MultiLocker, a role held on
+// some stores only counts as led.
+func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	if ctx == nil {
+		return Leader{}, invalidf("leader", e.role, "nil context")
+	}
+	if hr, ok := e.locker.(holderReader); ok {
+		holder, held, err := hr.Holder(ctx, e.role)
+		if err == nil {
+			return Leader{Elected: held, Holder: holder}, nil
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return Leader{}, err
+		}
+	}
+	held, err := e.locker.IsLocked(ctx, e.role)
+	if err != nil {
+		return Leader{}, err
+	}
+	return Leader{Elected: held}, nil
+}
+
+// Term is one leadership term: from election to resignation or loss.
+// Its methods are safe for concurrent use.
+type Term struct {
+	h     *holding
+	fence uint64
+
+	once sync.Once
+	err  error
+}
+
+// Context returns the term's context: the leader may act while it is not
+// done. It carries the values of Campaign's context, and is canceled
+//   - with a cause matching [ErrLost] when a renewal reports the role
+//     taken over, or when the term's end (see ValidUntil) passes before a
+//     renewal succeeded: from then on its Err reports it, and its Done
+//     channel closes at most a scheduling delay later; the term ends a
+//     tenth of the lock's validity before the lock's validity does, and
+//     no other can be elected before the lock's validity ends;
+//   - with cause [ErrMaxHold] at the election's MaxHold;
+//   - with cause [ErrResigned] by Resign.
+func (t *Term) Context() context.Context { return t.h.ctx }
+
+// Fence returns the term's fence: the lock's (see [Lock.Fence]), strictly
+// greater than every earlier term's when the stores fence, else 0. Pass it
+// to what the leader writes to, so that a deposed leader's writes can be
+// refused.
+func (t *Term) Fence() uint64 { return t.fence }
+
+// ValidUntil returns the end of the term as of its latest renewal: the
+// lock's validity less a tenth of it. The leader may act until then;
+// after it, another may be elected once the lock's validity has run out.
+func (t *Term) ValidUntil() time.Time { return t.h.k.end(t.h.k.current()) }
+
+// Lock returns the lock that makes the term, as of its latest renewal.
+func (t *Term) Lock() Lock { return t.h.k.current() }
+
+// Resign ends the term: it cancels the term's context with cause
+// [ErrResigned] (unless it had already ended), stops the renewals and
+// releases the role so that another can be elected at once. It returns
+// the cause of the term's loss if it was lost before (matching ErrLost),
+// and the release's error if the release failed (ErrUnavailable: the role
+// stays taken until the lock expires). Later calls return the same.
+func (t *Term) Resign(ctx context.Context) error {
+	if ctx == nil {
+		return invalidf("resign", t.h.k.current().Resource, "nil context")
+	}
+	t.once.Do(func() {
+		t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
+		cause, err := t.h.release(ctx)
+		if errors.Is(cause, ErrLost) {
+			if errors.Is(err, ErrNotHeld) {
+				err = nil // the loss says it
+			}
+			err = errors.Join(cause, err)
+		}
+		t.err = err
+	})
+	return t.err
+}

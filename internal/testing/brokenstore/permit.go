@@ -1,0 +1,158 @@
+package brokenstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// Stores whose permits (lock.Permitter) are broken. Each is a memory store
+// with one permit method replaced; locks and the other permit methods are
+// the memory store's.
+
+// PermitStore is a memory store whose permit methods can be replaced one
+// by one. A method whose replacement is nil is the memory store's.
+type PermitStore struct {
+	*memory.Store
+	f PermitFuncs
+}
+
+// PermitFuncs are the replacements of a PermitStore's permit methods.
+type PermitFuncs struct {
+	AcquirePermit func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error)
+	ReleasePermit func(ctx context.Context, resource, token string) error
+	ExtendPermit  func(ctx context.Context, resource, token string, ttl time.Duration) error
+	Permits       func(ctx context.Context, resource string) (int, error)
+}
+
+var (
+	_ lock.Permitter    = (*PermitStore)(nil)
+	_ lock.PermitWaiter = (*PermitStore)(nil)
+)
+
+// NewPermitStore returns a store over a new memory store with the permit
+// methods in f replaced; build, if not nil, fills f with closures that
+// need the memory store.
+func NewPermitStore(build func(mem *memory.Store, f *PermitFuncs)) *PermitStore {
+	s := &PermitStore{Store: memory.New()}
+	if build != nil {
+		build(s.Store, &s.f)
+	}
+	return s
+}
+
+// AcquirePermit implements lock.Permitter.
+func (s *PermitStore) AcquirePermit(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+	if s.f.AcquirePermit != nil {
+		return s.f.AcquirePermit(ctx, resource, token, limit, ttl)
+	}
+	return s.Store.AcquirePermit(ctx, resource, token, limit, ttl)
+}
+
+// ReleasePermit implements lock.Permitter.
+func (s *PermitStore) ReleasePermit(ctx context.Context, resource, token string) error {
+	if s.f.ReleasePermit != nil {
+		return s.f.ReleasePermit(ctx, resource, token)
+	}
+	return s.Store.ReleasePermit(ctx, resource, token)
+}
+
+// ExtendPermit implements lock.Permitter.
+func (s *PermitStore) ExtendPermit(ctx context.Context, resource, token string, ttl time.Duration) error {
+	if s.f.ExtendPermit != nil {
+		return s.f.ExtendPermit(ctx, resource, token, ttl)
+	}
+	return s.Store.ExtendPermit(ctx, resource, token, ttl)
+}
+
+// Permits implements lock.Permitter.
+func (s *PermitStore) Permits(ctx context.Context, resource string) (int, error) {
+	if s.f.Permits != nil {
+		return s.f.Permits(ctx, resource)
+	}
+	return s.Store.Permits(ctx, resource)
+}
+
+// PermitsOverAdmit admits one holder more than the limit.
+func PermitsOverAdmit() *PermitStore {
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			return mem.AcquirePermit(ctx, resource, token, limit+1, ttl)
+		}
+	})
+}
+
+// PermitReleaseWithoutTokenCheck frees some permit of the resource
+// whatever the token.
+func PermitReleaseWithoutTokenCheck() *PermitStore {
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.ReleasePermit = func(ctx context.Context, resource, token string) error {
+			n, err := mem.Permits(ctx, resource)
+			if err != nil || n == 0 {
+				return errors.Join(err, lock.ErrNotHeld)
+			}
+			mem.ExpirePermits(resource) // the memory store frees them all: close enough to "any"
+			return nil
+		}
+	})
+}
+
+// PermitsIgnoreLimitMismatch takes every permit under the limit its
+// caller gives, whatever limit the permits held were taken under.
+func PermitsIgnoreLimitMismatch() *PermitStore {
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			fence, err := mem.AcquirePermit(ctx, resource, token, limit, ttl)
+			if errors.Is(err, lock.ErrLimitMismatch) {
+				return 0, nil // pretend: the caller believes it holds a permit
+			}
+			return fence, err
+		}
+	})
+}
+
+// PermitExtendRecreates re-creates an expired permit when its holder asks
+// to extend it, under the limit it was taken with.
+func PermitExtendRecreates() *PermitStore {
+	var mu sync.Mutex
+	limits := make(map[[2]string]int) // by resource and token
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			mu.Lock()
+			limits[[2]string{resource, token}] = limit
+			mu.Unlock()
+			return mem.AcquirePermit(ctx, resource, token, limit, ttl)
+		}
+		f.ExtendPermit = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			err := mem.ExtendPermit(ctx, resource, token, ttl)
+			mu.Lock()
+			limit, seen := limits[[2]string{resource, token}]
+			mu.Unlock()
+			if errors.Is(err, lock.ErrNotHeld) && seen {
+				_, err = mem.AcquirePermit(ctx, resource, token, limit, ttl)
+			}
+			return err
+		}
+	})
+}
+
+// ExistsNeverHeld says every resource is free: a reader of a
+// lock.RWLocker does not see the writer waiting for it to leave.
+func ExistsNeverHeld() *Store {
+	return New(func(_ *Store, _ *memory.Store, f *Funcs) {
+		f.Exists = func(context.Context, string) (bool, error) { return false, nil }
+	})
+}
+
+// PermitsNeverExpire keeps every permit for good.
+func PermitsNeverExpire() *PermitStore {
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, _ time.Duration) (uint64, error) {
+			return mem.AcquirePermit(ctx, resource, token, limit, 24*time.Hour)
+		}
+	})
+}

@@ -1,0 +1,116 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrSkipped reports that [RunOnce] did not run its job because another
+// caller holds it: it runs the job now, or ran it less than the
+// [MinInterval] ago. It is an outcome to log, not a failure; the error
+// also matches ErrNotAcquired.
+var ErrSkipped = errors.New("lock: skipped")
+
+// MinInterval makes [RunOnce] keep its job's lock until d has passed
+// since the run began, so that no caller starts the job again within d of
+// this run's start, even once the job has returned. Run and Lock ignore
+// it.
+func MinInterval(d time.Duration) LockOption {
+	return func(o *callOptions) { o.minInterval = d }
+}
+
+// RunOnce runs fn as [Run] does if no other caller holds job, and skips
+// it otherwise: the pattern "every replica tries, one runs the job, the
+// others skip it" of a job that every replica schedules. It makes one
+// attempt (WithRetry is ignored) and, if job is held, returns an error
+// matching [ErrSkipped] (and ErrNotAcquired) at once. A failure of the
+// stores is reported as such (ErrUnavailable), never as a skip: whether
+// someone runs the job is then unknown.
+//
+// With [MinInterval], the lock is not released when fn returns before
+// the interval has passed since the run began: it is extended to the
+// interval's end and left to expire, so that replicas whose schedules
+// fire a little apart, or a replica that fires again early, skip the
+// job until then. (An interval that cannot be kept — the store cannot
+// extend, or the extension fails — is reported with fn's result, except
+// when the store cannot extend locks: the lock then simply expires at its
+// TTL.) Shutdown and UnlockAll of the locker release such a lock early.
+// The interval runs on the store's clock, give or take the locker's drift
+// allowance.
+//
+// RunOnce returns fn's error joined with the cause of a loss and the
+// release's or extension's error, as Run does.
+func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, fn func(ctx context.Context, l Lock) error, opts ...LockOption) (err error) {
+	const op = "runonce"
+	o := collect(opts)
+	switch {
+	case o.minInterval < 0 || o.minInterval > MaxTTL:
+		return invalidf(op, job, "MinInterval is %v: want a duration in [0, %v]", o.minInterval, MaxTTL)
+	case fn == nil:
+		return invalidf(op, job, "nil function")
+	}
+	if err := checkContext(ctx, op, job); err != nil {
+		return err
+	}
+	if err := checkRun(op, locker, job, ttl, o, 0); err != nil {
+		return err
+	}
+	began := time.Now()
+	held, err := locker.TryLock(ctx, job, ttl)
+	if errors.Is(err, ErrNotAcquired) {
+		return &Error{Op: op, Resource: job, Err: skipped{err}}
+	}
+	if err != nil {
+		return err
+	}
+	h, err := hold(ctx, op, locker, held, ttl, o, 0)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rest := o.minInterval - time.Since(began); rest > 0 {
+			h.halt()
+			cause := context.Cause(h.ctx)
+			if !errors.Is(cause, ErrLost) {
+				kept, xerr := keepFor(ctx, locker, h.k.current(), rest)
+				if kept || xerr != nil {
+					// Kept to the interval's end, or left to expire at its
+					// TTL: the interval's end at best.
+					h.stopHold()
+					h.cancel(nil)
+					if xerr != nil && !errors.Is(xerr, errors.ErrUnsupported) {
+						err = errors.Join(err, fmt.Errorf("minimum interval not kept: %w", xerr))
+					}
+					err = runResult(err, cause, nil)
+					return
+				}
+			}
+		}
+		cause, uerr := h.release(ctx)
+		err = runResult(err, cause, uerr)
+	}()
+	return fn(h.ctx, held)
+}
+
+// keepFor extends l to rest from now, for MinInterval. It reports whether
+// l is kept; an interval too short for a lock is not kept (false, nil).
+func keepFor(ctx context.Context, locker Locker, l Lock, rest time.Duration) (bool, error) {
+	xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rest)
+	defer cancel()
+	_, err := locker.Extend(xctx, l, rest)
+	if errors.Is(err, ErrInvalid) {
+		return false, nil // too short to keep: release it
+	}
+	return err == nil, err
+}
+
+// skipped is RunOnce's cause when the job is held by another.
+type skipped struct{ err error }
+
+func (s skipped) Error() string {
+	return "skipped: another caller runs the job or ran it within its minimum interval"
+}
+
+func (s skipped) Unwrap() []error { return []error{ErrSkipped, s.err} }

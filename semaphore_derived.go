@@ -1,0 +1,177 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// derived is a core whose locks stand for locks of another Locker on
+// derived names — a semaphore's slots, a read-write lock's marks — which
+// it releases and extends there, reporting errors under the resource's
+// own name. It keeps the locks it took in its held set, one per token.
+type derived struct {
+	core
+	// mark returns the locker and the lock on a derived name that l, a
+	// lock of this locker, stands for.
+	mark func(op string, l Lock) (Locker, Lock, error)
+	// extended, if set, runs after each successful extension.
+	extended func(ctx context.Context, l Lock, ttl time.Duration)
+}
+
+// initDerived sets d up as the core of eng, a locker built on locker,
+// and returns what else it can use of locker (see adopt).
+func (d *derived) initDerived(eng engine, locker Locker) (waitFor func(ctx context.Context, op, name string) bool, stores []storeRef, validators []ResourceValidator) {
+	_ = d.init("new", nil, eng) // cannot fail with the defaults
+	d.held.perToken = true
+	return d.adopt(locker)
+}
+
+// giveBack releases l, a lock this locker took on a derived name and
+// will not hand out, with under.Unlock: not canceled with ctx, and for as
+// long as l may still be valid (or a store timeout, if longer), since a
+// lock left behind keeps the others out until its TTL runs out.
+func (d *derived) giveBack(ctx context.Context, under Locker, l Lock) {
+	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), laterOf(l.ValidUntil, time.Now().Add(d.storeTimeout)))
+	defer cancel()
+	_ = under.Unlock(cctx, l)
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Unlock implements [Locker] and engine.
+func (d *derived) Unlock(ctx context.Context, l Lock) error {
+	const op = "unlock"
+	if err := d.checkHeld(ctx, op, l); err != nil {
+		return err
+	}
+	under, inner, err := d.mark(op, l)
+	if err != nil {
+		return err
+	}
+	err = under.Unlock(ctx, inner)
+	if err == nil || errors.Is(err, ErrNotHeld) {
+		d.held.remove(l)
+	}
+	return renamed(err, l.Resource)
+}
+
+// Extend implements [Locker].
+func (d *derived) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
+	const op = "extend"
+	if err := d.enterExtend(ctx, op, l, ttl); err != nil {
+		return Lock{}, err
+	}
+	defer d.gate.leave()
+	under, inner, err := d.mark(op, l)
+	if err != nil {
+		return Lock{}, err
+	}
+	start := time.Now()
+	extended, err := under.Extend(ctx, inner, ttl)
+	if err != nil {
+		if errors.Is(err, ErrNotHeld) {
+			d.held.remove(l)
+		}
+		return Lock{}, renamed(err, l.Resource)
+	}
+	if d.extended != nil {
+		d.extended(ctx, l, ttl)
+	}
+	l.ValidUntil, l.Fence = extended.ValidUntil, extended.Fence
+	d.held.put(l, d.heldBeyond(time.Since(start), ttl))
+	return l, nil
+}
+
+// adopt sets up c, a locker built on locker, with locker's retry policy
+// and validity accounting when it is one of ours, and returns what else
+// it can use of it: a function that waits for the release of a lock on
+// a name (nil if it cannot wait), its stores and their name rules.
+func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name string) bool, stores []storeRef, validators []ResourceValidator) {
+	var base *core
+	switch l := locker.(type) {
+	case *SingleLocker:
+		base, stores = &l.core, []storeRef{l.store}
+		waitFor = func(ctx context.Context, op, name string) bool { return l.wait(ctx, op, name, nil) }
+	case *MultiLocker:
+		base, stores = &l.core, l.stores
+		refused := &Error{Err: ErrNotAcquired} // every store: wait on all that can
+		for i, st := range l.stores {
+			refused.Stores = append(refused.Stores, StoreError{Index: i, Store: st.name, Err: ErrNotAcquired})
+		}
+		waitFor = func(ctx context.Context, op, name string) bool { return l.wait(ctx, op, name, refused) }
+	default:
+		return nil, nil, nil
+	}
+	c.retry, c.canWait = base.retry, base.canWait
+	c.driftFactor, c.granularity, c.storeTimeout = base.driftFactor, base.granularity, base.storeTimeout
+	c.lockDelay = base.lockDelay
+	c.obs = base.obs
+	if !c.canWait {
+		waitFor = nil
+	}
+	return waitFor, stores, base.validators
+}
+
+// derivedNames validates the names a locker derives from a resource with
+// the stores' rules.
+type derivedNames struct {
+	names func(resource string) []string
+	of    []ResourceValidator
+}
+
+func (d derivedNames) ValidateResource(resource string) error {
+	for _, name := range d.names(resource) {
+		for _, v := range d.of {
+			if err := v.ValidateResource(name); err != nil {
+				return fmt.Errorf("%w: derived name %q: %s", ErrInvalid, name, strings.TrimPrefix(trimPrefix(err), "invalid argument: "))
+			}
+		}
+	}
+	return nil
+}
+
+// asError is err as the error of an attempt, whose Op and Resource the
+// caller sets.
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return &Error{Err: e.Err, Stores: e.Stores}
+	}
+	return &Error{Err: err}
+}
+
+// renamed returns err, an error of the locker about a derived name, as an
+// error about resource.
+func renamed(err error, resource string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		c := *e
+		c.Resource = resource
+		return &c
+	}
+	return err
+}
+
+// limitError is a limit mismatch: it matches ErrLimitMismatch and
+// ErrInvalid (the caller's limit is wrong: retrying does not help).
+type limitError struct{ err error }
+
+func (e limitError) Error() string   { return trimPrefix(e.err) }
+func (e limitError) Unwrap() []error { return []error{ErrInvalid, e.err} }
+
+// asLimitError returns err as a limitError if it reports a limit mismatch
+// that does not match ErrInvalid yet, else err.
+func asLimitError(err error) error {
+	if errors.Is(err, ErrLimitMismatch) && !errors.Is(err, ErrInvalid) {
+		return limitError{err}
+	}
+	return err
+}

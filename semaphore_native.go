@@ -1,0 +1,111 @@
+package lock
+
+import (
+	"context"
+	"time"
+)
+
+// A native semaphore is a SingleLocker, with the options of the locker it
+// was built on, over an adapter that makes the store's permits look like
+// locks: Acquire takes a permit, Release frees it, Extend extends it,
+// Exists says whether any is held, WaitRelease waits for a free permit.
+// Retries, validity, cleanup after an unknown outcome and hooks are the
+// SingleLocker's.
+
+type nativeSemaphore struct {
+	*SingleLocker
+	p Permitter
+}
+
+func newNativeSemaphore(base *SingleLocker, p Permitter, limit int) (*nativeSemaphore, error) {
+	a := permitStore{p: p, store: base.store.Store, name: base.store.name, limit: limit, gran: base.granularity}
+	var st Store = a
+	if w, ok := p.(PermitWaiter); ok {
+		st = waitingPermitStore{a, w}
+	}
+	opts := base.opts
+	l, err := NewSingle(st, &opts)
+	if err != nil {
+		return nil, err
+	}
+	l.held.perToken = true
+	return &nativeSemaphore{SingleLocker: l, p: p}, nil
+}
+
+func (n *nativeSemaphore) permits(ctx context.Context, resource string) (int, error) {
+	const op = "permits"
+	if err := n.checkQuery(ctx, op, resource); err != nil {
+		return 0, err
+	}
+	t0 := n.obs.start()
+	held, err := n.p.Permits(ctx, resource)
+	n.obs.storeCall(ctx, op, resource, &n.store, "permits", t0, err)
+	if err != nil {
+		return 0, n.fail(ctx, op, resource, err)
+	}
+	return held, nil
+}
+
+// permitStore is a Permitter's permits on resources as a Store of locks.
+type permitStore struct {
+	p     Permitter
+	store Store // the Permitter, for its resource validation
+	name  string
+	limit int
+	gran  time.Duration
+}
+
+var (
+	_ Fencer            = permitStore{}
+	_ Extender          = permitStore{}
+	_ Granular          = permitStore{}
+	_ ResourceValidator = permitStore{}
+	_ Waiter            = waitingPermitStore{}
+)
+
+func (a permitStore) String() string { return a.name }
+
+func (a permitStore) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
+	_, err := a.AcquireFenced(ctx, resource, token, ttl)
+	return err
+}
+
+// AcquireFenced takes a permit. A limit mismatch also matches ErrInvalid:
+// the caller's limit is wrong, and the locker must not retry it.
+func (a permitStore) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+	fence, err := a.p.AcquirePermit(ctx, resource, token, a.limit, ttl)
+	return fence, asLimitError(err)
+}
+
+func (a permitStore) Release(ctx context.Context, resource, token string) error {
+	return a.p.ReleasePermit(ctx, resource, token)
+}
+
+func (a permitStore) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
+	return a.p.ExtendPermit(ctx, resource, token, ttl)
+}
+
+func (a permitStore) Exists(ctx context.Context, resource string) (bool, error) {
+	n, err := a.p.Permits(ctx, resource)
+	return n > 0, err
+}
+
+func (a permitStore) TTLGranularity() time.Duration { return a.gran }
+
+func (a permitStore) ValidateResource(resource string) error {
+	if v, ok := a.store.(ResourceValidator); ok {
+		return v.ValidateResource(resource)
+	}
+	return nil
+}
+
+// waitingPermitStore is a permitStore whose Permitter can wait.
+type waitingPermitStore struct {
+	permitStore
+	w PermitWaiter
+}
+
+// WaitRelease waits for a free permit.
+func (a waitingPermitStore) WaitRelease(ctx context.Context, resource string) error {
+	return a.w.WaitPermit(ctx, resource)
+}

@@ -1,0 +1,223 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// slotSemaphore is a semaphore made of plain locks: permit i of resource
+// is a lock on slotName(resource, i), taken with the locker's TryLock, and
+// the limit is kept in a marker lock (see NewSemaphore). It is a core of
+// its own, for Lock's retries, UnlockAll and Shutdown, whose engine tries
+// every slot once per attempt.
+type slotSemaphore struct {
+	derived
+	locker  Locker
+	limit   int
+	stores  []storeRef // the locker's stores, for the limit marker: nil if not one of ours
+	waitFor func(ctx context.Context, op, name string) bool
+}
+
+// maxWaitSlots bounds the slots a waiting Lock watches for a release.
+const maxWaitSlots = 16
+
+func newSlotSemaphore(locker Locker, limit int) *slotSemaphore {
+	s := &slotSemaphore{locker: locker, limit: limit}
+	var validators []ResourceValidator
+	s.waitFor, s.stores, validators = s.initDerived(s, locker)
+	s.mark = func(op string, l Lock) (Locker, Lock, error) {
+		inner, err := s.slotLock(op, l)
+		return locker, inner, err
+	}
+	s.extended = func(ctx context.Context, l Lock, ttl time.Duration) {
+		_ = s.markLimit(ctx, l.Resource, ttl) // refresh; the permit is held either way
+	}
+	if len(validators) > 0 {
+		s.validators = []ResourceValidator{derivedNames{
+			names: func(r string) []string { return []string{slotName(r, limit-1), markerName(r)} },
+			of:    validators,
+		}}
+	}
+	return s
+}
+
+// attempt implements engine: it tries every slot once, from a random one.
+func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
+	first := rand.IntN(s.limit)
+	for i := range s.limit {
+		slot := (first + i) % s.limit
+		l, err := s.locker.TryLock(ctx, slotName(resource, slot), ttl)
+		if errors.Is(err, ErrNotAcquired) && !errors.Is(err, ErrUnavailable) && ctx.Err() == nil {
+			continue
+		}
+		if err != nil {
+			return Lock{}, time.Since(start), asError(err)
+		}
+		if err := s.markLimit(ctx, resource, ttl); err != nil {
+			s.giveBack(ctx, s.locker, l)
+			return Lock{}, time.Since(start), &Error{Err: asLimitError(err)}
+		}
+		elapsed := time.Since(start)
+		p := Lock{Resource: resource, Token: strconv.Itoa(slot) + ":" + l.Token, ValidUntil: l.ValidUntil, Fence: l.Fence}
+		s.held.put(p, s.heldBeyond(elapsed, ttl))
+		return p, elapsed, nil
+	}
+	return Lock{}, time.Since(start), &Error{Err: ErrNotAcquired}
+}
+
+// markLimit takes or refreshes resource's limit marker on every store of
+// the locker, and returns an error matching ErrLimitMismatch if a store
+// holds the marker of another limit. Store failures are not reported: the
+// permit is held, and the marker is checked again by the next
+// acquisition or extension.
+func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time.Duration) error {
+	name, token := markerName(resource), markerToken(s.limit)
+	ttl = s.storeTTL(ttl) // the marker lives as long as the permit's slot
+	if len(s.stores) == 1 {
+		return mismatch(markOn(ctx, s.stores[0], name, token, s.limit, ttl))
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.storeTimeout)
+	defer cancel()
+	errs := make([]error, len(s.stores))
+	var wg sync.WaitGroup
+	for i, st := range s.stores {
+		wg.Go(func() { errs[i] = markOn(ctx, st, name, token, s.limit, ttl) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if mismatch(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mismatch returns err if it reports a limit mismatch, else nil.
+func mismatch(err error) error {
+	if errors.Is(err, ErrLimitMismatch) {
+		return err
+	}
+	return nil
+}
+
+// markOn takes or extends the marker name under token on one store. An
+// Extend succeeds only under the token the marker was taken with, that
+// is, the same limit; one that finds the marker not held is followed by
+// an Acquire, in case it had just expired.
+func markOn(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) error {
+	for range 3 {
+		if st.ext != nil {
+			if err := st.ext.Extend(ctx, name, token, ttl); !errors.Is(err, ErrNotHeld) {
+				return err
+			}
+		}
+		err := st.Acquire(ctx, name, token, ttl)
+		if !errors.Is(err, ErrNotAcquired) {
+			return err // taken, or failed
+		}
+		if st.ext == nil {
+			return nil // held, and no telling by whom: taken to agree
+		}
+	}
+	return fmt.Errorf("%w: permits are held under a limit other than %d (%s holds the marker of another)", ErrLimitMismatch, limit, st.name)
+}
+
+// wait implements engine: it waits for a release of any of (up to
+// maxWaitSlots of) the slots.
+func (s *slotSemaphore) wait(ctx context.Context, op, resource string, _ *Error) bool {
+	if s.waitFor == nil {
+		return false
+	}
+	n, first := min(s.limit, maxWaitSlots), rand.IntN(s.limit)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woke := make(chan bool, n)
+	for i := range n {
+		name := slotName(resource, (first+i)%s.limit)
+		go func() { woke <- s.waitFor(wctx, op, name) }()
+	}
+	woken := false
+	for range n {
+		if <-woke && !woken {
+			woken = true
+			cancel()
+		}
+	}
+	return woken
+}
+
+// slotLock returns the lock on its slot that the permit l stands for.
+func (s *slotSemaphore) slotLock(op string, l Lock) (Lock, error) {
+	slotPart, token, ok := strings.Cut(l.Token, ":")
+	slot, err := strconv.Atoi(slotPart)
+	switch {
+	case !ok || err != nil || slot < 0 || token == "":
+		return Lock{}, invalidf(op, l.Resource, "the Lock's token is not a permit's of a semaphore built from plain locks")
+	case slot >= s.limit:
+		return Lock{}, invalidf(op, l.Resource, "the Lock's token names permit %d, beyond the semaphore's limit of %d", slot, s.limit)
+	}
+	return Lock{Resource: slotName(l.Resource, slot), Token: token, ValidUntil: l.ValidUntil, Fence: l.Fence}, nil
+}
+
+// IsLocked implements [Locker]: whether any slot is held.
+func (s *slotSemaphore) IsLocked(ctx context.Context, resource string) (bool, error) {
+	n, err := s.count(ctx, "islocked", resource, 1)
+	return n > 0, err
+}
+
+func (s *slotSemaphore) permits(ctx context.Context, resource string) (int, error) {
+	return s.count(ctx, "permits", resource, s.limit)
+}
+
+// countWidth bounds the slots count asks about at once.
+const countWidth = 16
+
+// count counts the held slots of resource, asking about up to countWidth
+// at once, and stops once it found enough.
+func (s *slotSemaphore) count(ctx context.Context, op, resource string, enough int) (int, error) {
+	if err := s.checkQuery(ctx, op, resource); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	n, failed := 0, error(nil)
+	turns := make(chan struct{}, countWidth)
+	var wg sync.WaitGroup
+	for i := range s.limit {
+		turns <- struct{}{}
+		mu.Lock()
+		done := n >= enough || failed != nil
+		mu.Unlock()
+		if done {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-turns }()
+			held, err := s.locker.IsLocked(ctx, slotName(resource, i))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case n >= enough || failed != nil:
+			case err != nil:
+				failed = err
+				cancel()
+			case held:
+				if n++; n >= enough {
+					cancel()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		return 0, renamed(failed, resource)
+	}
+	return n, nil
+}
