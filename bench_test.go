@@ -40,10 +40,14 @@ func benchPairs(b *testing.B, l lock.Locker) {
 func BenchmarkSingleLockUnlock(b *testing.B) {
 	for _, c := range []struct {
 		name string
-		hook lock.Hook
-	}{{"no-hook", nil}, {"noop-hook", noopHook{}}} {
+		o    lock.Options
+	}{
+		{"no-hook", lock.Options{}},
+		{"noop-hook", lock.Options{Hook: noopHook{}}},
+		{"holder", lock.Options{Holder: "build-7 4242 make deploy 2026-11-24T20:00:00Z"}},
+	} {
 		b.Run(c.name, func(b *testing.B) {
-			l, _ := lock.NewSingle(memory.New(), &lock.Options{Hook: c.hook})
+			l, _ := lock.NewSingle(memory.New(), &c.o)
 			benchPairs(b, l)
 		})
 	}

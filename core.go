@@ -18,6 +18,7 @@ type core struct {
 	eng          engine
 	canWait      bool // some store can notify releases (Waiter)
 	tokens       TokenGenerator
+	fixedTokens  bool // tokens are tokengen.Fixed: not unique (see later)
 	driftFactor  float64
 	storeTimeout time.Duration
 	retry        Retry
@@ -73,6 +74,13 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	c.gate.init()
 	if c.tokens == nil {
 		c.tokens = tokengen.Random{}
+	}
+	_, c.fixedTokens = c.tokens.(tokengen.Fixed)
+	if o.Holder != "" {
+		if err := checkHolder(o.Holder); err != nil {
+			return invalidf(op, "", "Options.Holder %v", err)
+		}
+		c.tokens = holderTokens(c.tokens, o.Holder)
 	}
 	switch {
 	case !(o.DriftFactor >= 0 && o.DriftFactor < 0.5): // NaN too
@@ -241,7 +249,7 @@ const laterTries = 3
 // It does nothing when the tokens are not unique (tokengen.Fixed): a late
 // release could then free a later lock taken under the same token.
 func (c *core) later(ctx context.Context, try func(ctx context.Context) (done bool)) {
-	if _, fixed := c.tokens.(tokengen.Fixed); fixed {
+	if c.fixedTokens {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)

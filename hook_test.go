@@ -146,8 +146,8 @@ func TestHookSeesRetriesAndLoss(t *testing.T) {
 		ctx := t.Context()
 		other := holdElsewhere(t, m, "res", time.Hour)
 		go func() {
-			// The first wait ends within 10ms, the second (backed off to
-			// 10–20ms) spans the release: the sequence is fixed.
+			// The wait, bounded by the TTL and not by the 10ms delay,
+			// spans the release: the sequence is fixed.
 			time.Sleep(12 * time.Millisecond)
 			m.Release(context.Background(), "res", other.Token)
 		}()
@@ -162,14 +162,10 @@ func TestHookSeesRetriesAndLoss(t *testing.T) {
 			"lock attempt #1",
 			"lock store call m acquire not-acquired",
 			"lock retry after #1 waiting=true not-acquired",
-			"lock store call m wait context deadline exceeded",
-			"lock attempt #2",
-			"lock store call m acquire not-acquired",
-			"lock retry after #2 waiting=true not-acquired",
 			"lock store call m wait ok",
-			"lock attempt #3",
+			"lock attempt #2",
 			"lock store call m acquire ok",
-			"lock acquired after 3 attempt(s) in 12ms ok",
+			"lock acquired after 2 attempt(s) in 12ms ok",
 			"extend store call m extend not-held",
 			"extend extended not-held",
 			"run lost lost",

@@ -9,7 +9,8 @@ type Lock struct {
 	// Resource is the name of the locked resource.
 	Resource string `json:"resource"`
 	// Token is the owner's secret: only a Release or Extend presenting it
-	// affects the lock.
+	// affects the lock. With Options.Holder set, it ends in "~" and the
+	// holder, the public part that [HolderOf] returns.
 	Token string `json:"token"`
 	// ValidUntil is the time until which the holder may assume it holds the
 	// lock exclusively. It is already reduced by the time the acquisition

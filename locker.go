@@ -63,6 +63,13 @@ type Options struct {
 	// Tokens makes owner tokens. Default: tokengen.Random.
 	Tokens TokenGenerator
 
+	// Holder, if set, is a public name of the owner, such as "host:pid":
+	// every token the locker makes ends in "~" and Holder, so that a
+	// store can tell who holds a lock ([HolderReader], [HolderOf]) without
+	// revealing the token's secret. It must be printable UTF-8 (spaces
+	// allowed) without '~', at most MaxHolderLen bytes. Default: none.
+	Holder string
+
 	// Quorum decides when enough stores granted a lock (NewMulti only).
 	// It must require more than half of the stores: anything less would let
 	// two owners hold a lock at once. Default: quorum.Majority.

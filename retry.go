@@ -11,8 +11,8 @@ import (
 // Retry says how Lock retries while a resource is held by another owner or
 // while stores fail. Validation errors and a closed locker are never
 // retried. Between attempts Lock waits for the resource to be released
-// when the store can notify it ([Waiter]), for at most the delay, and
-// otherwise sleeps the delay.
+// when the store can notify it ([Waiter]), for at most the lock's TTL (or
+// the delay, if longer), and otherwise sleeps the delay.
 type Retry struct {
 	// Attempts is the number of attempts in all, the first included:
 	// Retry{Attempts: 3} makes three. 0 and 1 make one attempt only;
@@ -117,7 +117,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	ctx = c.obs.begin(ctx, op, resource)
 	var first, start time.Time // the starts of the first and of the last attempt
 	var took time.Duration     // what the last attempt took
-	n, wakes := 0, 0
+	n, wakes, woke := 0, 0, 0
 	for ; ; n++ {
 		if n > 0 && c.gate.isShut() {
 			e = &Error{Err: ErrClosed}
@@ -139,7 +139,9 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		if errors.Is(e.Err, ErrInvalid) || errors.Is(e.Err, ErrClosed) || retry.last(n) {
 			break
 		}
-		d := retry.delay(n)
+		// The delay backs off with the attempts that did not follow a
+		// wake: a waiter woken in its turn has lost no ground.
+		d := retry.delay(n - woke)
 		if retry.poll {
 			d = pollDelay(retry, c.clock.now().Sub(first))
 		}
@@ -147,16 +149,27 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		// maxWakes times in a row: a store whose wait returns while the
 		// resource is still held must not make Lock spin.
 		waiting := c.canWait && errors.Is(e.Err, ErrNotAcquired) && wakes < maxWakes
-		if c.obs.on() {
-			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: d, Waiting: waiting, Err: e.Err})
+		// In line for a release, wait as long as the lock may be held (a
+		// store wakes its waiters on expiry too), not the delay: a waiter
+		// that leaves the line at the delay to try again loses its place,
+		// and takes the lock from the waiter whose turn it is when it
+		// finds the lock being handed over. A wait that fails (the
+		// store's subscription broke) sleeps out the delay.
+		bound := d
+		if waiting {
+			bound = max(d, ttl)
 		}
-		alive, woken := c.pause(ctx, op, resource, d, e, waiting)
+		if c.obs.on() {
+			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: bound, Waiting: waiting, Err: e.Err})
+		}
+		alive, woken := c.pause(ctx, op, resource, d, bound, e, waiting)
 		if !alive {
 			e = canceled(ctx, e)
 			break
 		}
 		if woken {
 			wakes++
+			woke++
 		} else {
 			wakes = 0
 		}
@@ -178,20 +191,32 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	return l, nil
 }
 
-// maxWakes bounds the attempts made at once after a wake, in a row.
-const maxWakes = 3
+// maxWakes bounds the attempts made at once after a wake, in a row. A
+// waiter woken in its turn may find the lock taken again by a caller that
+// did not wait (a releaser locking again at once, a newcomer), a few
+// times in a row, and gets back in line at the front each time (on
+// Redis); sleeping out a delay instead would cost it its place, so the
+// bound is only there to stop a wait that returns while the resource is
+// held from making Lock spin.
+const maxWakes = 10
 
-// pause waits d, or until a release if waiting (the last attempt met
-// contention and the stores can notify releases), or until Shutdown. It
-// reports whether ctx is still alive, and whether a release woke it.
-func (c *core) pause(ctx context.Context, op, resource string, d time.Duration, last *Error, waiting bool) (alive, woken bool) {
-	wctx, cancel := context.WithTimeout(ctx, d)
+// pause waits d, or, if waiting (the last attempt met contention and the
+// stores can notify releases), until a release within bound or, should
+// the wait fail, until d has passed; or until Shutdown. It reports whether
+// ctx is still alive, and whether a release woke it.
+func (c *core) pause(ctx context.Context, op, resource string, d, bound time.Duration, last *Error, waiting bool) (alive, woken bool) {
+	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	defer context.AfterFunc(c.gate.closing, cancel)() // Shutdown ends the wait
-	if waiting && c.eng.wait(wctx, op, resource, last) {
-		return ctx.Err() == nil, true // woken by a release: try again at once
+	if waiting {
+		wctx, wcancel := context.WithTimeout(ctx, bound)
+		defer wcancel()
+		defer context.AfterFunc(c.gate.closing, wcancel)()
+		if c.eng.wait(wctx, op, resource, last) {
+			return ctx.Err() == nil, true // woken by a release: try again at once
+		}
 	}
-	<-wctx.Done()
+	<-sctx.Done()
 	return ctx.Err() == nil, false
 }
 

@@ -82,7 +82,8 @@ type Fencer interface {
 // context's error). It must not miss a release that happens after the call
 // began. When several callers wait, a store may wake only one of them per
 // release (handing over to the next caller in line), so waiters do not
-// stampede; the lockers bound every wait by their retry delay.
+// stampede; the lockers bound every wait by the TTL of the lock they ask
+// for (or their retry delay, if longer).
 //
 // Fallback: without it, the lockers sleep the retry delay between attempts.
 type Waiter interface {

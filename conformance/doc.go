@@ -42,6 +42,9 @@
 //     TTL; Extend (owner, shorter TTL, wrong token, after expiry, after
 //     takeover); TTL read from below and above, and free once released or
 //     expired.
+//   - Holder: the public part of the holder's token (after its last '~'),
+//     never its secret; "" for a token without one; free once released
+//     or expired.
 //   - Fences: strictly increasing across releases and expiry, and across a
 //     restart of the server (with Options.Restart); in the order holders
 //     take the lock, under contention (FenceOrder); RaiseFence(r, F) makes

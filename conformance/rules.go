@@ -65,6 +65,8 @@ var rules = []rule{
 
 	{name: "TTL", needs: ttlReader, run: ttlQuery,
 		why: "TTL must tell how long a lock has left, neither much less nor more, and say free once it is released or expired: operators and tools act on it"},
+	{name: "Holder", needs: holderReader, run: holderQuery,
+		why: "Holder must tell who holds a lock, the public part of its token only, and say free once it is released or expired: operators act on it, and a store that reveals the secret lets anyone who reads it release the lock"},
 
 	{name: "FencingIncreases", needs: fencer, run: fencingIncreases,
 		why: "fences must grow strictly across releases and expiry, or a protected resource accepts the write of a holder whose lock expired"},
@@ -114,12 +116,13 @@ var rules = []rule{
 
 // The requirements of the rules that need an optional capability.
 var (
-	extender    = needs[lock.Extender]("lock.Extender")
-	ttlReader   = needs[lock.TTLReader]("lock.TTLReader")
-	fencer      = needs[lock.Fencer]("lock.Fencer")
-	fenceRaiser = needs[lock.FenceRaiser]("lock.FenceRaiser")
-	waiter      = needs[lock.Waiter]("lock.Waiter")
-	starter     = needs[lock.Starter]("lock.Starter")
+	extender     = needs[lock.Extender]("lock.Extender")
+	ttlReader    = needs[lock.TTLReader]("lock.TTLReader")
+	holderReader = needs[lock.HolderReader]("lock.HolderReader")
+	fencer       = needs[lock.Fencer]("lock.Fencer")
+	fenceRaiser  = needs[lock.FenceRaiser]("lock.FenceRaiser")
+	waiter       = needs[lock.Waiter]("lock.Waiter")
+	starter      = needs[lock.Starter]("lock.Starter")
 )
 
 // needs returns the requirement that the store implement C, named name.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	mrand "math/rand/v2"
+	"strings"
 	"sync"
 )
 
@@ -28,13 +29,14 @@ const (
 	// seeded again from crypto/rand.
 	reseedEvery = 1 << 16
 	tokenLen    = 22 // base64 characters for 16 bytes, without padding
-	batchSize   = 32 // tokens encoded at a time
+	batchSize   = 32 // tokens encoded at a time, at most
+	batchBytes  = 1024
 )
 
 type generator struct {
 	rng   mrand.ChaCha8
 	left  int    // tokens before the next reseed
-	batch string // batchSize tokens, tokenLen characters each
+	batch string // tokens of tokenLen characters, each followed by a suffix
 	next  int    // offset in batch of the next token to hand out
 }
 
@@ -55,27 +57,46 @@ var pairs = func() (p [1 << 12]uint16) {
 	return p
 }()
 
-// fill encodes the next batch of tokens: each 128 bits, twelve at a time.
-func (g *generator) fill() {
+// token returns the next token of the batch, each followed by suffix
+// (the same for every call on g), filling a batch when it is used up.
+func (g *generator) token(suffix string) string {
+	size := tokenLen + len(suffix)
+	if g.next == len(g.batch) {
+		g.fill(suffix, size)
+	}
+	t := g.batch[g.next : g.next+size]
+	g.next += size
+	return t
+}
+
+// fill encodes the next batch of tokens, each 128 bits (twelve at a time)
+// followed by suffix: batchSize of them, fewer when the suffix is long so
+// that a batch stays near batchBytes.
+func (g *generator) fill(suffix string, size int) {
 	if g.left <= 0 {
 		g.seed()
 	}
-	var buf [batchSize * tokenLen]byte
-	for t := buf[:]; len(t) >= tokenLen; t = t[tokenLen:] {
-		a, b := g.rng.Uint64(), g.rng.Uint64()
+	n := min(batchSize, max(1, batchBytes/size))
+	var b strings.Builder
+	b.Grow(n * size)
+	var t [tokenLen]byte
+	for range n {
+		a, c := g.rng.Uint64(), g.rng.Uint64()
 		for i := 0; i < 10; i += 2 { // 60 bits of a
 			binary.LittleEndian.PutUint16(t[i:], pairs[a&(1<<12-1)])
 			a >>= 12
 		}
-		binary.LittleEndian.PutUint16(t[10:], pairs[a|(b&(1<<8-1))<<4]) // a's last 4 bits and 8 of b
-		b >>= 8
-		for i := 12; i < tokenLen; i += 2 { // b's other 56 bits, and 4 zeros
-			binary.LittleEndian.PutUint16(t[i:], pairs[b&(1<<12-1)])
-			b >>= 12
+		binary.LittleEndian.PutUint16(t[10:], pairs[a|(c&(1<<8-1))<<4]) // a's last 4 bits and 8 of c
+		c >>= 8
+		for i := 12; i < tokenLen; i += 2 { // c's other 56 bits, and 4 zeros
+			binary.LittleEndian.PutUint16(t[i:], pairs[c&(1<<12-1)])
+			c >>= 12
 		}
+		b.Write(t[:])
+		b.WriteString(suffix)
 	}
-	g.batch, g.next = string(buf[:]), 0
-	g.left -= batchSize
+	g.batch, g.next = b.String(), 0
+	g.left -= n
 }
 
 var generators = sync.Pool{New: func() any { return new(generator) }}
@@ -83,12 +104,35 @@ var generators = sync.Pool{New: func() any { return new(generator) }}
 // Token returns a new random token.
 func (Random) Token() (string, error) {
 	g := generators.Get().(*generator)
-	if g.next == len(g.batch) {
-		g.fill()
-	}
-	t := g.batch[g.next : g.next+tokenLen]
-	g.next += tokenLen
+	t := g.token("")
 	generators.Put(g)
+	return t, nil
+}
+
+// Suffixed makes Random tokens followed by a suffix of the caller's: a
+// locker with a holder name (lock.Options.Holder) makes its tokens with
+// one, the suffix being "~" and the holder. The suffix is encoded into
+// each batch with the tokens, so a token costs what a Random token costs:
+// no allocation of its own. Batches are smaller when the suffix is long,
+// so that a token keeps about a kilobyte alive at most. Create it with
+// NewSuffixed; it is safe for concurrent use.
+type Suffixed struct {
+	suffix     string
+	generators sync.Pool
+}
+
+// NewSuffixed returns a generator of Random tokens followed by suffix.
+func NewSuffixed(suffix string) *Suffixed {
+	s := &Suffixed{suffix: suffix}
+	s.generators.New = func() any { return new(generator) }
+	return s
+}
+
+// Token returns a new random token followed by the suffix.
+func (s *Suffixed) Token() (string, error) {
+	g := s.generators.Get().(*generator)
+	t := g.token(s.suffix)
+	s.generators.Put(g)
 	return t, nil
 }
 

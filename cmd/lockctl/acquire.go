@@ -82,6 +82,7 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 		return usagef("memory:// locks end with this lockctl process: acquire needs a store of its own, such as redis:// or memcache://")
 	}
 	hook := &waitHook{}
+	set.opts.Holder = acquireHolder()
 	locker, err := set.locker(hook)
 	if err != nil {
 		return &usageError{err: err}

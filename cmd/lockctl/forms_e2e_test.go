@@ -46,7 +46,7 @@ func holdAndInspect(t *testing.T, url, direct string) {
 		}
 		code, stdout, stderr := lockctl(t, nil, "status", "--store", u, "forms/job")
 		lines := strings.Split(stdout, "\n")
-		if code != 0 || !strings.HasPrefix(stdout, "forms/job: held\n") || len(lines) < 3 || len(strings.Fields(lines[2])) < 4 || strings.Fields(lines[2])[3] != fence {
+		if code != 0 || !strings.HasPrefix(stdout, "forms/job: held by ") || len(lines) < 3 || len(strings.Fields(lines[2])) < 4 || strings.Fields(lines[2])[3] != fence {
 			t.Errorf("status --store %s: exit %d, stdout %q, stderr %q; want held with fence %s", u, code, stdout, stderr, fence)
 		}
 	}

@@ -129,6 +129,7 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 		fmt.Fprintln(a.stderr, "lockctl run: warning: memory:// locks exist only inside this lockctl process: other processes are not kept out")
 	}
 	hook := &waitHook{}
+	set.opts.Holder = runHolder(argv)
 	locker, err := set.locker(hook)
 	if err == nil {
 		locker, err = o.mode.wrap(locker)

@@ -250,7 +250,7 @@ func TestRunRedlockMinorityDown(t *testing.T) {
 	p := s.run("cmd", flags, "minority", "WAIT=1")
 	s.ready("cmd")
 	code, stdout, _ := lockctl(t, nil, append(append([]string{"status"}, flags...), "minority")...)
-	if code != 0 || !strings.HasPrefix(stdout, "minority: held\n") || strings.Count(stdout, "  held") != 2 || !strings.Contains(stdout, "connection refused") {
+	if code != 0 || !strings.HasPrefix(stdout, "minority: held by ") || strings.Count(stdout, "  held") != 2 || !strings.Contains(stdout, "connection refused") {
 		t.Errorf("status with a store down: exit %d, %q; want held on two stores and the third's error", code, stdout)
 	}
 	s.finish("cmd")

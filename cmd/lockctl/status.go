@@ -15,13 +15,16 @@ import (
 
 var statusCommand = &command{
 	name:         "status",
-	summary:      "show whether a lock is held, its remaining TTL and last fence",
+	summary:      "show whether a lock is held, by whom, its remaining TTL and last fence",
 	usage:        "status [flags] RESOURCE",
 	interspersed: true,
 	doc: `Shows whether RESOURCE is held and, store by store, what the store can tell:
-whether it holds it, its remaining TTL (redis, memory; memcached cannot tell)
-and the last fence handed out for it (redis: the holder's fence while it is
-held; the next holder gets a greater one). The owner's token is never shown.
+whether it holds it, its remaining TTL (redis, memory; memcached cannot tell),
+the last fence handed out for it (redis: the holder's fence while it is
+held; the next holder gets a greater one) and who holds it (HOLDER: "HOST PID
+COMMAND SINCE" for a lock that lockctl run or acquire took, the name a
+program gave in lock.Options.Holder, or - if it gave none). The owner's token
+is never shown.
 
 A Redlock counts as held if any of its stores holds the resource, as the
 library's IsLocked does. Exits 0 whether the lock is held or free, and 1 if
@@ -29,10 +32,15 @@ the stores could not tell (the stores that answered are still shown).
 
 With --json the output is one object:
   {"resource": "...", "held": true|false|null, "error": "..." (if null),
+   "holder": "..."|null,
    "stores": [{"store": URL, "held": true|false|null, "ttl_ms": N|null,
-               "last_fence": N|null, "error": "..." (only on failure)}]}
+               "last_fence": N|null, "holder": "..."|null,
+               "error": "..." (only on failure)}]}
 ttl_ms is null when the resource is free or the store cannot tell;
-last_fence is null when the store keeps no fence for it.`,
+last_fence is null when the store keeps no fence for it; holder is null
+when the resource is free or the stores cannot tell (a Redlock's is the
+holder a quorum of its stores agree on), and "" for a lock taken without a
+holder name.`,
 	examples: `  lockctl status --store redis://localhost:6379 deploy/prod
   lockctl status --json deploy/prod | jq .held`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -57,6 +65,7 @@ type statusReport struct {
 	Resource string        `json:"resource"`
 	Held     *bool         `json:"held"`
 	Error    string        `json:"error,omitempty"`
+	Holder   *string       `json:"holder"`
 	Stores   []storeStatus `json:"stores"`
 }
 
@@ -65,6 +74,7 @@ type storeStatus struct {
 	Held      *bool   `json:"held"`
 	TTLMillis *int64  `json:"ttl_ms"`
 	LastFence *uint64 `json:"last_fence"`
+	Holder    *string `json:"holder"`
 	Error     string  `json:"error,omitempty"`
 }
 
@@ -85,6 +95,11 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSO
 	} else {
 		rep.Error = err.Error()
 	}
+	if h, ok := locker.(holderTeller); ok && held {
+		if holder, held, err := h.Holder(ctx, resource); err == nil && held {
+			rep.Holder = &holder
+		}
+	}
 	for i, s := range set.stores {
 		rep.Stores[i] = storeStatusOf(ctx, set.specs[i], s, resource)
 	}
@@ -99,14 +114,21 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSO
 		switch {
 		case rep.Held == nil:
 			state = "unknown (" + rep.Error + ")"
+		case held && rep.Holder != nil && *rep.Holder != "":
+			state = "held by " + *rep.Holder
 		case held:
 			state = "held"
 		}
 		fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
+		holders := set.tellHolders()
 		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  STORE\tSTATE\tTTL\tLAST FENCE")
+		header := "  STORE\tSTATE\tTTL\tLAST FENCE"
+		if holders {
+			header += "\tHOLDER"
+		}
+		fmt.Fprintln(tw, header)
 		for _, st := range rep.Stores {
-			fmt.Fprintln(tw, "  "+strings.Join(st.cells(), "\t"))
+			fmt.Fprintln(tw, "  "+strings.Join(st.cells(holders), "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -138,6 +160,15 @@ func storeStatusOf(ctx context.Context, spec *storeSpec, s *openStore, resource 
 		return st
 	}
 	st.Held = &held
+	if r, ok := s.Store.(lock.HolderReader); ok && held {
+		holder, held, err := r.Holder(ctx, resource)
+		switch {
+		case err != nil:
+			st.Error = "reading the holder: " + err.Error()
+		case held:
+			st.Holder = &holder
+		}
+	}
 	if s.lastFence != nil {
 		f, ok, err := s.lastFence(ctx, resource)
 		switch {
@@ -151,8 +182,9 @@ func storeStatusOf(ctx context.Context, spec *storeSpec, s *openStore, resource 
 }
 
 // cells renders a store's status as the cells of its row: store, state,
-// TTL, last fence, and the error if there was one.
-func (st storeStatus) cells() []string {
+// TTL, last fence, the holder (with holders), and the error if there was
+// one.
+func (st storeStatus) cells(holders bool) []string {
 	row := []string{st.Store, "unknown", "-", "-"}
 	switch {
 	case st.Held == nil:
@@ -167,8 +199,32 @@ func (st storeStatus) cells() []string {
 	if st.LastFence != nil {
 		row[3] = strconv.FormatUint(*st.LastFence, 10)
 	}
+	if holders {
+		holder := "-"
+		if st.Holder != nil && *st.Holder != "" {
+			holder = *st.Holder
+		}
+		row = append(row, holder)
+	}
 	if st.Error != "" {
 		row = append(row, "error: "+st.Error)
 	}
 	return row
+}
+
+// holderTeller is a locker that can tell who holds a resource: both of
+// package lock's.
+type holderTeller interface {
+	Holder(ctx context.Context, resource string) (holder string, held bool, err error)
+}
+
+// tellHolders reports whether any of the stores can tell who holds a
+// lock (lock.HolderReader): status then shows a HOLDER column.
+func (s *storeSet) tellHolders() bool {
+	for _, o := range s.stores {
+		if _, ok := o.Store.(lock.HolderReader); ok {
+			return true
+		}
+	}
+	return false
 }

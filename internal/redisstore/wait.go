@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -44,8 +45,12 @@ type waitFor struct {
 	// look returns a first look at key, whose reply is -2 if it is free.
 	look func(key string) Cmd
 	// wait gets a subscription in line (ARGV: its id, QueueMargin, "1"
-	// to get in at the front) if key is not free, and returns -2 if it
-	// is free, or the milliseconds after which to look again (-1: none).
+	// to get in at the front, "1" to get in line behind a handoff, and
+	// the number of its callers waiting or "0": see wait.lua; a script
+	// may ignore the last two) if key is not free, and returns -2 if it
+	// is free, -3 if it is being handed to a waiter ahead (look again
+	// after handoffGrace), or the milliseconds after which to look again
+	// (-1: none).
 	wait *Script
 	// pass hands a wake no caller used to the next in line, if key is
 	// free.
@@ -106,14 +111,19 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 			expiry.Stop()
 		}
 	}()
-	front := t.takeWoken()
+	front, behind, again := t.takeWoken(), true, false
 	for {
 		// In line before looking, here and on the server, so that a
-		// release after the look wakes this caller.
+		// release after the look wakes this caller. Looking again, it
+		// keeps its place in the server's line (see wait.lua).
 		w := t.line.Join(front)
-		register := script(what.wait, []string{key, WaitersOf(key)}, t.id, QueueMargin, frontArg(front))
+		waiting := "0"
+		if again {
+			waiting = strconv.Itoa(t.line.Len())
+		}
+		register := script(what.wait, []string{key, WaitersOf(key)}, t.id, QueueMargin, flag(front), flag(behind), waiting)
 		register.Queue = true
-		front = false
+		front, again = false, true
 		r := s.run(ctx, register)
 		if r.Err != nil {
 			t.line.Leave(w, true, t.handOn)
@@ -124,8 +134,13 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		case ms == -2: // free
 			t.line.Leave(w, false, t.handOn)
 			return nil
-		case ms >= 0: // held: wake when its TTL runs out, at the latest
+		case ms >= 0 || ms == -3: // held, or being handed to a waiter ahead
+			// Wake when its TTL runs out, or the handoff's grace, at the
+			// latest.
 			d := time.Duration(ms+1) * time.Millisecond
+			if ms == -3 {
+				d, behind = handoffGrace, false
+			}
 			if expiry == nil {
 				expiry = time.NewTimer(d)
 			} else {
@@ -150,12 +165,20 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 	}
 }
 
-func frontArg(front bool) string {
-	if front {
+func flag(b bool) string {
+	if b {
 		return "1"
 	}
 	return "0"
 }
+
+// handoffGrace is how long a waiter that found the lock free, with
+// waiters ahead of it in line, waits for the lock to be handed to the
+// first of them (woken by its release) before it looks again and, if it
+// is still free, returns: the line may hold only waiters that went away.
+// It keeps the callers that did not win the lock, and come back to wait,
+// from taking it from the waiter whose turn it is.
+const handoffGrace = 10 * time.Millisecond
 
 func (s *Store) errNoShardedPubSub(cause error) error {
 	err := fmt.Errorf("%s: the server has no sharded pub/sub (Redis 7 or later), so waits cannot be notified of releases: %w", s.kind, errors.ErrUnsupported)

@@ -31,6 +31,8 @@
 //     Operations).
 //   - [lock.TTLReader]: TTL, the remaining time of the lock's lease in
 //     whole seconds.
+//   - [lock.HolderReader]: Holder, one linearizable read of the lock's
+//     key: the public part of the holder's token (lock.Options.Holder).
 //   - [lock.Fencer]: AcquireFenced; the fence is the revision at which the
 //     lock's key was created.
 //   - [lock.Waiter]: WaitRelease, woken by an etcd watch on the lock's

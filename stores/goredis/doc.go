@@ -25,12 +25,13 @@
 //
 // Every capability of the rueidis store, documented there (operations,
 // fencing, keys and Redis Cluster, waiting, restarts, replication hold
-// here word for word): lock.Extender, lock.TTLReader, lock.Fencer and
-// lock.FenceRaiser, lock.Waiter, lock.Permitter and lock.PermitWaiter
-// (semaphores and read-write locks natively), lock.ResourceValidator, lock.Starter
-// (calls started together go out as one pipeline), the head start of a
-// waiter woken by a release, and the administrative ForceRelease and
-// LastFence. What go-redis makes different:
+// here word for word): lock.Extender, lock.TTLReader, lock.HolderReader,
+// lock.Fencer and lock.FenceRaiser, lock.Waiter, lock.Permitter and
+// lock.PermitWaiter (semaphores and read-write locks natively),
+// lock.ResourceValidator, lock.Starter (calls started together go out as
+// one pipeline), the head start of a waiter woken by a release, and the
+// administrative ForceRelease and LastFence. What go-redis makes
+// different:
 //   - A pipeline, and each command, holds a connection of the client's
 //     pool while it waits for its answer (go-redis does not multiplex
 //     callers on a connection), so size PoolSize for the callers in

@@ -44,6 +44,8 @@
 //   - [lock.Granular]: TTLGranularity returns one second (see below).
 //   - [lock.Fencer] and [lock.FenceRaiser]: fences, under the assumptions
 //     below.
+//   - [lock.HolderReader]: Holder, a get: the public part of the holder's
+//     token (lock.Options.Holder), never its secret.
 //
 // The store does not implement:
 //   - [lock.TTLReader]. gomemcache cannot read an item's remaining time to

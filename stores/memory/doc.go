@@ -11,6 +11,7 @@
 // Every optional capability of package lock:
 //   - [lock.Extender]: Extend.
 //   - [lock.TTLReader]: TTL.
+//   - [lock.HolderReader]: Holder, the public part of the holder's token.
 //   - [lock.Fencer]: AcquireFenced, with fences strictly increasing per
 //     resource for the life of the Store.
 //   - [lock.Waiter]: WaitRelease blocks without polling and is woken by

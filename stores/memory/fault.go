@@ -16,7 +16,7 @@ const (
 	OpRelease
 	OpExtend
 	OpExists
-	OpTTL
+	OpTTL        // TTL and Holder
 	OpWait       // WaitRelease
 	OpRaiseFence // RaiseFence
 )

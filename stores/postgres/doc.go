@@ -18,6 +18,8 @@
 // Every optional capability of package lock but Starter:
 //   - [lock.Extender]: Extend, one UPDATE of a live lock.
 //   - [lock.TTLReader]: TTL, to the microsecond.
+//   - [lock.HolderReader]: Holder, one SELECT that returns the public part
+//     of the holder's token (lock.Options.Holder) and never its secret.
 //   - [lock.Fencer] and [lock.FenceRaiser]: AcquireFenced, fences from a
 //     sequence, strictly increasing per resource, also across crashes;
 //     see Fencing below.

@@ -5,6 +5,7 @@ import "fmt"
 // queries are the store's statements, for its table.
 type queries struct {
 	acquire, acquireFenced, release, extend, ttl string
+	holder                                       string
 	forceRelease                                 string
 	wait                                         string
 	lastFence, raiseFence                        string // raiseFence: a format taking the fence
@@ -44,8 +45,9 @@ SELECT CASE WHEN waited THEN pg_notify(%s, encode($1, 'hex'))::text END FROM d`
 		forceRelease:  fmt.Sprintf(release, n.table, "", live, quoteLiteral(n.channel)),
 		extend: fmt.Sprintf(`UPDATE %s SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
 WHERE resource = $1 AND token = $2 AND %s`, n.table, live),
-		ttl:  fmt.Sprintf("SELECT %s FROM %s WHERE resource = $1 AND %s", remaining, n.table, live),
-		wait: fmt.Sprintf("UPDATE %s SET waited = true WHERE resource = $1 AND %s RETURNING %s", n.table, live, remaining),
+		ttl:    fmt.Sprintf("SELECT %s FROM %s WHERE resource = $1 AND %s", remaining, n.table, live),
+		holder: fmt.Sprintf("SELECT token FROM %s WHERE resource = $1 AND %s", n.table, live),
+		wait:   fmt.Sprintf("UPDATE %s SET waited = true WHERE resource = $1 AND %s RETURNING %s", n.table, live, remaining),
 		// The highest fence handed out, or below it (is_called is false
 		// only before the first).
 		lastFence: fmt.Sprintf("SELECT last_value - CASE WHEN is_called THEN 0 ELSE 1 END FROM %s", n.sequence),

@@ -19,6 +19,8 @@
 // Every optional capability of package lock:
 //   - [lock.Extender]: Extend, a compare-and-extend script.
 //   - [lock.TTLReader]: TTL, with PTTL (millisecond precision).
+//   - [lock.HolderReader]: Holder, with GET: the public part of the
+//     holder's token (lock.Options.Holder), never its secret.
 //   - [lock.Fencer] and [lock.FenceRaiser]: AcquireFenced, fences strictly
 //     increasing per resource, and RaiseFence; see Fencing below.
 //   - [lock.Waiter]: WaitRelease, woken by a notification that the release

@@ -8,15 +8,30 @@
 -- caller that did not wait in line) gets back in line at the front
 -- (ARGV[3] = "1"), so that it keeps its turn.
 --
+-- A free lock with subscriptions in line is being handed to the first of
+-- them, woken by the release: with ARGV[4] = "1" the waiter gets in line
+-- behind them instead of taking it, and the script returns -3 (look again
+-- in a moment, with ARGV[4] = "0", in case the line holds only waiters
+-- that went away).
+--
+-- A caller that looks again (the lock expired, was extended, or the
+-- handoff's grace ran out) keeps the place it had: it gets in line only
+-- if its subscription is in line fewer times than it has callers waiting
+-- (ARGV[5]; "0" for a caller's first look, which always gets in line).
+--
 -- KEYS: lock, waiters. ARGV: subscription id, queue margin (ms), "1" to
--- get in line at the front.
+-- get in line at the front, "1" to get in line behind a handoff, the
+-- number of the subscription's callers waiting or "0".
 local ms = redis.call('PTTL', KEYS[1])
 if ms == -2 then
-	return -2
+	if ARGV[4] ~= '1' or redis.call('LLEN', KEYS[2]) == 0 then
+		return -2
+	end
+	ms = -3
 end
 if ARGV[3] == '1' then
 	redis.call('LPUSH', KEYS[2], ARGV[1])
-else
+elseif ARGV[5] == '0' or #redis.call('LPOS', KEYS[2], ARGV[1], 'COUNT', ARGV[5]) < tonumber(ARGV[5]) then
 	redis.call('RPUSH', KEYS[2], ARGV[1])
 end
 local ttl = tonumber(ARGV[2])

@@ -30,6 +30,7 @@ type Store interface {
 	lock.FenceRaiser
 	lock.Extender
 	lock.TTLReader
+	lock.HolderReader
 	lock.Waiter
 	lock.ResourceValidator
 	lock.Starter
@@ -128,6 +129,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitOneWakeAcrossProcesses", f.testWaitOneWakeAcrossProcesses},
 		{"WokenWaiterKeepsItsTurn", f.testWokenWaiterKeepsItsTurn},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
+		{"Fairness", f.testFairness},
 		{"Faults", f.testFaults},
 		{"Permits", f.testPermits},
 	} {

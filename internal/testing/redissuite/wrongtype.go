@@ -38,6 +38,8 @@ func (f Factory) testWrongTypeIsAnError(t *testing.T) {
 		check("AcquireFenced", err)
 		check("Release", s.Release(ctx, "r", "tok"))
 		check("Extend", s.Extend(ctx, "r", "tok", time.Second))
+		_, _, err = s.Holder(ctx, "r")
+		check("Holder", err)
 		for name, l := range map[string]lock.Locker{"single": mustLocker(t, s), "multi": mustMulti(t, s)} {
 			_, err := l.TryLock(ctx, "r", time.Second)
 			if !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotAcquired) {

@@ -1,0 +1,32 @@
+package contention_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock/internal/contention"
+)
+
+// PassedOver counts, for each acquisition, the acquisitions granted while
+// it waited to clients that asked after it, and returns the most.
+func TestPassedOver(t *testing.T) {
+	ms := time.Millisecond
+	acq := func(client int, start, end time.Duration) contention.Op {
+		return contention.Op{Client: client, Kind: contention.KindAcquire, Outcome: contention.OK, Start: start * ms, End: end * ms}
+	}
+	ops := []contention.Op{
+		acq(0, 0, 100), // waited from 0 to 100: 1 and 2 asked later and got it first; 3 asked as early
+		acq(3, 0, 5),
+		acq(1, 10, 20),
+		acq(2, 30, 40),
+		acq(1, 50, 150), // granted after 0: passed over by nobody
+		{Client: 2, Kind: contention.KindAcquire, Outcome: contention.Refused, Start: 60 * ms, End: 70 * ms},
+		{Client: 2, Kind: contention.KindRelease, Outcome: contention.OK, Start: 80 * ms, End: 90 * ms},
+	}
+	if got := contention.PassedOver(ops); got != 2 {
+		t.Errorf("PassedOver = %d; want 2", got)
+	}
+	if got := contention.PassedOver(ops[1:4]); got != 0 {
+		t.Errorf("PassedOver of acquisitions served in order = %d; want 0", got)
+	}
+}
