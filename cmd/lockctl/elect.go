@@ -75,6 +75,7 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	if set.inProcess() {
 		fmt.Fprintln(a.stderr, "lockctl elect: warning: memory:// terms exist only inside this lockctl process: other processes are not kept out")
 	}
+	set.opts.Holder = runHolder(argv) // status names the leader
 	locker, err := set.locker(nil)
 	if err != nil {
 		return &usageError{err: err}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +28,16 @@ func TestElect(t *testing.T) {
 	}
 	first := elect("first", nil, "WAIT=1")
 	s.ready("first")
+	// status names the leader: its host and lockctl's pid.
+	host, _ := os.Hostname()
+	code, stdout, stderr := lockctl(t, nil, append(append([]string{"status", "--json"}, b.flags()...), "leader")...)
+	var st statusReport
+	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil {
+		t.Fatalf("status --json: exit %d, %v; stdout %q, stderr %q", code, err, stdout, stderr)
+	}
+	if want := host + " " + strconv.Itoa(first.cmd.Process.Pid) + " "; st.Holder == nil || !strings.HasPrefix(*st.Holder, want) {
+		t.Errorf("status --json while the first leads: holder %s; want %q…", stdout, want)
+	}
 	second := elect("second", nil, "WAIT=1")
 	second.stderr.waitFor(t, "campaigning", 30*time.Second)
 	time.Sleep(time.Second) // a few renewals: the second must stay out
@@ -41,7 +54,7 @@ func TestElect(t *testing.T) {
 	}
 
 	// The role is taken from the leader: its command is stopped.
-	code, _, stderr := lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "leader")...)
+	code, _, stderr = lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "leader")...)
 	if code != 0 {
 		t.Fatalf("release --force: exit %d, stderr %q", code, stderr)
 	}
