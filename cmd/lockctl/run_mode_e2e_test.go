@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,18 @@ func TestRunPermits(t *testing.T) {
 		s.ready("first")
 		s.ready("second")
 
-		code, _, stderr := lockctl(t, nil, append(append([]string{"run"}, flags...), "builds", "--", "true")...)
+		// status -n shows the permits held and free.
+		code, stdout, stderr := lockctl(t, nil, append(append([]string{"status", "-n", "3"}, b.flags()...), "builds")...)
+		if code != 0 || !strings.Contains(stdout, "permits: 2 of 3 held, 1 free") {
+			t.Errorf("status -n 3 with two permits held: exit %d, stdout %q, stderr %q; want 0 and 2 of 3 held", code, stdout, stderr)
+		}
+		code, stdout, _ = lockctl(t, nil, append(append([]string{"status", "--json", "-n", "2"}, b.flags()...), "builds")...)
+		var st statusReport
+		if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil || st.Permits == nil || st.Permits.Held == nil || *st.Permits.Held != 2 || *st.Permits.Free != 0 {
+			t.Errorf("status --json -n 2 with two permits held: exit %d, %v, %s; want permits held 2, free 0", code, err, stdout)
+		}
+
+		code, _, stderr = lockctl(t, nil, append(append([]string{"run"}, flags...), "builds", "--", "true")...)
 		if code != exitConflict || !strings.Contains(stderr, `all 2 permits of "builds" are held`) {
 			t.Errorf("run -n 2 with both permits held: exit %d, stderr %q; want %d and a message", code, stderr, exitConflict)
 		}

@@ -30,9 +30,14 @@ A Redlock counts as held if any of its stores holds the resource, as the
 library's IsLocked does. Exits 0 whether the lock is held or free, and 1 if
 the stores could not tell (the stores that answered are still shown).
 
+With -n N it also shows how many of the N permits that lockctl run -n N
+takes on RESOURCE are held and free (permits are apart from the lock).
+
 With --json the output is one object:
   {"resource": "...", "held": true|false|null, "error": "..." (if null),
    "holder": "..."|null,
+   "permits": {"limit": N, "held": N|null, "free": N|null, "error": "..."}
+              (with -n only),
    "stores": [{"store": URL, "held": true|false|null, "ttl_ms": N|null,
                "last_fence": N|null, "holder": "..."|null,
                "error": "..." (only on failure)}]}
@@ -42,10 +47,20 @@ when the resource is free or the stores cannot tell (a Redlock's is the
 holder a quorum of its stores agree on), and "" for a lock taken without a
 holder name.`,
 	examples: `  lockctl status --store redis://localhost:6379 deploy/prod
-  lockctl status --json deploy/prod | jq .held`,
+  lockctl status --json deploy/prod | jq .held
+  lockctl status -n 4 builds`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		sf := addStoreFlags(fs)
 		asJSON := fs.Bool("json", false, "print JSON")
+		limit := 0
+		fs.Func("n", "also show how many of the `N` permits of RESOURCE (run -n N) are held", func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return fmt.Errorf("want a number of permits >= 1")
+			}
+			limit = n
+			return nil
+		})
 		timeout := fs.Duration("timeout", 10*time.Second, "give up on the stores after this long")
 		return func(ctx context.Context, a *app, args []string) error {
 			if len(args) != 1 {
@@ -56,7 +71,7 @@ holder name.`,
 			}
 			ctx, cancel := context.WithTimeout(ctx, *timeout)
 			defer cancel()
-			return a.status(ctx, sf, args[0], *asJSON)
+			return a.status(ctx, sf, args[0], limit, *asJSON)
 		}
 	},
 }
@@ -66,7 +81,16 @@ type statusReport struct {
 	Held     *bool         `json:"held"`
 	Error    string        `json:"error,omitempty"`
 	Holder   *string       `json:"holder"`
+	Permits  *permitStatus `json:"permits,omitempty"`
 	Stores   []storeStatus `json:"stores"`
+}
+
+// permitStatus is what status -n N tells of the permits of a semaphore.
+type permitStatus struct {
+	Limit int    `json:"limit"`
+	Held  *int   `json:"held"`
+	Free  *int   `json:"free"`
+	Error string `json:"error,omitempty"`
 }
 
 type storeStatus struct {
@@ -78,7 +102,7 @@ type storeStatus struct {
 	Error     string  `json:"error,omitempty"`
 }
 
-func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSON bool) error {
+func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit int, asJSON bool) error {
 	set, err := a.openStores(sf, "", nil)
 	if err != nil {
 		return err
@@ -100,6 +124,9 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSO
 			rep.Holder = &holder
 		}
 	}
+	if limit > 0 {
+		rep.Permits = permitsOf(ctx, locker, resource, limit)
+	}
 	for i, s := range set.stores {
 		rep.Stores[i] = storeStatusOf(ctx, set.specs[i], s, resource)
 	}
@@ -120,6 +147,11 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSO
 			state = "held"
 		}
 		fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
+		if p := rep.Permits; p != nil && p.Error == "" {
+			fmt.Fprintf(a.stdout, "  permits: %d of %d held, %d free\n", *p.Held, p.Limit, *p.Free)
+		} else if p != nil {
+			fmt.Fprintf(a.stdout, "  permits: unknown (%s)\n", p.Error)
+		}
 		holders := set.tellHolders()
 		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		header := "  STORE\tSTATE\tTTL\tLAST FENCE"
@@ -134,10 +166,27 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, asJSO
 			return err
 		}
 	}
-	if rep.Held == nil {
+	if rep.Held == nil || rep.Permits != nil && rep.Permits.Error != "" {
 		return exitWith(exitFailure, nil)
 	}
 	return nil
+}
+
+// permitsOf counts the permits of a semaphore of limit on resource.
+func permitsOf(ctx context.Context, locker lock.Locker, resource string, limit int) *permitStatus {
+	p := &permitStatus{Limit: limit}
+	sem, err := lock.NewSemaphore(locker, limit)
+	if err == nil {
+		var held int
+		if held, err = sem.Permits(ctx, resource); err == nil {
+			free := max(limit-held, 0)
+			p.Held, p.Free = &held, &free
+		}
+	}
+	if err != nil {
+		p.Error = err.Error()
+	}
+	return p
 }
 
 // storeStatusOf asks one store about resource.
