@@ -92,14 +92,14 @@ func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Ter
 	stop := context.AfterFunc(ctx, func() { t.h.cancel(context.Cause(ctx)) })
 	defer func() {
 		stop()
-		err = errors.Join(fnError(err, t.Context()), t.Resign(context.WithoutCancel(ctx)))
+		err = errors.Join(fnError(t.Context(), err), t.Resign(context.WithoutCancel(ctx)))
 	}()
 	return fn(t.Context(), t)
 }
 
 // fnError is fn's error without the term's loss cause, which Resign
 // reports.
-func fnError(err error, ctx context.Context) error {
+func fnError(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); cause != nil && errors.Is(err, cause) && errors.Is(cause, ErrLost) {
 		return nil
 	}
