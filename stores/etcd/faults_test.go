@@ -15,6 +15,7 @@ import (
 	"github.com/lockkit/lock/internal/contention"
 	"github.com/lockkit/lock/internal/testing/etcdtest"
 	"github.com/lockkit/lock/internal/testing/faultkit"
+	"github.com/lockkit/lock/internal/testing/faultproxy"
 	"github.com/lockkit/lock/stores/etcd"
 )
 
@@ -90,6 +91,23 @@ func (s *scenario) dial(endpoints []string) (*clientv3.Client, error) {
 	}
 	s.onClose(func() { _ = c.Close() })
 	return c, nil
+}
+
+// proxies puts a fault proxy, closed with the scenario, in front of every
+// member, and returns them and their addresses.
+func (s *scenario) proxies() ([]*faultproxy.Proxy, []string) {
+	s.t.Helper()
+	var proxies []*faultproxy.Proxy
+	var addrs []string
+	for _, m := range s.cluster.Members {
+		p, err := faultproxy.New(m.Addr())
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.onClose(func() { _ = p.Close() })
+		proxies, addrs = append(proxies, p), append(addrs, p.Addr())
+	}
+	return proxies, addrs
 }
 
 // locker returns a locker over a store of the scenario on a new client
@@ -168,7 +186,7 @@ func (s *scenario) run(cfg contention.Config) (contention.Report, *contention.Re
 		s.t.Fatalf("%s: %v", s.name, err)
 	}
 	ops := res.Recorder.Ops()
-	for _, v := range contention.CheckOverlap(contention.Claims(ops)).Examples {
+	for _, v := range contention.CheckHolders(contention.Claims(ops), res.Limit).Examples {
 		s.t.Logf("overlap of %v: %+v and %+v", v.Overlap, v.A, v.B)
 	}
 	for _, op := range ops {

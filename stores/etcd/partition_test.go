@@ -22,16 +22,7 @@ import (
 func TestPartitionedHolder(t *testing.T) {
 	twins(t, "partitioned-holder", "control-partitioned-holder-blind-extension", func(t *testing.T, s *scenario) {
 		const ttl, every = 2 * time.Second, 400 * time.Millisecond
-		var proxies []*faultproxy.Proxy
-		var addrs []string
-		for _, m := range s.cluster.Members {
-			p, err := faultproxy.New(m.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.onClose(func() { _ = p.Close() })
-			proxies, addrs = append(proxies, p), append(addrs, p.Addr())
-		}
+		proxies, addrs := s.proxies()
 		rec := contention.NewRecorder()
 		hl, err := s.locker(addrs...)
 		if err != nil {

@@ -80,6 +80,18 @@ func (f *faultScenario) pool(url string) *pgxpool.Pool {
 	return p
 }
 
+// proxy puts a fault proxy, closed with the scenario, in front of srv,
+// and returns it and the URL of srv's database through it.
+func (f *faultScenario) proxy(srv *pgtest.Server) (*faultproxy.Proxy, string) {
+	f.t.Helper()
+	p, err := faultproxy.New(srv.Addr())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.closers = append(f.closers, func() { _ = p.Close() })
+	return p, strings.Replace(srv.URL(""), srv.Addr(), p.Addr(), 1)
+}
+
 // config is a workload whose clients each have a pool of their own (as
 // processes would) and a store made by wrap (nil: the store itself).
 func (f *faultScenario) config(workers int, ttl, hold, duration time.Duration, wrap func(*postgres.Store) lock.Store) contention.Config {
@@ -134,7 +146,7 @@ func (f *faultScenario) run(cfg contention.Config) (contention.Report, *contenti
 	if err != nil {
 		f.t.Fatalf("%s: %v", f.name, err)
 	}
-	for _, v := range contention.CheckOverlap(contention.Claims(res.Recorder.Ops())).Examples {
+	for _, v := range contention.CheckHolders(contention.Claims(res.Recorder.Ops()), res.Limit).Examples {
 		f.t.Logf("overlap of %v: %+v and %+v", v.Overlap, v.A, v.B)
 	}
 	return res.Report(f.name, "postgres"), res
@@ -303,12 +315,8 @@ func TestFaultConnectionResets(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := pgtest.Shared(t)
 			f := beginFault(t, name, srv)
-			proxy, err := faultproxy.New(srv.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.closers = append(f.closers, func() { _ = proxy.Close() })
-			f.url = strings.Replace(srv.URL(""), srv.Addr(), proxy.Addr(), 1)
+			proxy, url := f.proxy(srv)
+			f.url = url
 			var wrap func(*postgres.Store) lock.Store
 			if control {
 				wrap = func(s *postgres.Store) lock.Store { return misclassifying{s} }

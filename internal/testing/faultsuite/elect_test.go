@@ -3,18 +3,14 @@ package faultsuite_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/contention"
+	"github.com/lockkit/lock/internal/testing/faultkit"
 	"github.com/lockkit/lock/internal/testing/faultproxy"
 	"github.com/lockkit/lock/stores/memory"
 )
@@ -202,199 +198,29 @@ func (s *scenario) redisCandidates(name string, servers, n int, o lock.Options) 
 	return c
 }
 
-// term is one leadership term as a candidate lived it. Times are offsets
-// from the start of the run.
-type term struct {
-	client       int
-	fence        uint64
-	elected      time.Duration // Campaign returned
-	lastAct      time.Duration // the last action taken as leader (elected if none)
-	resigned     time.Duration // Resign called
-	validUntil   time.Duration // the term's end as last reported
-	lost, killed bool
-}
-
-// electionRun is the record of an election scenario.
-type electionRun struct {
-	terms  []term
-	faults int // faults injected on a leader
-}
-
 // runElection runs n candidates campaigning for one role for 13 TTLs
-// (5 for the control) while the leader suffers, in turn, a pause (its links stall for
-// two TTLs), slow renewals (replies 60% of a TTL late), lost replies, and
-// a kill (its links stall for good and it neither acts nor resigns). Each
-// leader acts every 20ms, checking its term's context first, for 5 to 15
-// actions and resigns — or, while a fault is on it, until its term ends.
-// With careless set, leaders ignore their term's context: the positive
-// control.
-func runElection(s *scenario, c candidates, ttl time.Duration, careless bool) electionRun {
-	n := len(c.lockers)
-	length := 13 * ttl
+// (5 for the control) while the leader suffers, in turn, a pause (its
+// links stall for two TTLs), slow renewals (replies 60% of a TTL late),
+// lost replies, and a kill (its links stall for good and it neither acts
+// nor resigns): see faultkit.Election. With careless set, leaders ignore
+// their term's context: the positive control.
+func runElection(s *scenario, c candidates, ttl time.Duration, careless bool) faultkit.ElectionRun {
+	on := func(f func(l link)) func(int) { return func(i int) { f(c.links[i]) } }
+	heal := on(link.heal)
+	e := faultkit.Election{Candidates: c.lockers, TTL: ttl, Duration: 13 * ttl, Careless: careless, Faults: []faultkit.LeaderFault{
+		{At: ttl * 16 / 10, For: 2 * ttl, Inject: on(link.stall), Heal: heal},
+		{At: 5 * ttl, For: ttl * 25 / 10, Inject: on(func(l link) { l.slow(ttl * 6 / 10) }), Heal: heal},
+		{At: ttl * 85 / 10, For: ttl * 8 / 10, Inject: on(link.loseReplies), Heal: heal},
+		{At: ttl * 105 / 10, Kill: true, Inject: on(link.stall), Heal: heal},
+	}}
 	if careless {
-		length = 5 * ttl // the pause is enough to show the overlaps
+		e.Duration, e.Faults = 5*ttl, e.Faults[:1] // the pause is enough to show the overlaps
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, length)
-	defer cancel()
-	base := time.Now()
-	since := func() time.Duration { return time.Since(base) }
-
-	var mu sync.Mutex
-	var run electionRun
-	var leader atomic.Int32          // the leading candidate + 1, or 0
-	held := make([]atomic.Bool, n)   // a fault is on this leader: it stays until its term ends
-	killed := make([]atomic.Bool, n) // this candidate is dead
-	var abandoned []*lock.Term       // the killed leaders' terms, resigned after the run
-
-	var wg sync.WaitGroup
-	for i := range n {
-		e, err := lock.NewElection(c.lockers[i], "leader", ttl)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		wg.Go(func() {
-			for ctx.Err() == nil && !killed[i].Load() {
-				t, err := e.Campaign(ctx)
-				if err != nil {
-					if ctx.Err() == nil {
-						time.Sleep(10 * time.Millisecond) // a store failure: campaign again
-					}
-					continue
-				}
-				rec := term{client: i, fence: t.Fence(), elected: since()}
-				rec.lastAct = rec.elected
-				leader.Store(int32(i + 1))
-				tctx := t.Context()
-				for acts := 5 + rand.IntN(11); ; acts-- {
-					if killed[i].Load() {
-						break
-					}
-					if acts <= 0 {
-						// Done, unless a fault is on: it stays until its term
-						// ends. Decided under mu, so that the injector never
-						// picks a leader on its way out.
-						mu.Lock()
-						stay := held[i].Load()
-						if !stay {
-							leader.CompareAndSwap(int32(i+1), 0)
-						}
-						mu.Unlock()
-						if !stay {
-							break
-						}
-					}
-					now := since() // taken before the check: the action is at now
-					if !careless && tctx.Err() != nil {
-						break
-					}
-					rec.lastAct = now
-					time.Sleep(20 * time.Millisecond)
-					if ctx.Err() != nil {
-						break
-					}
-				}
-				leader.CompareAndSwap(int32(i+1), 0)
-				rec.resigned = since()
-				rec.validUntil = t.ValidUntil().Sub(base)
-				rec.lost = errors.Is(context.Cause(tctx), lock.ErrLost)
-				rec.killed = killed[i].Load()
-				mu.Lock()
-				run.terms = append(run.terms, rec)
-				if rec.killed {
-					abandoned = append(abandoned, t)
-				}
-				mu.Unlock()
-				if !rec.killed {
-					_ = t.Resign(s.ctx)
-					time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond) // let the others campaign
-				}
-			}
-		})
+	run, err := e.Run(s.ctx)
+	if err != nil {
+		s.t.Fatal(err)
 	}
-
-	// The faults, each on whoever leads when it is due.
-	onLeader := func(at, length time.Duration, inject func(i int)) {
-		select {
-		case <-time.After(time.Until(base.Add(at))):
-		case <-ctx.Done():
-			return
-		}
-		for ctx.Err() == nil {
-			mu.Lock()
-			i := int(leader.Load()) - 1
-			if i >= 0 {
-				held[i].Store(true)
-				run.faults++
-			}
-			mu.Unlock()
-			if i >= 0 {
-				inject(i)
-				if length > 0 {
-					time.Sleep(length)
-					c.links[i].heal()
-					held[i].Store(false)
-				}
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	onLeader(ttl*16/10, 2*ttl, func(i int) { c.links[i].stall() })
-	onLeader(5*ttl, ttl*25/10, func(i int) { c.links[i].slow(ttl * 6 / 10) })
-	onLeader(ttl*85/10, ttl*8/10, func(i int) { c.links[i].loseReplies() })
-	if !careless {
-		onLeader(ttl*105/10, 0, func(i int) {
-			killed[i].Store(true)
-			c.links[i].stall()
-		})
-	}
-	<-ctx.Done()
-	wg.Wait()
-	for i := range c.links {
-		c.links[i].heal()
-	}
-	for _, t := range abandoned {
-		_ = t.Resign(s.ctx)
-	}
-	slices.SortFunc(run.terms, func(a, b term) int { return int(a.elected - b.elected) })
 	return run
-}
-
-// checkElection judges a run: the terms as the leaders acted on them
-// (from election to their last action) and as the library bounded them
-// (from election to the earlier of resignation and the end of the term's
-// validity) must not overlap, and each term's fence must be above every
-// earlier term's.
-func checkElection(run electionRun) contention.Report {
-	var acted, valid []contention.Claim
-	for _, t := range run.terms {
-		c := contention.Claim{Client: t.client, Resource: "leader", Token: fmt.Sprint(t.fence, "/", t.elected), Fence: t.fence, Start: t.elected}
-		c.End = t.lastAct
-		acted = append(acted, c)
-		c.End = min(t.resigned, t.validUntil)
-		valid = append(valid, c)
-	}
-	a, v := contention.CheckOverlap(acted), contention.CheckOverlap(valid)
-	rep := contention.Report{
-		Acquisitions: len(run.terms),
-		Violations:   a.Violations + v.Violations,
-		MaxHolders:   max(a.MaxHolders, v.MaxHolders),
-		MaxOverlap:   max(a.MaxOverlap, v.MaxOverlap),
-	}
-	var top uint64
-	lost := 0
-	for _, t := range run.terms {
-		if t.fence <= top {
-			rep.StaleAccepted++ // a term whose fence does not exceed an earlier term's
-		}
-		top = max(top, t.fence)
-		if t.lost {
-			lost++
-		}
-	}
-	rep.Add("terms_lost", fmt.Sprint(lost))
-	rep.Add("faults_on_leader", fmt.Sprint(run.faults))
-	return rep
 }
 
 // Leaders under pauses, slow renewals, lost replies and a kill: never two
@@ -406,18 +232,12 @@ func TestElectionUnderFaults(t *testing.T) {
 			s := begin(t, "election-faults", eb.name)
 			c := eb.build(s, 3, lock.Options{})
 			run := runElection(s, c, ttl, false)
-			rep := checkElection(run)
-			for _, term := range run.terms {
+			for _, term := range run.Terms {
 				t.Logf("term %+v", term)
 			}
-			lost := 0
-			for _, term := range run.terms {
-				if term.lost {
-					lost++
-				}
-			}
-			if run.faults < 4 || lost == 0 || len(run.terms) < 5 {
-				t.Errorf("%d faults on a leader, %d terms, %d lost; want the four faults, and the pause to cost a term", run.faults, len(run.terms), lost)
+			rep := run.Report(s.name, eb.name)
+			if run.Faults < 4 || run.Lost() == 0 || len(run.Terms) < 5 {
+				t.Errorf("%d faults on a leader, %d terms, %d lost; want the four faults, and the pause to cost a term", run.Faults, len(run.Terms), run.Lost())
 			}
 			s.finish(rep, ttl+time.Second, c.count)
 		})
@@ -432,6 +252,6 @@ func TestControlElectionLeaderIgnoringItsTerm(t *testing.T) {
 	eb := electBackends()[0]
 	s := beginControl(t, "election-careless-leader", eb.name)
 	c := eb.build(s, 3, lock.Options{})
-	rep := checkElection(runElection(s, c, ttl, true))
+	rep := runElection(s, c, ttl, true).Report(s.name, eb.name)
 	s.finish(rep, ttl+time.Second, c.count)
 }

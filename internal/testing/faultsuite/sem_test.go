@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/contention"
+	"github.com/lockkit/lock/internal/testing/faultkit"
 	"github.com/lockkit/lock/stores/memory"
 )
 
@@ -56,18 +57,6 @@ func residue(b *backend) func(ctx context.Context) (int, error) {
 	}
 }
 
-// semaphores makes each client's locker a semaphore of limit over b.
-func semaphores(b *backend, limit int) func(int) (lock.Locker, func(), error) {
-	return func(client int) (lock.Locker, func(), error) {
-		l, closeFn, err := b.newLocker(client)
-		if err != nil {
-			return nil, nil, err
-		}
-		sem, err := lock.NewSemaphore(l, limit)
-		return sem, closeFn, err
-	}
-}
-
 func TestSemaphoreContention(t *testing.T) {
 	const limit = 2
 	for _, bc := range semBackends(t) {
@@ -75,8 +64,8 @@ func TestSemaphoreContention(t *testing.T) {
 			s := begin(t, "semaphore-contention", bc.name)
 			b := bc.make(s)
 			cfg := b.config(6, bc.ttl, 5*time.Millisecond, 1500*time.Millisecond)
-			cfg.NewLocker, cfg.Limit, cfg.Resources = semaphores(b, limit), limit, semResources
-			cfg.ServerTTL = nil // permits are not the backend's lock keys
+			cfg.Resources = semResources
+			faultkit.Semaphores(&cfg, limit)
 			rep, _ := s.run(cfg)
 			rep.Add("limit", "2")
 			if rep.Acquisitions < 20 || rep.MaxHolders != limit {
@@ -87,34 +76,14 @@ func TestSemaphoreContention(t *testing.T) {
 	}
 }
 
-// rwClients makes clients 0 and 1 writers and the others readers, each over
-// a read-write lock of its own over b.
-func rwClients(b *backend) (func(int) (lock.Locker, func(), error), func(int) bool) {
-	shared := func(client int) bool { return client >= 2 }
-	return func(client int) (lock.Locker, func(), error) {
-		l, closeFn, err := b.newLocker(client)
-		if err != nil {
-			return nil, nil, err
-		}
-		rw, err := lock.NewRWLocker(l)
-		if err != nil {
-			return nil, closeFn, err
-		}
-		if shared(client) {
-			return rw.Reader(), closeFn, nil
-		}
-		return rw.Writer(), closeFn, nil
-	}, shared
-}
-
 func TestRWLockerContention(t *testing.T) {
 	for _, bc := range semBackends(t) {
 		t.Run(bc.name, func(t *testing.T) {
 			s := begin(t, "rwlock-contention", bc.name)
 			b := bc.make(s)
 			cfg := b.config(6, bc.ttl, 5*time.Millisecond, 1500*time.Millisecond)
-			cfg.NewLocker, cfg.Shared = rwClients(b)
-			cfg.Resources, cfg.ServerTTL = semResources, nil
+			cfg.Resources = semResources
+			faultkit.ReadersWriters(&cfg, 2)
 			cfg.Retry = &lock.Retry{Attempts: lock.Forever, Delay: 2 * time.Millisecond, MaxDelay: 20 * time.Millisecond}
 			cfg.Pause = 2 * time.Millisecond
 			rep, res := s.run(cfg)
@@ -141,7 +110,8 @@ func TestSemaphoreControls(t *testing.T) {
 		s := beginControl(t, "control-semaphore-over-admits", "memory")
 		b := memBackend()
 		cfg := b.config(6, time.Second, 5*time.Millisecond, time.Second)
-		cfg.NewLocker, cfg.Limit, cfg.ServerTTL = semaphores(b, 3), 2, nil
+		faultkit.Semaphores(&cfg, 3)
+		cfg.Limit = 2
 		rep, _ := s.run(cfg)
 		if rep.MaxHolders != 3 {
 			t.Errorf("want 3 holders at once from a semaphore of 3: %s", rep.Line())
@@ -158,7 +128,7 @@ func TestSemaphoreControls(t *testing.T) {
 			return []lock.Store{writers}
 		}}
 		cfg := b.config(6, time.Second, 5*time.Millisecond, time.Second)
-		cfg.NewLocker, cfg.Shared = rwClients(b)
+		faultkit.ReadersWriters(&cfg, 2)
 		rep, _ := s.run(cfg)
 		s.finish(rep, 2*time.Second, nil)
 	})
