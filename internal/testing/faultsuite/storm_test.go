@@ -145,18 +145,18 @@ func TestRetryStorm(t *testing.T) {
 			rep.Add("cmds_per_waiter_s", fmt.Sprintf("%.2f", rate))
 			rep.Add("cpu_cores_waiting", fmt.Sprintf("%.2f", cores))
 			rep.AddMillis("drain_ms", drain)
-			// Bounds that only busy polling would break: the backoff
-			// (10ms doubling to 500ms) caps a waiter at a few attempts a
-			// second once it has waited a while — on Redis each with two
-			// TTL reads of waiting for a release — while a loop without
-			// backoff would send hundreds. The process is mostly idle
-			// while its waiters wait; a spinning loop would keep both
-			// cores busy.
+			// A bound that only busy polling breaks, whatever the
+			// machine's speed (a slow machine sends fewer commands, never
+			// more): measured from a quarter of the hold on, the retry
+			// policy lets a waiter poll every 5–10ms for its first quarter
+			// second and back off after that (to 500ms), which averages
+			// well under 30 attempts a second over the measured half of the
+			// hold — on Redis each attempt with the reads of its wait —
+			// while a loop without backoff sends hundreds. The CPU the
+			// process used is reported, not checked: under -race on a
+			// loaded machine it says more about the machine than the loop.
 			if rate > 30 {
 				t.Errorf("waiters sent %.1f commands per second each while the lock was held; want at most 30", rate)
-			}
-			if cores > 1.0 {
-				t.Errorf("the process used %.2f cores while its waiters waited; want at most 1", cores)
 			}
 			if rep.Acquisitions != waiters+1 {
 				t.Errorf("%d locks granted; want every waiter's and the holder's (%d)", rep.Acquisitions, waiters+1)
