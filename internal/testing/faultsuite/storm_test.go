@@ -147,16 +147,17 @@ func TestRetryStorm(t *testing.T) {
 			rep.AddMillis("drain_ms", drain)
 			// A bound that only busy polling breaks, whatever the
 			// machine's speed (a slow machine sends fewer commands, never
-			// more): measured from a quarter of the hold on, the retry
-			// policy lets a waiter poll every 5–10ms for its first quarter
-			// second and back off after that (to 500ms), which averages
-			// well under 30 attempts a second over the measured half of the
-			// hold — on Redis each attempt with the reads of its wait —
-			// while a loop without backoff sends hundreds. The CPU the
-			// process used is reported, not checked: under -race on a
-			// loaded machine it says more about the machine than the loop.
-			if rate > 30 {
-				t.Errorf("waiters sent %.1f commands per second each while the lock was held; want at most 30", rate)
+			// more). The window starts a quarter of the hold (500ms) after
+			// the waiters; from there the default policy on memcached waits
+			// at least 10, 20, 40, then 80ms+ between attempts, a quarter
+			// second each, so even with every jittered wait at its minimum
+			// a waiter makes under 50 attempts (one command each) in the
+			// second measured, and on Redis waiters wait for a release
+			// notification instead. A loop without backoff sends hundreds.
+			// The CPU the process used is reported, not checked: under
+			// -race on a loaded machine it says more about the machine.
+			if rate > 60 {
+				t.Errorf("waiters sent %.1f commands per second each while the lock was held; want at most 60", rate)
 			}
 			if rep.Acquisitions != waiters+1 {
 				t.Errorf("%d locks granted; want every waiter's and the holder's (%d)", rep.Acquisitions, waiters+1)
