@@ -40,7 +40,7 @@ func TestElect(t *testing.T) {
 	}
 	second := elect("second", nil, "WAIT=1")
 	second.stderr.waitFor(t, "campaigning", 30*time.Second)
-	time.Sleep(time.Second) // a few renewals: the second must stay out
+	renewals(t, b, "leader", 2) // the second must stay out across them
 	if s.started("second") {
 		t.Fatal("the second candidate's command started while the first led")
 	}
@@ -66,6 +66,29 @@ func TestElect(t *testing.T) {
 	}
 	if !strings.Contains(second.stderr.String(), `lockctl elect: lost the lock on "leader"`) {
 		t.Errorf("stderr %q does not say the term was lost", second.stderr)
+	}
+}
+
+// renewals returns once the lock on resource has been extended n times,
+// as status sees it: its TTL left grew between two readings.
+func renewals(t *testing.T, b backend, resource string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last := int64(-1)
+	for n > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q: %d renewals still to come after 30s", resource, n)
+		}
+		code, stdout, stderr := lockctl(t, nil, append(append([]string{"status", "--json"}, b.flags()...), resource)...)
+		var st statusReport
+		if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil || len(st.Stores) != 1 || st.Stores[0].TTLMillis == nil {
+			t.Fatalf("status --json %s: exit %d, %v; stdout %q, stderr %q", resource, code, err, stdout, stderr)
+		}
+		ttl := *st.Stores[0].TTLMillis
+		if last >= 0 && ttl > last {
+			n--
+		}
+		last = ttl
 	}
 }
 
