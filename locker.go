@@ -136,6 +136,8 @@ type LockOption func(*callOptions)
 
 // Option is LockOption's former name, kept for code written before the
 // rename; it will be removed before v1.
+//
+// Deprecated: use [LockOption].
 type Option = LockOption
 
 type callOptions struct {

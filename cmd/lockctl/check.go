@@ -328,7 +328,7 @@ func (s *callStats) firstErr() error {
 	return s.first
 }
 
-func (c *counting) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.Option) (lock.Lock, error) {
+func (c *counting) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.LockOption) (lock.Lock, error) {
 	l, err := c.Locker.Lock(ctx, resource, ttl, opts...)
 	if err != nil {
 		c.stats.failed.Add(1)

@@ -91,7 +91,7 @@ type acquirer struct {
 	wait waitValue
 }
 
-func (w *acquirer) Lock(_ context.Context, resource string, ttl time.Duration, _ ...lock.Option) (lock.Lock, error) {
+func (w *acquirer) Lock(_ context.Context, resource string, ttl time.Duration, _ ...lock.LockOption) (lock.Lock, error) {
 	if !w.wait.forever && w.wait.d == 0 {
 		return w.TryLock(w.ctx, resource, ttl)
 	}

@@ -41,7 +41,7 @@ func (s *slowReply) Acquire(ctx context.Context, resource, token string, ttl tim
 // clock-drift allowance.
 type naiveValidity struct{ lock.Locker }
 
-func (l naiveValidity) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.Option) (lock.Lock, error) {
+func (l naiveValidity) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.LockOption) (lock.Lock, error) {
 	held, err := l.Locker.Lock(ctx, resource, ttl, opts...)
 	if err == nil {
 		held.ValidUntil = time.Now().Add(ttl)
@@ -56,7 +56,7 @@ type bypass struct {
 	n           atomic.Int64
 }
 
-func (b *bypass) Lock(_ context.Context, resource string, ttl time.Duration, _ ...lock.Option) (lock.Lock, error) {
+func (b *bypass) Lock(_ context.Context, resource string, ttl time.Duration, _ ...lock.LockOption) (lock.Lock, error) {
 	return lock.Lock{Resource: resource, Token: fmt.Sprint("bypass-", b.n.Add(1)), ValidUntil: time.Now().Add(ttl)}, nil
 }
 

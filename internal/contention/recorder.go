@@ -204,7 +204,7 @@ type recorded struct {
 	shared bool
 }
 
-func (x *recorded) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.Option) (lock.Lock, error) {
+func (x *recorded) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.LockOption) (lock.Lock, error) {
 	start := x.r.Now()
 	l, err := x.Locker.Lock(ctx, resource, ttl, opts...)
 	x.r.Add(x.op(KindAcquire, resource, start, l, err))

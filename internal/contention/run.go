@@ -292,7 +292,7 @@ func (r *runner) fail(err error) {
 // work is the loop of one client.
 func (r *runner) work(ctx context.Context, client int, l lock.Locker) error {
 	cfg := r.cfg
-	var opts []lock.Option
+	var opts []lock.LockOption
 	if cfg.Retry != nil {
 		opts = append(opts, lock.WithRetry(*cfg.Retry))
 	}

@@ -70,7 +70,7 @@ func TestControlReleaseWithoutTokenCheck(t *testing.T) {
 // and the clock-drift allowance.
 type naiveValidity struct{ lock.Locker }
 
-func (l naiveValidity) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.Option) (lock.Lock, error) {
+func (l naiveValidity) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.LockOption) (lock.Lock, error) {
 	held, err := l.Locker.Lock(ctx, resource, ttl, opts...)
 	if err == nil {
 		held.ValidUntil = time.Now().Add(ttl)
