@@ -349,7 +349,7 @@ func (r *runner) section(ctx context.Context, client int, l lock.Lock) {
 	each := cfg.Hold / time.Duration(cfg.Writes)
 	for i := range cfg.Writes {
 		v := counter.Read()
-		if !sleepCtx(ctx, each) {
+		if !Sleep(ctx, each) {
 			return // the run was canceled: abandon the write
 		}
 		if !l.Valid() {
@@ -387,7 +387,8 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// Sleep waits d and reports whether ctx is still live.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

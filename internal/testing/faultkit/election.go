@@ -124,7 +124,7 @@ func (c *campaign) candidate(ctx, outer context.Context, i int, el *lock.Electio
 	for ctx.Err() == nil && !c.killed[i].Load() {
 		t, err := el.Campaign(ctx)
 		if err != nil {
-			sleep(ctx, 10*time.Millisecond) // a store failure: campaign again
+			contention.Sleep(ctx, 10*time.Millisecond) // a store failure: campaign again
 			continue
 		}
 		rec := c.lead(ctx, i, t)
@@ -136,7 +136,7 @@ func (c *campaign) candidate(ctx, outer context.Context, i int, el *lock.Electio
 		c.mu.Unlock()
 		if !rec.Killed {
 			_ = t.Resign(outer)
-			sleep(ctx, time.Duration(rand.IntN(30))*time.Millisecond) // let the others campaign
+			contention.Sleep(ctx, time.Duration(rand.IntN(30))*time.Millisecond) // let the others campaign
 		}
 	}
 }
@@ -156,7 +156,7 @@ func (c *campaign) lead(ctx context.Context, i int, t *lock.Term) Term {
 			break
 		}
 		rec.LastAct = now
-		if !sleep(ctx, 20*time.Millisecond) {
+		if !contention.Sleep(ctx, 20*time.Millisecond) {
 			break
 		}
 	}
@@ -186,7 +186,7 @@ func (c *campaign) stays(i int) bool {
 func (c *campaign) strike(ctx context.Context) {
 	faults := slices.SortedStableFunc(slices.Values(c.e.Faults), func(a, b LeaderFault) int { return cmp.Compare(a.At, b.At) })
 	for _, f := range faults {
-		if !sleep(ctx, time.Until(c.base.Add(f.At))) {
+		if !contention.Sleep(ctx, time.Until(c.base.Add(f.At))) {
 			return
 		}
 		i := c.pick(ctx)
@@ -200,7 +200,7 @@ func (c *campaign) strike(ctx context.Context) {
 			continue
 		}
 		f.Inject(i)
-		sleep(ctx, f.For) // cut short at the end of the run
+		contention.Sleep(ctx, f.For) // cut short at the end of the run
 		f.Heal(i)
 		c.faulted[i].Store(false)
 	}
@@ -219,21 +219,9 @@ func (c *campaign) pick(ctx context.Context) int {
 		if i >= 0 {
 			return i
 		}
-		if !sleep(ctx, 5*time.Millisecond) {
+		if !contention.Sleep(ctx, 5*time.Millisecond) {
 			return -1
 		}
-	}
-}
-
-// sleep waits d and reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
