@@ -128,8 +128,8 @@ func (a *app) help(args []string) int {
 }
 
 func (a *app) mainUsage(w io.Writer) {
-	fmt.Fprint(w, `lockctl takes distributed locks on Redis, Redlock, memcached and etcd from the
-shell: flock(1) across machines.
+	fmt.Fprint(w, `lockctl takes distributed locks on Redis, Redlock, memcached, etcd and
+PostgreSQL from the shell: flock(1) across machines.
 
 Usage:
   lockctl COMMAND [flags] [arguments]
@@ -148,6 +148,7 @@ Stores are given as URLs with --store (repeatable) or in $`+storesEnv+`:
   redis+sentinel://host:port[,...]/master   a Sentinel-managed master
   memcache://host[:port]                    one memcached server
   etcd://host[:port][,host[:port]...]       an etcd cluster (etcds:// for TLS)
+  postgres://[user@]host[:port]/database    a PostgreSQL database (postgresql://)
   memory://                                 in-process (check, bench, demos)
 Several --store flags make a Redlock over independent stores.
 'lockctl help stores' has every form and option.
