@@ -207,10 +207,14 @@ func contentionTables(w io.Writer, sec *sectionResult) {
 				continue
 			}
 			f := func(format string, v func(contentionCell) float64) string { return summary(format, values(cs, v)) }
+			perHandoff, handoffP50 := "—", "—"
+			if !overlapping(sec) {
+				perHandoff = f("%.2f", func(c contentionCell) float64 { return c.AcqPerHandoff })
+				handoffP50 = f("%.0f", func(c contentionCell) float64 { return c.HandoffP50 })
+			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s of %d | %s, %s | %s%s | %s |\n", lib,
 				f("%.0f", func(c contentionCell) float64 { return c.PerSec }),
-				f("%.2f", func(c contentionCell) float64 { return c.AcqPerHandoff }),
-				f("%.0f", func(c contentionCell) float64 { return c.HandoffP50 }),
+				perHandoff, handoffP50,
 				f("%.1f", func(c contentionCell) float64 { return c.WaitP50 }),
 				f("%.1f", func(c contentionCell) float64 { return c.WaitP99 }),
 				f("%.0f", func(c contentionCell) float64 { return c.WaitMax }),
@@ -224,12 +228,19 @@ func contentionTables(w io.Writer, sec *sectionResult) {
 		}
 		fmt.Fprintln(w)
 	}
+	if overlapping(sec) {
+		fmt.Fprintf(w, "Holders of permits overlap, so a handoff (a release, then the next acquisition by another worker) is not defined here: those columns show —.\n\n")
+	}
 	for _, c := range sec.Contention {
 		if c.FirstError != "" {
 			fmt.Fprintf(w, "- %s, pause %v, run %d, first error: %s\n", c.Library, c.Pause, c.Pass, c.FirstError)
 		}
 	}
 }
+
+// overlapping reports whether sec's holders may overlap (permits), so
+// that handoffs between them mean nothing.
+func overlapping(sec *sectionResult) bool { return sec.Key == "permits-contention" }
 
 // stuck notes the Locks of a row that were still waiting two seconds
 // after the end of their cell.
