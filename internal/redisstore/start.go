@@ -73,6 +73,16 @@ type Batcher interface {
 	MaxBatches() int
 }
 
+// NilAverse is an optional interface of a Client: if NilAverse returns
+// true, the store takes locks with SET NX PX without GET, so that an
+// acquisition that succeeds is answered OK rather than nil, and reads a
+// refusal with GET afterwards (one more round trip, on the refusal path
+// only). go-redis turns every nil reply into an error that it then
+// examines as a possible cause to retry, at about twenty allocations.
+type NilAverse interface {
+	NilAverse() bool
+}
+
 // checkCall validates a started call's arguments, as the blocking method
 // would.
 func (s *Store) checkCall(ctx context.Context, c lock.Call) error {

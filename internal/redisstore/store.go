@@ -59,6 +59,9 @@ func New(client Client, kind, defaultName string, owner any, opts []Option) (*St
 	if b, ok := client.(Batcher); ok {
 		s.maxSenders = max(1, b.MaxBatches())
 	}
+	if p, ok := client.(NilAverse); ok && p.NilAverse() {
+		s.noSetGet.Store(true)
+	}
 	s.subOwner = owner
 	if owner == nil {
 		s.subOwner = s
@@ -71,7 +74,8 @@ func (s *Store) String() string { return s.name }
 
 // Acquire implements [lock.Store] with SET NX PX GET: one round trip,
 // whose answer also tells a lock held by another (its token) from a key
-// of another type (a WRONGTYPE error).
+// of another type (a WRONGTYPE error). Without GET (Redis before 7.0, or
+// a NilAverse client), a refusal is read with a GET afterwards.
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return err

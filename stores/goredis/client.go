@@ -357,6 +357,11 @@ func (a *abandoned) wait(ctx context.Context, key string) error {
 // batch is slow go out in another.
 func (client) MaxBatches() int { return 4 }
 
+// NilAverse implements redisstore.NilAverse: go-redis handles a nil reply
+// as an error, which it examines at some cost (allocations) to decide
+// whether to retry, so acquisitions that succeed should not answer nil.
+func (client) NilAverse() bool { return true }
+
 // NotSent implements redisstore.Client: a command whose connection could
 // not be dialed, or that got no connection from the pool, never left.
 func (client) NotSent(ctx context.Context, err error) bool {

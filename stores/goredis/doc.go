@@ -43,6 +43,11 @@
 //     pipelines through the client of the slot's master (a redirect is
 //     then an error, not followed), one slot after another in a batch.
 //   - A *redis.Ring is refused (New says why).
+//   - Locks are taken with SET NX PX without GET: go-redis handles a nil
+//     reply, which SET NX PX GET gives for every lock taken, as an error
+//     it examines at some cost (about twenty allocations) to decide
+//     whether to retry. A refusal is read with a GET afterwards, one
+//     more round trip on the refusal path only.
 //
 // TTLs have millisecond precision and are rounded up to whole
 // milliseconds, so the store reports no granularity.
