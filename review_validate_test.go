@@ -111,7 +111,10 @@ func TestReviewInvalidConstructors(t *testing.T) {
 			_, err := lock.NewSingle(m1, &lock.Options{Holder: strings.Repeat("h", lock.MaxHolderLen+1)})
 			return err
 		}},
-		{"NewSingle(Retry: Attempts -2)", func() error { _, err := lock.NewSingle(m1, &lock.Options{Retry: &lock.Retry{Attempts: -2}}); return err }},
+		{"NewSingle(Retry: Attempts -2)", func() error {
+			_, err := lock.NewSingle(m1, &lock.Options{Retry: &lock.Retry{Attempts: -2}})
+			return err
+		}},
 		{"NewSingle(Retry: MaxDelay < Delay)", func() error {
 			_, err := lock.NewSingle(m1, &lock.Options{Retry: &lock.Retry{Attempts: 2, Delay: time.Second, MaxDelay: time.Millisecond}})
 			return err
