@@ -49,3 +49,42 @@ func TestReviewFindingRetryDelayBoundsWait(t *testing.T) {
 		}
 	})
 }
+
+// lock.Waiter: WaitRelease "blocks until it is released or expires", and a
+// Lock waiting on a store that can notify is woken "when the lock is
+// released instead of sleeping out its delay". The memory store arms a
+// waiter's expiry timer with the expiry of the lock held when the wait
+// began (stores/memory/wait.go, WaitRelease: left := e.expires - now); a
+// later lock with a shorter TTL that expires unreleased wakes nobody, so
+// a waiter sleeps on to the first lock's expiry (or its own bound, the
+// TTL it asks for) while the resource is free.
+func TestReviewFindingWaiterMissesLaterLocksExpiry(t *testing.T) {
+	reviewFinding(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := memory.New()
+		a, b, c := mustSingle(t, m, nil), mustSingle(t, m, nil), mustSingle(t, m, nil)
+		ka, err := a.TryLock(ctx, "r", time.Hour)
+		wantNil(t, "a TryLock", err)
+		bc := make(chan error, 1)
+		go func() { _, err := b.Lock(ctx, "r", time.Minute); bc <- err }() // b then "crashes" holding it
+		synctest.Wait()
+		cc := make(chan time.Time, 1)
+		go func() {
+			_, err := c.Lock(ctx, "r", time.Hour)
+			if err != nil {
+				t.Errorf("c Lock = %v", err)
+			}
+			cc <- time.Now()
+		}()
+		synctest.Wait()
+		start := time.Now()
+		wantNil(t, "a Unlock", a.Unlock(ctx, ka))
+		wantNil(t, "b Lock", <-bc)
+		// b's lock (1m TTL) expires unreleased at start+1m: c should get it then.
+		got := <-cc
+		if d := got.Sub(start); d > time.Minute+time.Second {
+			t.Errorf("c got the lock %v after b's 1m lock was taken; want about 1m (it expired unreleased then)", d)
+		}
+	})
+}
