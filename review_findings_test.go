@@ -88,3 +88,106 @@ func TestReviewFindingWaiterMissesLaterLocksExpiry(t *testing.T) {
 		}
 	})
 }
+
+// SingleLocker.Shutdown (and MultiLocker's) "waits for the calls under way
+// (each bounded by the store timeout)". A SingleLocker's store calls are
+// bounded by the caller's context only (Options.StoreTimeout: "bounds each
+// call to one store made by a MultiLocker"; single.go attempt passes ctx
+// to the store as is), so a Shutdown whose context has no deadline waits
+// as long as a stuck store call does — here an hour — and a Shutdown with
+// a deadline gives up with the context's error and releases nothing it
+// holds.
+func TestReviewFindingShutdownWaitsForStuckSingleStoreCall(t *testing.T) {
+	reviewFinding(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		held, err := l.TryLock(ctx, "held", time.Hour)
+		wantNil(t, "TryLock(held)", err)
+		_ = held
+		m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Hour})
+		go func() { _, _ = l.TryLock(ctx, "stuck", time.Hour) }()
+		synctest.Wait()
+		start := time.Now()
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		err = l.Shutdown(sctx)
+		cancel()
+		if took := time.Since(start); err != nil || took > 50*time.Millisecond {
+			t.Errorf("Shutdown with a store call stuck = %v after %v; want nil within the store timeout (50ms)", err, took)
+		}
+		if ok, _ := m.Exists(ctx, "held"); ok {
+			t.Errorf("Shutdown left %q locked", "held")
+		}
+		time.Sleep(2 * time.Hour)
+	})
+}
+
+// Shutdown "releases every lock the locker holds", including the lock of a
+// Run under way; but Run's function is told only at its next extension
+// (up to a third of the TTL later: run.go keeper.run, the ErrClosed case),
+// and until then its context is alive and FromContext(ctx).Valid() is true
+// while the lock is free for anyone to take. Shutdown should end the
+// contexts of the Runs (and election terms) whose locks it releases
+// before releasing them — or, at the least, at once.
+func TestReviewFindingShutdownLeavesRunFnBelievingItHolds(t *testing.T) {
+	reviewFinding(t)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		inside := make(chan context.Context)
+		done := make(chan error)
+		go func() {
+			done <- lock.Run(ctx, l, "r", 30*time.Second, func(ctx context.Context, _ lock.Lock) error {
+				inside <- ctx
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		fctx := <-inside
+		wantNil(t, "Shutdown", l.Shutdown(ctx))
+		other := mustSingle(t, m, nil)
+		if _, err := other.TryLock(ctx, "r", time.Minute); err == nil {
+			k, _ := lock.FromContext(fctx)
+			if fctx.Err() == nil {
+				t.Errorf("after Shutdown another took the lock while Run's function still runs with a live context (FromContext valid: %v)", k.Valid())
+			}
+		}
+		<-done
+	})
+}
+
+// The package doc promises that "a leader that checks its term's context
+// before each action never acts while another leads". Shutdown (or
+// UnlockAll) of the leader's locker releases the role at once, but the
+// term's context stays alive until the next renewal finds the locker shut
+// (up to a third of the TTL): another is elected meanwhile and both lead.
+func TestReviewFindingShutdownTwoLeaders(t *testing.T) {
+	reviewFinding(t)
+	for _, how := range []string{"Shutdown", "UnlockAll"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				m := memory.New()
+				la, lb := mustSingle(t, m, nil), mustSingle(t, m, nil)
+				ea, _ := lock.NewElection(la, "leader", 30*time.Second)
+				eb, _ := lock.NewElection(lb, "leader", 30*time.Second)
+				ta, err := ea.Campaign(ctx)
+				wantNil(t, "Campaign(a)", err)
+				if how == "Shutdown" {
+					wantNil(t, "Shutdown(a's locker)", la.Shutdown(ctx))
+				} else {
+					wantNil(t, "UnlockAll(a's locker)", la.UnlockAll(ctx))
+				}
+				tb, err := eb.Campaign(ctx)
+				wantNil(t, "Campaign(b)", err)
+				if ta.Context().Err() == nil && tb.Context().Err() == nil {
+					t.Errorf("after %s of a's locker, b is elected while a's term context is alive: two leaders", how)
+				}
+				_ = ta.Resign(ctx)
+				_ = tb.Resign(ctx)
+			})
+		})
+	}
+}
