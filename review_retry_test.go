@@ -124,7 +124,9 @@ func TestReviewCanceledContextEverywhere(t *testing.T) {
 			"sem.Lock":        func() error { _, err := sem.Lock(ctx, "p", time.Minute); return err },
 			"Election.Leader": func() error { _, err := e.Leader(ctx); return err },
 			"Campaign":        func() error { _, err := e.Campaign(ctx); return err },
-			"Run":             func() error { return lock.Run(ctx, single, "x", time.Minute, func(context.Context, lock.Lock) error { return nil }) },
+			"Run": func() error {
+				return lock.Run(ctx, single, "x", time.Minute, func(context.Context, lock.Lock) error { return nil })
+			},
 			"RunOnce": func() error {
 				return lock.RunOnce(ctx, single, "x", time.Minute, func(context.Context, lock.Lock) error { return nil })
 			},
