@@ -374,3 +374,28 @@ func TestReviewElectionLead(t *testing.T) {
 		noResidue(t, m)
 	})
 }
+
+// Election.Leader: "With a MultiLocker, a role held on some stores only
+// counts as led." MultiLocker.Holder reports "", false when no holder has
+// a quorum, so Leader must not take that as "not led" without asking
+// IsLocked (fixed in election.go; the test failed before).
+func TestReviewLeaderMinorityCountsAsLed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		ms, ls := memStores(3)
+		multi := mustMulti(t, ls, nil)
+		minority := mustSingle(t, ms[0], &lock.Options{Holder: "x"})
+		k, err := minority.TryLock(ctx, "leader", time.Minute)
+		wantNil(t, "TryLock on one store", err)
+		e, err := lock.NewElection(multi, "leader", time.Minute)
+		wantNil(t, "NewElection", err)
+		if ok, _ := multi.IsLocked(ctx, "leader"); !ok {
+			t.Fatalf("IsLocked = false")
+		}
+		ld, err := e.Leader(ctx)
+		if err != nil || !ld.Elected {
+			t.Errorf("Leader() with the role held on 1 of 3 stores = %+v, %v; want Elected (doc: held on some stores only counts as led)", ld, err)
+		}
+		wantNil(t, "Unlock", minority.Unlock(ctx, k))
+	})
+}
