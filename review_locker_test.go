@@ -533,3 +533,44 @@ func TestReviewExtendUnsupported(t *testing.T) {
 		noResidue(t, m)
 	})
 }
+
+func TestReviewValidityMultiAndExtend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		ms, _ := memStores(3)
+		ls := []lock.Store{ms[0], coarse{ms[1], time.Second}, ms[2]}
+		m := mustMulti(t, ls, nil)
+		start := time.Now()
+		k, err := m.TryLock(ctx, "r", 10*time.Second)
+		wantNil(t, "TryLock", err)
+		want := start.Add(10*time.Second - 100*time.Millisecond - 2*time.Millisecond - time.Second)
+		if !k.ValidUntil.Equal(want) {
+			t.Errorf("multi ValidUntil = start+%v; want start+%v (largest granularity subtracted)", k.ValidUntil.Sub(start), want.Sub(start))
+		}
+		time.Sleep(3 * time.Second)
+		now := time.Now()
+		k, err = m.Extend(ctx, k, 20*time.Second)
+		wantNil(t, "Extend", err)
+		want = now.Add(20*time.Second - 200*time.Millisecond - 2*time.Millisecond - time.Second)
+		if !k.ValidUntil.Equal(want) {
+			t.Errorf("multi Extend ValidUntil = now+%v; want now+%v", k.ValidUntil.Sub(now), want.Sub(now))
+		}
+		wantNil(t, "Unlock", m.Unlock(ctx, k))
+
+		s := mustSingle(t, ms[0], nil)
+		k, err = s.TryLock(ctx, "r", 10*time.Second)
+		wantNil(t, "TryLock", err)
+		time.Sleep(3 * time.Second)
+		now = time.Now()
+		k, err = s.Extend(ctx, k, 20*time.Second)
+		wantNil(t, "Extend", err)
+		if want := now.Add(20*time.Second - 202*time.Millisecond); !k.ValidUntil.Equal(want) {
+			t.Errorf("single Extend ValidUntil = now+%v; want now+%v", k.ValidUntil.Sub(now), want.Sub(now))
+		}
+		if d, _, _ := ms[0].TTL(ctx, "r"); d != 20*time.Second {
+			t.Errorf("store TTL after Extend(20s) = %v", d)
+		}
+		wantNil(t, "Unlock", s.Unlock(ctx, k))
+		noResidue(t, ms...)
+	})
+}
