@@ -399,3 +399,45 @@ func TestReviewLeaderMinorityCountsAsLed(t *testing.T) {
 		wantNil(t, "Unlock", minority.Unlock(ctx, k))
 	})
 }
+
+type rvKey struct{}
+
+// TestReviewContextValuesAndPanics: a term's context carries Campaign's
+// values; FromContext works on contexts derived from fn's; Lead resigns
+// when fn panics.
+func TestReviewContextValuesAndPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		ctx := context.WithValue(context.Background(), rvKey{}, "v")
+		e, err := lock.NewElection(l, "leader", 3*time.Second)
+		wantNil(t, "NewElection", err)
+		term, err := e.Campaign(ctx)
+		wantNil(t, "Campaign", err)
+		if term.Context().Value(rvKey{}) != "v" {
+			t.Errorf("term context lost Campaign's values")
+		}
+		wantNil(t, "Resign", term.Resign(ctx))
+		err = lock.Run(ctx, l, "r", time.Second, func(ctx context.Context, k lock.Lock) error {
+			derived, cancel := context.WithCancel(context.WithValue(ctx, rvKey{}, "w"))
+			defer cancel()
+			if got, ok := lock.FromContext(derived); !ok || got.Token != k.Token {
+				t.Errorf("FromContext(derived) = %+v, %v", got, ok)
+			}
+			if ctx.Value(rvKey{}) != "v" {
+				t.Errorf("fn's context lost Run's values")
+			}
+			return nil
+		})
+		wantNil(t, "Run", err)
+		func() {
+			defer func() {
+				if p := recover(); p != "boom" {
+					t.Errorf("Lead: recover() = %v; want the panic to continue", p)
+				}
+			}()
+			_ = e.Lead(ctx, func(context.Context, *lock.Term) error { panic("boom") })
+		}()
+		noResidue(t, m)
+	})
+}

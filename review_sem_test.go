@@ -5,6 +5,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,4 +330,42 @@ func TestReviewMutualExclusionStress(t *testing.T) {
 		noResidue(t, ms...)
 	})
 	_ = errors.New
+}
+
+// rvNoTilde is a counting memory store that cannot hold names with '~'.
+type rvNoTilde struct{ *counting }
+
+func (rvNoTilde) ValidateResource(r string) error {
+	if strings.Contains(r, "~") {
+		return fmt.Errorf("%w: name %q has a '~'", lock.ErrInvalid, r)
+	}
+	return nil
+}
+
+// TestReviewDerivedNamesValidated: "The derived names ... must be valid
+// names of the store (they are checked before anything is sent)".
+func TestReviewDerivedNamesValidated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := rvNoTilde{newCounting("c")}
+		// Hide the Permitter so that the semaphore is made of plain locks.
+		base := mustSingle(t, struct {
+			lock.Store
+			lock.Extender
+			lock.ResourceValidator
+		}{c, c, c}, nil)
+		sem, err := lock.NewSemaphore(base, 2)
+		wantNil(t, "NewSemaphore", err)
+		rw, err := lock.NewRWLocker(base)
+		wantNil(t, "NewRWLocker", err)
+		for name, l := range map[string]lock.Locker{"semaphore": sem, "reader": rw.Reader(), "writer": rw.Writer()} {
+			_, err := l.TryLock(ctx, "r", time.Minute)
+			wantIs(t, name+" TryLock with derived names the store refuses", err, lock.ErrInvalid)
+			_, err = l.Lock(ctx, "r", time.Minute)
+			wantIs(t, name+" Lock with derived names the store refuses", err, lock.ErrInvalid)
+		}
+		if n := c.calls.Load(); n != 0 {
+			t.Errorf("%d store calls; want none before the names are checked", n)
+		}
+	})
 }
