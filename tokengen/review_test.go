@@ -20,7 +20,7 @@ func TestReviewRandomTokens(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 5000 {
+			for range 1000 {
 				tok, err := tokengen.Random{}.Token()
 				if err != nil {
 					t.Errorf("Random.Token() = %v", err)
