@@ -2,12 +2,15 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/testing/redistest"
+	"github.com/lockkit/lock/stores/redis"
 )
 
 // Review finding (fails on the reviewed code; run with
@@ -49,5 +52,42 @@ func TestReviewFindingWaiterMissesEarlierExpiry(t *testing.T) {
 	// a vanishes: its lock expires 1s from now, unreleased.
 	if err := <-done; err != nil {
 		t.Errorf("Lock of a resource whose holder's lock expired after 1s = %v within 10s; want it acquired after about 1s", err)
+	}
+}
+
+// TestReviewWrongTypeIsNotContention: "A lock key holding something other
+// than a string ... is reported as a WRONGTYPE error, never as
+// contention", and the lockers report it as a failure.
+func TestReviewWrongTypeIsNotContention(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	s := newStore(t, srv.NewClient(t), redis.WithPrefix("rv:"))
+	if err := srv.Do("RPUSH", "rv:{r}", "x").Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, fenced := range []bool{false, true} {
+		var err error
+		if fenced {
+			_, err = s.AcquireFenced(ctx, "r", "tok", time.Second)
+		} else {
+			err = s.Acquire(ctx, "r", "tok", time.Second)
+		}
+		if err == nil || errors.Is(err, lock.ErrNotAcquired) || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Errorf("Acquire (fenced %v) on a list key = %v; want a WRONGTYPE error, not contention", fenced, err)
+		}
+	}
+	if err := s.Release(ctx, "r", "tok"); err == nil || errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Release on a list key = %v; want an error other than ErrNotHeld", err)
+	}
+	if err := s.Extend(ctx, "r", "tok", time.Second); err == nil || errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Extend on a list key = %v; want an error other than ErrNotHeld", err)
+	}
+	l, _ := lock.NewSingle(s, nil)
+	_, err := l.TryLock(ctx, "r", time.Second)
+	if !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotAcquired) {
+		t.Errorf("TryLock on a list key = %v; want ErrUnavailable", err)
+	}
+	if n, _ := srv.Do("LLEN", "rv:{r}").AsInt64(); n != 1 {
+		t.Errorf("the list key was changed: LLEN %d", n)
 	}
 }
