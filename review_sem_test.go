@@ -369,3 +369,33 @@ func TestReviewDerivedNamesValidated(t *testing.T) {
 		}
 	})
 }
+
+// TestReviewRWWriterGivesUpCleanly: a writer whose context ends while it
+// waits for readers reports the context's error and leaves no intent
+// behind (new readers get in again).
+func TestReviewRWWriterGivesUpCleanly(t *testing.T) {
+	rvSemSetups(t, func(t *testing.T, base lock.Locker, ms []*memory.Store) {
+		ctx := context.Background()
+		rw, err := lock.NewRWLocker(base)
+		wantNil(t, "NewRWLocker", err)
+		r, w := rw.Reader(), rw.Writer()
+		rk, err := r.TryLock(ctx, "doc", time.Minute)
+		wantNil(t, "reader", err)
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err = w.Lock(dctx, "doc", time.Minute)
+		cancel()
+		wantIs(t, "writer Lock until its deadline", err, context.DeadlineExceeded)
+		if errors.Is(err, lock.ErrNotAcquired) {
+			t.Errorf("writer Lock = %v; must not match ErrNotAcquired", err)
+		}
+		if ok, _ := w.IsLocked(ctx, "doc"); ok {
+			t.Errorf("the writer's intent outlived its Lock call")
+		}
+		rk2, err := r.TryLock(ctx, "doc", time.Minute)
+		wantNil(t, "a new reader after the writer gave up", err)
+		wantNil(t, "Unlock", r.Unlock(ctx, rk))
+		wantNil(t, "Unlock", r.Unlock(ctx, rk2))
+		time.Sleep(2 * time.Minute)
+		noResidue(t, ms...)
+	})
+}
