@@ -5,6 +5,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -439,5 +441,56 @@ func TestReviewContextValuesAndPanics(t *testing.T) {
 			_ = e.Lead(ctx, func(context.Context, *lock.Term) error { panic("boom") })
 		}()
 		noResidue(t, m)
+	})
+}
+
+// TestReviewElectionOneLeaderAtATime: campaigners over both lockers lead
+// in turn, never two at once, with rising fences.
+func TestReviewElectionOneLeaderAtATime(t *testing.T) {
+	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
+		var leading atomic.Int32
+		var mu sync.Mutex
+		var fences []uint64
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e, err := lock.NewElection(l, "leader", 3*time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for range 3 {
+					err := e.Lead(context.Background(), func(ctx context.Context, term *lock.Term) error {
+						if leading.Add(1) != 1 {
+							t.Errorf("two leaders at once")
+						}
+						mu.Lock()
+						fences = append(fences, term.Fence())
+						mu.Unlock()
+						time.Sleep(5 * time.Second)
+						if ctx.Err() != nil {
+							t.Errorf("term ended while renewed: %v", context.Cause(ctx))
+						}
+						leading.Add(-1)
+						return nil
+					})
+					if err != nil {
+						t.Errorf("Lead = %v", err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for i := 1; i < len(fences); i++ {
+			if fences[i] <= fences[i-1] {
+				t.Errorf("term %d fence %d after %d; want rising", i, fences[i], fences[i-1])
+			}
+		}
+		if len(fences) != 15 {
+			t.Errorf("%d terms; want 15", len(fences))
+		}
+		noResidue(t, ms...)
 	})
 }
