@@ -247,7 +247,7 @@ func TestReviewElection(t *testing.T) {
 			t.Errorf("Leader() = %+v, %v; want a", ld, err)
 		}
 		lk := ta.Lock()
-		validity := lk.ValidUntil.Sub(time.Now())
+		validity := time.Until(lk.ValidUntil)
 		if want := lk.ValidUntil.Add(-validity / 10); !ta.ValidUntil().Equal(want) {
 			t.Errorf("Term.ValidUntil() = lock's - %v; want lock's - a tenth of the validity (%v)", lk.ValidUntil.Sub(ta.ValidUntil()), validity/10)
 		}

@@ -27,8 +27,7 @@ func TestReviewInvalidLockerCallsSendNothing(t *testing.T) {
 	rw, err := lock.NewRWLocker(l)
 	wantNil(t, "NewRWLocker", err)
 	lockers := map[string]lock.Locker{"single": l, "multi": m, "semaphore": sem, "reader": rw.Reader(), "writer": rw.Writer()}
-	//lint:ignore SA1012 a nil context is the bad input under test
-	var nilCtx context.Context //nolint
+	var nilCtx context.Context // nil: the bad input under test
 	good := lock.Lock{Resource: "r", Token: "t", ValidUntil: time.Now().Add(time.Minute)}
 	for name, lk := range lockers {
 		t.Run(name, func(t *testing.T) {
