@@ -399,3 +399,26 @@ func TestReviewRWWriterGivesUpCleanly(t *testing.T) {
 		noResidue(t, ms...)
 	})
 }
+
+// TestReviewSemaphoreWaitCanceled: a semaphore waiter whose context ends
+// reports the context's error, takes nothing, and leaves no goroutine
+// behind (synctest fails on a leaked, blocked goroutine).
+func TestReviewSemaphoreWaitCanceled(t *testing.T) {
+	rvSemSetups(t, func(t *testing.T, base lock.Locker, ms []*memory.Store) {
+		ctx := context.Background()
+		s, err := lock.NewSemaphore(base, 1)
+		wantNil(t, "NewSemaphore", err)
+		k, err := s.TryLock(ctx, "pool", time.Minute)
+		wantNil(t, "TryLock", err)
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = s.Lock(dctx, "pool", time.Minute)
+		cancel()
+		wantIs(t, "Lock until deadline", err, context.DeadlineExceeded)
+		if n, _ := s.Permits(ctx, "pool"); n != 1 {
+			t.Errorf("Permits = %d; want 1", n)
+		}
+		wantNil(t, "Unlock", s.Unlock(ctx, k))
+		time.Sleep(2 * time.Minute)
+		noResidue(t, ms...)
+	})
+}
