@@ -131,12 +131,15 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	}
 	if hr, ok := e.locker.(holderReader); ok {
 		holder, held, err := hr.Holder(ctx, e.role)
-		if err == nil {
-			return Leader{Elected: held, Holder: holder}, nil
-		}
-		if !errors.Is(err, errors.ErrUnsupported) {
+		switch {
+		case err == nil && held:
+			return Leader{Elected: true, Holder: holder}, nil
+		case err != nil && !errors.Is(err, errors.ErrUnsupported):
 			return Leader{}, err
 		}
+		// Free by the holder's account, or unknown: a MultiLocker's Holder
+		// reports a role held on a minority of its stores as free, which
+		// IsLocked (any store) counts as led.
 	}
 	held, err := e.locker.IsLocked(ctx, e.role)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -105,6 +106,10 @@ type storeStatus struct {
 func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit int, asJSON bool) error {
 	set, err := a.openStores(sf, "", nil)
 	if err != nil {
+		var ue *usageError
+		if asJSON && !errors.As(err, &ue) {
+			return a.unreachableStatus(sf, resource, limit, err)
+		}
 		return err
 	}
 	defer set.Close()
@@ -170,6 +175,32 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 		return exitWith(exitFailure, nil)
 	}
 	return nil
+}
+
+// unreachableStatus prints the JSON report of stores that could not be
+// opened (a lone store, or too many of a Redlock's), so that scripts get
+// the one object that --json promises, with held null and the error, and
+// exits with status 1.
+func (a *app) unreachableStatus(sf *storeFlags, resource string, limit int, err error) error {
+	rep := statusReport{Resource: resource, Error: err.Error()}
+	if limit > 0 {
+		rep.Permits = &permitStatus{Limit: limit, Error: err.Error()}
+	}
+	if specs, serr := a.storeSpecs(sf, ""); serr == nil {
+		why := err.Error()
+		if len(specs) > 1 {
+			why = "not asked: too few of the stores could be reached (see error)"
+		}
+		for _, spec := range specs {
+			rep.Stores = append(rep.Stores, storeStatus{Store: spec.display, Error: why})
+		}
+	}
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	if jerr := enc.Encode(rep); jerr != nil {
+		return jerr
+	}
+	return exitWith(exitFailure, err)
 }
 
 // permitsOf counts the permits of a semaphore of limit on resource.

@@ -1,0 +1,142 @@
+package lock_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// rvRetryHook records the start time and delay of each retry.
+type rvRetryHook struct {
+	mu     sync.Mutex
+	at     []time.Time
+	delays []time.Duration
+	wait   []bool
+}
+
+func (h *rvRetryHook) Observe(_ context.Context, e lock.Event) {
+	if e.Kind == lock.EventRetry {
+		h.mu.Lock()
+		h.at = append(h.at, time.Now())
+		h.delays = append(h.delays, e.Delay)
+		h.wait = append(h.wait, e.Waiting)
+		h.mu.Unlock()
+	}
+}
+
+// TestReviewDefaultRetryPolls: on a store that cannot notify, the default
+// policy "polls every 5–10ms for the first quarter of a second of a wait,
+// and backs off only after that, doubling the delay every quarter of a
+// second up to 500ms"; every wait is drawn from [d/2, d].
+func TestReviewDefaultRetryPolls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := memory.New()
+		h := &rvRetryHook{}
+		l := mustSingle(t, basic{m}, &lock.Options{Hook: h})
+		_, err := mustSingle(t, m, nil).TryLock(ctx, "r", 5*time.Second)
+		wantNil(t, "TryLock", err)
+		start := time.Now()
+		_, err = l.Lock(ctx, "r", time.Second)
+		wantNil(t, "Lock after the holder's expiry", err)
+		if len(h.delays) < 25 {
+			t.Fatalf("%d retries in 5s; want polling", len(h.delays))
+		}
+		for i, d := range h.delays {
+			since := h.at[i].Sub(start)
+			if h.wait[i] {
+				t.Errorf("retry %d reported Waiting on a store without Waiter", i)
+			}
+			switch {
+			case since < 250*time.Millisecond && (d < 5*time.Millisecond || d > 10*time.Millisecond):
+				t.Errorf("retry at %v: delay %v; want 5–10ms in the first quarter second", since, d)
+			case d > 500*time.Millisecond:
+				t.Errorf("retry at %v: delay %v; want at most 500ms", since, d)
+			case since > 3*time.Second && d < 250*time.Millisecond:
+				t.Errorf("retry at %v: delay %v; want backed off to 250–500ms", since, d)
+			}
+		}
+	})
+}
+
+// TestReviewExplicitRetryBackoff: Retry{Delay: 10ms, MaxDelay: 80ms} on a
+// store without Waiter doubles the wait after each attempt up to MaxDelay,
+// each drawn from [d/2, d].
+func TestReviewExplicitRetryBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := memory.New()
+		h := &rvRetryHook{}
+		l := mustSingle(t, basic{m}, &lock.Options{Hook: h})
+		_, err := mustSingle(t, m, nil).TryLock(ctx, "r", time.Hour)
+		wantNil(t, "TryLock", err)
+		_, err = l.Lock(ctx, "r", time.Second, lock.WithRetry(lock.Retry{Attempts: 7, Delay: 10 * time.Millisecond, MaxDelay: 80 * time.Millisecond}))
+		wantIs(t, "Lock", err, lock.ErrNotAcquired)
+		if len(h.at) != 6 {
+			t.Fatalf("%d retries; want 6 (7 attempts)", len(h.at))
+		}
+		caps := []time.Duration{10, 20, 40, 80, 80, 80}
+		for i := range h.at {
+			want := caps[i] * time.Millisecond
+			var slept time.Duration
+			if i+1 < len(h.at) {
+				slept = h.at[i+1].Sub(h.at[i])
+			} else {
+				continue
+			}
+			if slept < want/2 || slept > want {
+				t.Errorf("wait %d: %v; want within [%v, %v]", i, slept, want/2, want)
+			}
+		}
+	})
+}
+
+// TestReviewCanceledContextEverywhere: the read-only calls honour their
+// context too.
+func TestReviewCanceledContextEverywhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		ms, ls := memStores(3)
+		single := mustSingle(t, m, nil)
+		multi := mustMulti(t, ls, nil)
+		k, err := single.TryLock(context.Background(), "r", time.Minute)
+		wantNil(t, "TryLock", err)
+		_, err = multi.TryLock(context.Background(), "r", time.Minute)
+		wantNil(t, "TryLock", err)
+		sem, _ := lock.NewSemaphore(single, 2)
+		msem, _ := lock.NewSemaphore(multi, 2)
+		e, _ := lock.NewElection(single, "r", time.Minute)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		for name, f := range map[string]func() error{
+			"single.Holder":   func() error { _, _, err := single.Holder(ctx, "r"); return err },
+			"multi.Holder":    func() error { _, _, err := multi.Holder(ctx, "r"); return err },
+			"multi.IsLocked":  func() error { _, err := multi.IsLocked(ctx, "r"); return err },
+			"sem.Permits":     func() error { _, err := sem.Permits(ctx, "p"); return err },
+			"msem.Permits":    func() error { _, err := msem.Permits(ctx, "p"); return err },
+			"sem.IsLocked":    func() error { _, err := sem.IsLocked(ctx, "p"); return err },
+			"msem.TryLock":    func() error { _, err := msem.TryLock(ctx, "p", time.Minute); return err },
+			"sem.Lock":        func() error { _, err := sem.Lock(ctx, "p", time.Minute); return err },
+			"Election.Leader": func() error { _, err := e.Leader(ctx); return err },
+			"Campaign":        func() error { _, err := e.Campaign(ctx); return err },
+			"Run": func() error {
+				return lock.Run(ctx, single, "x", time.Minute, func(context.Context, lock.Lock) error { return nil })
+			},
+			"RunOnce": func() error {
+				return lock.RunOnce(ctx, single, "x", time.Minute, func(context.Context, lock.Lock) error { return nil })
+			},
+		} {
+			err := f()
+			wantIs(t, name+" with a canceled context", err, context.Canceled)
+		}
+		wantNil(t, "Unlock", single.Unlock(context.Background(), k))
+		wantNil(t, "UnlockAll", multi.UnlockAll(context.Background()))
+		noResidue(t, m)
+		noResidue(t, ms...)
+	})
+}
