@@ -33,7 +33,6 @@ func reviewFinding(t *testing.T) {
 // blocks for as long as the TTL — here an hour, after which it even gets
 // the lock.
 func TestReviewFindingRetryDelayBoundsWait(t *testing.T) {
-	reviewFinding(t)
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
