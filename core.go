@@ -183,13 +183,21 @@ func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Durati
 	return l, nil
 }
 
-// UnlockAll implements [Locker].
+// UnlockAll implements [Locker]. It ends the contexts of the Runs and
+// election terms that hold the locks first.
 func (c *core) UnlockAll(ctx context.Context) error {
 	if err := checkContext(ctx, "unlockall", ""); err != nil {
 		return err
 	}
+	return c.unlockAll(ctx, "UnlockAll", nil)
+}
+
+// unlockAll releases every held lock for op, ending the contexts of their
+// holders first with a cause that wraps ErrLost and err.
+func (c *core) unlockAll(ctx context.Context, op string, err error) error {
 	var errs []error
 	for _, l := range c.held.snapshot() {
+		endKeepers(ctx, l, op, err)
 		if err := c.eng.Unlock(ctx, l); err != nil && !errors.Is(err, ErrNotHeld) {
 			errs = append(errs, err)
 		}
@@ -199,18 +207,28 @@ func (c *core) UnlockAll(ctx context.Context) error {
 
 // Shutdown implements [Locker]. It refuses new Lock, TryLock and Extend
 // calls, ends the Lock calls waiting for a held resource with ErrClosed,
-// waits for the calls under way (each bounded by the store timeout), and
-// then releases every lock the locker holds: once it returns, the locker
-// holds nothing.
+// waits for the calls under way to return (for one store timeout at
+// most: a call still under way then releases what it takes as it
+// returns), and releases every lock the locker holds, ending first the
+// contexts of the Runs and election terms that hold them. If ctx ends
+// first, it releases them all the same, each release bounded by the store
+// timeout, and returns ctx's error.
 func (c *core) Shutdown(ctx context.Context) error {
 	const op = "shutdown"
 	if err := checkContext(ctx, op, ""); err != nil {
 		return err
 	}
-	if err := c.gate.shut(ctx); err != nil {
-		return &Error{Op: op, Err: ctxErr(ctx)}
+	c.gate.shut(ctx, c.storeTimeout)
+	if ctx.Err() == nil {
+		return c.unlockAll(ctx, "Shutdown", ErrClosed)
 	}
-	return c.UnlockAll(ctx)
+	err := &Error{Op: op, Err: ctxErr(ctx)}
+	cctx, cancel := c.cleanupContext(ctx)
+	defer cancel()
+	if uerr := c.unlockAll(cctx, "Shutdown", ErrClosed); uerr != nil {
+		err.Err = fmt.Errorf("%w (and releasing: %v)", err.Err, uerr)
+	}
+	return err
 }
 
 // token makes a new owner token.

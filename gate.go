@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // gate counts the calls of a locker that take or extend locks, so that
@@ -41,18 +42,19 @@ func (g *gate) leave() {
 }
 
 // shut refuses every later call, ends the waits of those in flight, and
-// waits for them to leave or ctx to end.
-func (g *gate) shut(ctx context.Context) error {
+// waits for them to leave, for patience at most, or until ctx ends.
+func (g *gate) shut(ctx context.Context, patience time.Duration) {
 	old := g.state.Or(closedBit)
 	g.close()
 	if old&^closedBit == 0 {
 		g.idleOnce.Do(func() { close(g.idle) })
 	}
+	t := time.NewTimer(patience)
+	defer t.Stop()
 	select {
 	case <-g.idle:
-		return nil
+	case <-t.C:
 	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

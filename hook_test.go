@@ -146,8 +146,9 @@ func TestHookSeesRetriesAndLoss(t *testing.T) {
 		ctx := t.Context()
 		other := holdElsewhere(t, m, "res", time.Hour)
 		go func() {
-			// The wait, bounded by the TTL and not by the 10ms delay,
-			// spans the release: the sequence is fixed.
+			// The wait of a Lock retrying Forever, bounded by the TTL
+			// and not by the 10ms delay, spans the release: the
+			// sequence is fixed.
 			time.Sleep(12 * time.Millisecond)
 			m.Release(context.Background(), "res", other.Token)
 		}()
@@ -156,7 +157,7 @@ func TestHookSeesRetriesAndLoss(t *testing.T) {
 			m.Expire("res")
 			<-ctx.Done()
 			return nil
-		}, lock.WithRetry(lock.Retry{Attempts: 5, Delay: 10 * time.Millisecond, MaxDelay: 40 * time.Millisecond}))
+		}, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: 10 * time.Millisecond, MaxDelay: 40 * time.Millisecond}))
 		wantIs(t, "Run() losing its lock", err, lock.ErrLost)
 		wantEvents(t, "retry, wake on release, acquisition, loss, release", rec.take(),
 			"lock attempt #1",

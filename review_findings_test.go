@@ -97,7 +97,6 @@ func TestReviewFindingWaiterMissesLaterLocksExpiry(t *testing.T) {
 // a deadline gives up with the context's error and releases nothing it
 // holds.
 func TestReviewFindingShutdownWaitsForStuckSingleStoreCall(t *testing.T) {
-	reviewFinding(t)
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -130,7 +129,6 @@ func TestReviewFindingShutdownWaitsForStuckSingleStoreCall(t *testing.T) {
 // contexts of the Runs (and election terms) whose locks it releases
 // before releasing them — or, at the least, at once.
 func TestReviewFindingShutdownLeavesRunFnBelievingItHolds(t *testing.T) {
-	reviewFinding(t)
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -163,7 +161,6 @@ func TestReviewFindingShutdownLeavesRunFnBelievingItHolds(t *testing.T) {
 // term's context stays alive until the next renewal finds the locker shut
 // (up to a third of the TTL): another is elected meanwhile and both lead.
 func TestReviewFindingShutdownTwoLeaders(t *testing.T) {
-	reviewFinding(t)
 	for _, how := range []string{"Shutdown", "UnlockAll"} {
 		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

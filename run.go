@@ -144,10 +144,12 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 		h.ctx, h.stopHold = context.WithDeadlineCause(inner, maxHoldAt,
 			fmt.Errorf("%w: %q held for %v", ErrMaxHold, held.Resource, o.maxHold))
 	}
-	h.k = &keeper{locker: locker, cur: held, ttl: ttl, every: every, margin: margin, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
+	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, every: every, margin: margin, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
 	h.ctx = runContext{Context: h.ctx, k: h.k}
+	unwatch := watch(held, h.k)
 	go func() {
 		defer close(h.exited)
+		defer unwatch()
 		h.k.run(ctx)
 	}()
 	return h, nil
@@ -240,6 +242,7 @@ func runResult(fnErr, cause, unlockErr error) error {
 
 // keeper extends a lock in the background for Run.
 type keeper struct {
+	op        string // "run", "runonce", "campaign": the operation in its events
 	locker    Locker
 	ttl       time.Duration
 	every     time.Duration
@@ -361,7 +364,7 @@ func (k *keeper) lose(ctx context.Context, why string, err error) {
 		cause := &lostError{resource: cur.Resource, why: why, err: err}
 		k.lost(cause)
 		if o, ok := k.locker.(interface{ observer() observer }); ok {
-			o.observer().emit(ctx, Event{Kind: EventLost, Op: "run", Resource: cur.Resource, Lock: cur, Err: cause})
+			o.observer().emit(ctx, Event{Kind: EventLost, Op: k.op, Resource: cur.Resource, Lock: cur, Err: cause})
 		}
 	})
 }
@@ -375,7 +378,15 @@ type lostError struct {
 }
 
 func (e *lostError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("lock %q lost: %s", e.resource, e.why)
+	}
 	return fmt.Sprintf("lock %q lost: %s: %s", e.resource, e.why, detail(e.err))
 }
 
-func (e *lostError) Unwrap() []error { return []error{ErrLost, e.err} }
+func (e *lostError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrLost}
+	}
+	return []error{ErrLost, e.err}
+}
