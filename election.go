@@ -78,9 +78,10 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 // Lead campaigns within ctx, runs fn while the caller leads, and resigns
 // when fn returns (also when it panics). fn's context is the term's
 // context, which also ends with ctx. Lead returns Campaign's error if the
-// caller was not elected, and otherwise fn's error joined with the cause
-// of the term's end (if the term was lost while fn ran) and with the
-// resignation's error.
+// caller was not elected, and otherwise, as [Run] does, fn's error joined
+// with the cause of the term's end if the term was lost (ErrLost) or
+// reached its hold limit (ErrMaxHold, see [MaxHold]) while fn ran, and
+// with the resignation's error.
 func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Term) error) (err error) {
 	if fn == nil {
 		return invalidf("lead", e.role, "nil function")
@@ -92,7 +93,7 @@ func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Ter
 	stop := context.AfterFunc(ctx, func() { t.h.cancel(context.Cause(ctx)) })
 	defer func() {
 		stop()
-		err = errors.Join(fnError(t.Context(), err), t.Resign(context.WithoutCancel(ctx)))
+		err = errors.Join(fnError(t.Context(), err), holdLimit(t.Context(), err), t.Resign(context.WithoutCancel(ctx)))
 	}()
 	return fn(t.Context(), t)
 }
@@ -104,6 +105,15 @@ func fnError(ctx context.Context, err error) error {
 		return nil
 	}
 	return err
+}
+
+// holdLimit returns the term's cause if the hold limit ended it and fn's
+// error err does not already say so.
+func holdLimit(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrMaxHold) && !errors.Is(err, cause) {
+		return cause
+	}
+	return nil
 }
 
 // Leader is what an observer can tell of an election.

@@ -65,7 +65,7 @@ var (
 // (a store answering "held by another" or "not held" is not part of the
 // chain, so errors.Is(err, ErrNotAcquired) reflects the overall outcome).
 type Error struct {
-	Op       string       // "lock", "trylock", "unlock", "extend", "islocked", "unlockall", "shutdown", "run", "new"
+	Op       string       // "lock", "trylock", "unlock", "extend", "islocked", "holder", "permits", "unlockall", "shutdown", "run", "runonce", "new", "election", "campaign", "lead", "leader", "resign"
 	Resource string       // the resource, if any
 	Err      error        // the overall cause: a sentinel of this package, a context error, or a validation error
 	Stores   []StoreError // stores that did not succeed, in store order

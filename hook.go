@@ -11,9 +11,9 @@ import (
 // hooks/otelhook (a nested module) adapt it to log/slog and OpenTelemetry.
 //
 // Observe is called synchronously on the goroutine doing the work, often
-// concurrently, so it must be fast and safe for concurrent use. It must
-// not retain e.Lock's fields beyond the call only if it mutates them; the
-// Event is a value. A locker without a hook pays nothing for it.
+// concurrently, so it must be fast and safe for concurrent use. The Event
+// is a value, the hook's to keep. A locker without a hook pays nothing
+// for it.
 type Hook interface {
 	Observe(ctx context.Context, e Event)
 }
@@ -85,7 +85,7 @@ func (k EventKind) String() string {
 // Event is one thing a locker did. Which fields are set depends on Kind.
 type Event struct {
 	Kind     EventKind
-	Op       string // the locker operation: "lock", "trylock", "unlock", "extend", "islocked", "run"
+	Op       string // the locker operation: "lock", "trylock", "unlock", "extend", "islocked", and for EventLost "run", "runonce" or "campaign" (an election's term)
 	Resource string
 	Lock     Lock // the lock concerned, once there is one
 

@@ -372,7 +372,9 @@ func TestReviewElectionLead(t *testing.T) {
 			}
 			return nil
 		})
-		t.Logf("Lead with MaxHold = %v", err)
+		if !errors.Is(err, lock.ErrMaxHold) {
+			t.Errorf("Lead ended by MaxHold = %v; want ErrMaxHold, as Run returns", err)
+		}
 		noResidue(t, m)
 	})
 }

@@ -57,7 +57,7 @@ func longTTL(t *testing.T, h *harness) {
 				return err
 			}
 			if err := h.store.Acquire(h.ctx(), r, a+"-b", h.ttl); !errors.Is(err, lock.ErrNotAcquired) {
-				return fmt.Errorf("Acquire(r, b) while a holds r = %v; want ErrNotAcquired", errString(err))
+				return verdict(fmt.Sprintf("Acquire(r, b) while a holds r = %v; want ErrNotAcquired", errString(err)))
 			}
 			return nil
 		}},
@@ -105,7 +105,11 @@ func longTTL(t *testing.T, h *harness) {
 			defer wg.Done()
 			start := time.Now()
 			if err := c.set(r, a); err != nil {
-				t.Errorf("%s = %v; want nil", c.what, err)
+				if v, ok := err.(verdict); ok {
+					t.Errorf("%s: %s", c.what, v)
+				} else {
+					t.Errorf("%s = %v; want nil", c.what, err)
+				}
 				return
 			}
 			if msg := h.checkTTL(r, start, ttl); msg != "" {
@@ -279,3 +283,9 @@ func ttlQuery(t *testing.T, h *harness) {
 	h.waitExpired(r, time.Now(), h.ttl)
 	free(r, "once Exists(r) says the lock expired")
 }
+
+// verdict is a check's failure that is already a message of the form
+// "Call(…) = got; want …", not an error to report as the call's.
+type verdict string
+
+func (v verdict) Error() string { return string(v) }

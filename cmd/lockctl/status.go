@@ -21,8 +21,10 @@ var statusCommand = &command{
 	interspersed: true,
 	doc: `Shows whether RESOURCE is held and, store by store, what the store can tell:
 whether it holds it, its remaining TTL (redis, memory; memcached cannot tell),
-the last fence handed out for it (redis: the holder's fence while it is
-held; the next holder gets a greater one) and who holds it (HOLDER: "HOST PID
+the last fence (redis: the value of the fence counter the resource shares
+with the server's other resources, or its cluster slot's: no fence handed
+out for it so far is greater and the next is greater; the holder's fence
+while it holds the last lock taken there) and who holds it (HOLDER: "HOST PID
 COMMAND SINCE" for a lock that lockctl run or acquire took, the name a
 program gave in lock.Options.Holder, or - if it gave none). The owner's token
 is never shown.
