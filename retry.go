@@ -10,11 +10,9 @@ import (
 
 // Retry says how Lock retries while a resource is held by another owner or
 // while stores fail. Validation errors and a closed locker are never
-// retried. Between attempts Lock sleeps the delay; where the store can
-// notify releases ([Waiter]), it waits for the release instead, for at
-// most the delay — or, when it retries Forever, for at most the lock's
-// TTL (or the delay, if longer), keeping its place in the store's line of
-// waiters rather than leaving it to try again.
+// retried. Between attempts Lock waits for the resource to be released
+// when the store can notify it ([Waiter]), for at most the lock's TTL (or
+// the delay, if longer), and otherwise sleeps the delay.
 type Retry struct {
 	// Attempts is the number of attempts in all, the first included:
 	// Retry{Attempts: 3} makes three. 0 and 1 make one attempt only;
@@ -23,7 +21,9 @@ type Retry struct {
 
 	// Delay is the wait before the first retry: at least 1ms when there
 	// are retries. Every wait is drawn at random from [d/2, d], so that
-	// waiters do not hit the stores in waves.
+	// waiters do not hit the stores in waves. Where the store notifies
+	// releases, a wait lasts until the release instead, for up to the
+	// lock's TTL (see Retry).
 	Delay time.Duration
 
 	// MaxDelay, when greater than Delay, makes the waits double after each
@@ -151,16 +151,14 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		// maxWakes times in a row: a store whose wait returns while the
 		// resource is still held must not make Lock spin.
 		waiting := c.canWait && errors.Is(e.Err, ErrNotAcquired) && wakes < maxWakes
-		// In line for a release, a Lock that retries Forever waits as
-		// long as the lock may be held (a store wakes its waiters on
-		// expiry too), not the delay: a waiter that leaves the line at
-		// the delay to try again loses its place, and takes the lock
-		// from the waiter whose turn it is when it finds the lock being
-		// handed over. A policy of a few attempts keeps to its delays,
-		// so that it gives up when its caller expects. A wait that fails
-		// (the store's subscription broke) sleeps out the delay.
+		// In line for a release, wait as long as the lock may be held (a
+		// store wakes its waiters on expiry too), not the delay: a waiter
+		// that leaves the line at the delay to try again loses its place,
+		// and takes the lock from the waiter whose turn it is when it
+		// finds the lock being handed over. A wait that fails (the
+		// store's subscription broke) sleeps out the delay.
 		bound := d
-		if waiting && retry.Attempts == Forever {
+		if waiting {
 			bound = max(d, ttl)
 		}
 		if c.obs.on() {

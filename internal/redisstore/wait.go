@@ -16,6 +16,9 @@ import (
 // a Release wakes it, the lock's TTL runs out (it then looks again, as
 // the lock may have been extended), or ctx ends. Getting in line before
 // looking means no release that happens after the call began is missed.
+// A lock set to expire sooner than the TTL a waiter saw (extended for
+// less, or taken again for less) is seen to expire a second late at most:
+// waiters look again now and then (see firstRelook).
 //
 // A release wakes exactly one caller across every process: it pops the
 // first subscription in line and publishes on that subscription's channel
@@ -112,6 +115,7 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		}
 	}()
 	front, behind, again := t.takeWoken(), true, false
+	relook := firstRelook
 	for {
 		// In line before looking, here and on the server, so that a
 		// release after the look wakes this caller. Looking again, it
@@ -136,10 +140,14 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 			return nil
 		case ms >= 0 || ms == -3: // held, or being handed to a waiter ahead
 			// Wake when its TTL runs out, or the handoff's grace, at the
-			// latest.
+			// latest; and look again before, now and then, in case the
+			// lock now expires sooner (see relook).
 			d := time.Duration(ms+1) * time.Millisecond
-			if ms == -3 {
+			switch {
+			case ms == -3:
 				d, behind = handoffGrace, false
+			case d > relook:
+				d, relook = relook, min(2*relook, maxRelook)
 			}
 			if expiry == nil {
 				expiry = time.NewTimer(d)
@@ -164,6 +172,17 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		}
 	}
 }
+
+// A waiter looks at the lock again firstRelook after it got in line, then
+// after twice as long each time, up to maxRelook, however long the TTL it
+// saw: nothing tells it when the lock is set to expire sooner (extended
+// to a shorter TTL, or taken again for a shorter one by the next holder),
+// so it sees such an expiry at most the time it has waited so far, and
+// at most maxRelook, late. Looking again keeps its place in line.
+const (
+	firstRelook = 50 * time.Millisecond
+	maxRelook   = time.Second
+)
 
 func flag(b bool) string {
 	if b {

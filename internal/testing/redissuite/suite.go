@@ -121,6 +121,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitersTakeTurns", f.testWaitersTakeTurns},
 		{"WaitCanceledWaiterLeavesQueue", f.testWaitCanceledWaiterLeavesQueue},
 		{"WaitRechecksOnExpiry", f.testWaitRechecksOnExpiry},
+		{"WaitSeesShorterExpiry", f.testWaitSeesShorterExpiry},
 		{"WaitAfterScriptFlush", f.testWaitAfterScriptFlush},
 		{"WaitServerDies", f.testWaitServerDies},
 		{"WaitOnClusterLeavesNothing", f.testWaitOnClusterLeavesNothing},

@@ -146,6 +146,34 @@ func (f Factory) testWaitRechecksOnExpiry(t *testing.T) {
 	}
 }
 
+// testWaitSeesShorterExpiry: a lock shortened while waited for (extended
+// for less than the TTL the waiter saw) and left to expire frees the
+// waiter soon after it expires, not at the TTL it saw.
+func (f Factory) testWaitSeesShorterExpiry(t *testing.T) {
+	srv := redistest.Start(t)
+	s := f.Server(t, srv, redisstore.WithPrefix("short:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(wctx, "r") }()
+	eventually(t, "in line", func() bool {
+		n, err := srv.Do("LLEN", "short:{r}:waiters").AsInt64()
+		return err == nil && n == 1
+	})
+	if err := s.Extend(ctx, "r", "holder", 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// The holder vanishes: its lock expires unreleased, an hour before the
+	// TTL the waiter saw.
+	if err := <-done; err != nil {
+		t.Fatalf("WaitRelease of a lock shortened to 300ms and left to expire = %v; want nil soon after it expired (within the 20s the wait was given)", err)
+	}
+}
+
 func (f Factory) testWaitAfterScriptFlush(t *testing.T) {
 	srv := redistest.Start(t)
 	s := f.Server(t, srv, redisstore.WithPrefix("flush:"))
@@ -328,10 +356,12 @@ func (f Factory) testWaitOneWakeAcrossProcesses(t *testing.T) {
 	inLine(2)
 	cycle()
 	woken("the first waiter in line", first)
-	blocked("the second waiter, after one release", second)
+	// The first takes the lock, as a woken waiter does (a waiter that
+	// looks again meanwhile lets it: see wait.lua's handoff).
 	if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	blocked("the second waiter, after one release", second)
 	cycle()
 	woken("the second waiter, after the second release", second)
 
