@@ -16,7 +16,7 @@ import (
 
 var errReset = errors.New("connection reset")
 
-func TestReviewFaults(t *testing.T) {
+func TestContractFaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		s := memory.New()
@@ -98,7 +98,7 @@ func TestReviewFaults(t *testing.T) {
 	})
 }
 
-func TestReviewExpireResourcesTTL(t *testing.T) {
+func TestContractExpireResourcesTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		s := memory.New(memory.WithName("fake"))
@@ -160,7 +160,7 @@ func TestReviewExpireResourcesTTL(t *testing.T) {
 	})
 }
 
-func TestReviewWaitReleaseOneAtATime(t *testing.T) {
+func TestContractWaitReleaseOneAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		s := memory.New()

@@ -10,7 +10,7 @@ import (
 	"github.com/lockkit/lock/tokengen"
 )
 
-func TestReviewRandomTokens(t *testing.T) {
+func TestContractRandomTokens(t *testing.T) {
 	var (
 		mu   sync.Mutex
 		seen = map[string]bool{}
@@ -48,7 +48,7 @@ func TestReviewRandomTokens(t *testing.T) {
 	wg.Wait()
 }
 
-func TestReviewFixedAndSuffixed(t *testing.T) {
+func TestContractFixedAndSuffixed(t *testing.T) {
 	if _, err := tokengen.Fixed("").Token(); err == nil {
 		t.Errorf(`Fixed("").Token() = nil error; want an error`)
 	}

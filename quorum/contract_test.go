@@ -6,7 +6,7 @@ import (
 	"github.com/lockkit/lock/quorum"
 )
 
-func TestReviewQuorums(t *testing.T) {
+func TestContractQuorums(t *testing.T) {
 	for _, c := range []struct {
 		q              interface{ Met(g, n int) bool }
 		granted, total int

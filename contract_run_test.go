@@ -15,7 +15,7 @@ import (
 	"github.com/lockkit/lock/stores/memory"
 )
 
-func TestReviewRunLossByExpiry(t *testing.T) {
+func TestContractRunLossByExpiry(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		err := lock.Run(ctx, l, "r", 3*time.Second, func(ctx context.Context, k lock.Lock) error {
@@ -38,7 +38,7 @@ func TestReviewRunLossByExpiry(t *testing.T) {
 	})
 }
 
-func TestReviewRunKeepsLockAndFromContext(t *testing.T) {
+func TestContractRunKeepsLockAndFromContext(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		if _, ok := lock.FromContext(ctx); ok {
@@ -75,7 +75,7 @@ func TestReviewRunKeepsLockAndFromContext(t *testing.T) {
 	})
 }
 
-func TestReviewRunNoExtenderEndsAtValidity(t *testing.T) {
+func TestContractRunNoExtenderEndsAtValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -100,7 +100,7 @@ func TestReviewRunNoExtenderEndsAtValidity(t *testing.T) {
 	})
 }
 
-func TestReviewRunMaxHold(t *testing.T) {
+func TestContractRunMaxHold(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		start := time.Now()
@@ -119,7 +119,7 @@ func TestReviewRunMaxHold(t *testing.T) {
 	})
 }
 
-func TestReviewRunPanicReleases(t *testing.T) {
+func TestContractRunPanicReleases(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		defer func() {
 			if p := recover(); p != "boom" {
@@ -131,7 +131,7 @@ func TestReviewRunPanicReleases(t *testing.T) {
 	})
 }
 
-func TestReviewRunContendedAndCanceled(t *testing.T) {
+func TestContractRunContendedAndCanceled(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		k, err := l.TryLock(ctx, "r", time.Minute)
@@ -158,7 +158,7 @@ func TestReviewRunContendedAndCanceled(t *testing.T) {
 	})
 }
 
-func TestReviewRunOnce(t *testing.T) {
+func TestContractRunOnce(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		runs := 0
@@ -207,7 +207,7 @@ func TestReviewRunOnce(t *testing.T) {
 	})
 }
 
-func TestReviewRunOnceMinIntervalNoExtender(t *testing.T) {
+func TestContractRunOnceMinIntervalNoExtender(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -223,7 +223,7 @@ func TestReviewRunOnceMinIntervalNoExtender(t *testing.T) {
 	})
 }
 
-func TestReviewElection(t *testing.T) {
+func TestContractElection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -303,7 +303,7 @@ func TestReviewElection(t *testing.T) {
 	})
 }
 
-func TestReviewElectionStalledRenewals(t *testing.T) {
+func TestContractElectionStalledRenewals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -338,7 +338,7 @@ func TestReviewElectionStalledRenewals(t *testing.T) {
 	})
 }
 
-func TestReviewElectionLead(t *testing.T) {
+func TestContractElectionLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
 		l := mustSingle(t, m, nil)
@@ -383,7 +383,7 @@ func TestReviewElectionLead(t *testing.T) {
 // counts as led." MultiLocker.Holder reports "", false when no holder has
 // a quorum, so Leader must not take that as "not led" without asking
 // IsLocked (fixed in election.go; the test failed before).
-func TestReviewLeaderMinorityCountsAsLed(t *testing.T) {
+func TestContractLeaderMinorityCountsAsLed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		ms, ls := memStores(3)
@@ -406,10 +406,10 @@ func TestReviewLeaderMinorityCountsAsLed(t *testing.T) {
 
 type rvKey struct{}
 
-// TestReviewContextValuesAndPanics: a term's context carries Campaign's
+// TestContractContextValuesAndPanics: a term's context carries Campaign's
 // values; FromContext works on contexts derived from fn's; Lead resigns
 // when fn panics.
-func TestReviewContextValuesAndPanics(t *testing.T) {
+func TestContractContextValuesAndPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
 		l := mustSingle(t, m, nil)
@@ -446,9 +446,9 @@ func TestReviewContextValuesAndPanics(t *testing.T) {
 	})
 }
 
-// TestReviewElectionOneLeaderAtATime: campaigners over both lockers lead
+// TestContractElectionOneLeaderAtATime: campaigners over both lockers lead
 // in turn, never two at once, with rising fences.
-func TestReviewElectionOneLeaderAtATime(t *testing.T) {
+func TestContractElectionOneLeaderAtATime(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		var leading atomic.Int32
 		var mu sync.Mutex

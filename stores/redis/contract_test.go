@@ -12,10 +12,10 @@ import (
 	"github.com/lockkit/lock/stores/redis"
 )
 
-// TestReviewWrongTypeIsNotContention: "A lock key holding something other
+// TestContractWrongTypeIsNotContention: "A lock key holding something other
 // than a string ... is reported as a WRONGTYPE error, never as
 // contention", and the lockers report it as a failure.
-func TestReviewWrongTypeIsNotContention(t *testing.T) {
+func TestContractWrongTypeIsNotContention(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	s := newStore(t, srv.NewClient(t), redis.WithPrefix("rv:"))

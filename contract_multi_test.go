@@ -13,7 +13,7 @@ import (
 	"github.com/lockkit/lock/stores/memory"
 )
 
-func TestReviewMultiQuorumOutcomes(t *testing.T) {
+func TestContractMultiQuorumOutcomes(t *testing.T) {
 	eachPath(t, func(t *testing.T, memStores storesFunc) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx := context.Background()

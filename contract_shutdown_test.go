@@ -57,7 +57,7 @@ func TestFiniteRetryWaitsForTheRelease(t *testing.T) {
 // later lock with a shorter TTL that expires unreleased wakes nobody, so
 // a waiter sleeps on to the first lock's expiry (or its own bound, the
 // TTL it asks for) while the resource is free.
-func TestReviewFindingWaiterMissesLaterLocksExpiry(t *testing.T) {
+func TestContractWaiterMissesLaterLocksExpiry(t *testing.T) {
 	reviewFinding(t)
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -96,7 +96,7 @@ func TestReviewFindingWaiterMissesLaterLocksExpiry(t *testing.T) {
 // as long as a stuck store call does — here an hour — and a Shutdown with
 // a deadline gives up with the context's error and releases nothing it
 // holds.
-func TestReviewFindingShutdownWaitsForStuckSingleStoreCall(t *testing.T) {
+func TestContractShutdownWaitsForStuckSingleStoreCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -128,7 +128,7 @@ func TestReviewFindingShutdownWaitsForStuckSingleStoreCall(t *testing.T) {
 // while the lock is free for anyone to take. Shutdown should end the
 // contexts of the Runs (and election terms) whose locks it releases
 // before releasing them — or, at the least, at once.
-func TestReviewFindingShutdownLeavesRunFnBelievingItHolds(t *testing.T) {
+func TestContractShutdownLeavesRunFnBelievingItHolds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -160,7 +160,7 @@ func TestReviewFindingShutdownLeavesRunFnBelievingItHolds(t *testing.T) {
 // UnlockAll) of the leader's locker releases the role at once, but the
 // term's context stays alive until the next renewal finds the locker shut
 // (up to a third of the TTL): another is elected meanwhile and both lead.
-func TestReviewFindingShutdownTwoLeaders(t *testing.T) {
+func TestContractShutdownTwoLeaders(t *testing.T) {
 	for _, how := range []string{"Shutdown", "UnlockAll"} {
 		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

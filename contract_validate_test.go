@@ -17,7 +17,7 @@ import (
 	"github.com/lockkit/lock/stores/memory"
 )
 
-func TestReviewInvalidLockerCallsSendNothing(t *testing.T) {
+func TestContractInvalidLockerCallsSendNothing(t *testing.T) {
 	ctx := context.Background()
 	s := newCounting("c")
 	l := mustSingle(t, s, nil)
@@ -86,7 +86,7 @@ func TestReviewInvalidLockerCallsSendNothing(t *testing.T) {
 	}
 }
 
-func TestReviewInvalidConstructors(t *testing.T) {
+func TestContractInvalidConstructors(t *testing.T) {
 	m1, m2, m3 := memory.New(), memory.New(), memory.New()
 	var nilMem *memory.Store
 	l := mustSingle(t, m1, nil)
@@ -166,7 +166,7 @@ func TestReviewInvalidConstructors(t *testing.T) {
 	noResidue(t, m1, m2, m3)
 }
 
-func TestReviewInvalidRunCalls(t *testing.T) {
+func TestContractInvalidRunCalls(t *testing.T) {
 	ctx := context.Background()
 	s := newCounting("c")
 	l := mustSingle(t, s, nil)
@@ -204,7 +204,7 @@ func TestReviewInvalidRunCalls(t *testing.T) {
 	}
 }
 
-func TestReviewFenceGuardZeroFence(t *testing.T) {
+func TestContractFenceGuardZeroFence(t *testing.T) {
 	var g lock.FenceGuard
 	ran := false
 	err := g.Do("k", 0, func() error { ran = true; return nil })

@@ -40,7 +40,7 @@ func rvSemSetups(t *testing.T, test func(t *testing.T, base lock.Locker, ms []*m
 	})
 }
 
-func TestReviewSemaphore(t *testing.T) {
+func TestContractSemaphore(t *testing.T) {
 	rvSemSetups(t, func(t *testing.T, base lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		s, err := lock.NewSemaphore(base, 2)
@@ -110,7 +110,7 @@ func TestReviewSemaphore(t *testing.T) {
 	})
 }
 
-func TestReviewSemaphoreRun(t *testing.T) {
+func TestContractSemaphoreRun(t *testing.T) {
 	rvSemSetups(t, func(t *testing.T, base lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		s, err := lock.NewSemaphore(base, 3)
@@ -147,7 +147,7 @@ func TestReviewSemaphoreRun(t *testing.T) {
 	})
 }
 
-func TestReviewRWLocker(t *testing.T) {
+func TestContractRWLocker(t *testing.T) {
 	rvSemSetups(t, func(t *testing.T, base lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		rw, err := lock.NewRWLocker(base)
@@ -234,7 +234,7 @@ func (h *rvSpanHook) Observe(ctx context.Context, e lock.Event) {
 	}
 }
 
-func TestReviewHookEvents(t *testing.T) {
+func TestContractHookEvents(t *testing.T) {
 	h := &rvSpanHook{}
 	rvLockers(t, &lock.Options{Hook: h}, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
@@ -278,7 +278,7 @@ func TestReviewHookEvents(t *testing.T) {
 	})
 }
 
-func TestReviewHookRunLost(t *testing.T) {
+func TestContractHookRunLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &rvRecorder{}
 		m := memory.New()
@@ -295,7 +295,7 @@ func TestReviewHookRunLost(t *testing.T) {
 	})
 }
 
-func TestReviewMutualExclusionStress(t *testing.T) {
+func TestContractMutualExclusionStress(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		var inside atomic.Int32
@@ -342,9 +342,9 @@ func (rvNoTilde) ValidateResource(r string) error {
 	return nil
 }
 
-// TestReviewDerivedNamesValidated: "The derived names ... must be valid
+// TestContractDerivedNamesValidated: "The derived names ... must be valid
 // names of the store (they are checked before anything is sent)".
-func TestReviewDerivedNamesValidated(t *testing.T) {
+func TestContractDerivedNamesValidated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		c := rvNoTilde{newCounting("c")}
@@ -370,10 +370,10 @@ func TestReviewDerivedNamesValidated(t *testing.T) {
 	})
 }
 
-// TestReviewRWWriterGivesUpCleanly: a writer whose context ends while it
+// TestContractRWWriterGivesUpCleanly: a writer whose context ends while it
 // waits for readers reports the context's error and leaves no intent
 // behind (new readers get in again).
-func TestReviewRWWriterGivesUpCleanly(t *testing.T) {
+func TestContractRWWriterGivesUpCleanly(t *testing.T) {
 	rvSemSetups(t, func(t *testing.T, base lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		rw, err := lock.NewRWLocker(base)
@@ -400,10 +400,10 @@ func TestReviewRWWriterGivesUpCleanly(t *testing.T) {
 	})
 }
 
-// TestReviewSemaphoreWaitCanceled: a semaphore waiter whose context ends
+// TestContractSemaphoreWaitCanceled: a semaphore waiter whose context ends
 // reports the context's error, takes nothing, and leaves no goroutine
 // behind (synctest fails on a leaked, blocked goroutine).
-func TestReviewSemaphoreWaitCanceled(t *testing.T) {
+func TestContractSemaphoreWaitCanceled(t *testing.T) {
 	rvSemSetups(t, func(t *testing.T, base lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		s, err := lock.NewSemaphore(base, 1)

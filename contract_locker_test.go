@@ -67,7 +67,7 @@ func rvLockers(t *testing.T, o *lock.Options, test func(t *testing.T, l lock.Loc
 	})
 }
 
-func TestReviewContextNotContention(t *testing.T) {
+func TestContractContextNotContention(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		held, err := l.TryLock(ctx, "r", time.Second)
@@ -118,7 +118,7 @@ func TestReviewContextNotContention(t *testing.T) {
 	})
 }
 
-func TestReviewRetryAttemptsCounted(t *testing.T) {
+func TestContractRetryAttemptsCounted(t *testing.T) {
 	for _, attempts := range []int{0, 1, 3} {
 		rec := &rvRecorder{}
 		rvLockers(t, &lock.Options{Hook: rec}, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
@@ -153,7 +153,7 @@ func TestReviewRetryAttemptsCounted(t *testing.T) {
 	}
 }
 
-func TestReviewStoreFailuresAreUnavailable(t *testing.T) {
+func TestContractStoreFailuresAreUnavailable(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		for _, m := range ms {
@@ -198,7 +198,7 @@ func TestReviewStoreFailuresAreUnavailable(t *testing.T) {
 	})
 }
 
-func TestReviewInFlightAcquireCleanedUp(t *testing.T) {
+func TestContractInFlightAcquireCleanedUp(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		for _, m := range ms {
@@ -218,7 +218,7 @@ func TestReviewInFlightAcquireCleanedUp(t *testing.T) {
 	})
 }
 
-func TestReviewExtendUnlockSemantics(t *testing.T) {
+func TestContractExtendUnlockSemantics(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		a, err := l.TryLock(ctx, "r", time.Second)
@@ -285,7 +285,7 @@ func TestReviewExtendUnlockSemantics(t *testing.T) {
 	})
 }
 
-func TestReviewLockJSONReleasedElsewhere(t *testing.T) {
+func TestContractLockJSONReleasedElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -309,7 +309,7 @@ func TestReviewLockJSONReleasedElsewhere(t *testing.T) {
 	})
 }
 
-func TestReviewValidityAccounting(t *testing.T) {
+func TestContractValidityAccounting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -363,7 +363,7 @@ func TestReviewValidityAccounting(t *testing.T) {
 	})
 }
 
-func TestReviewShutdown(t *testing.T) {
+func TestContractShutdown(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		a, err := l.TryLock(ctx, "a", time.Minute)
@@ -395,7 +395,7 @@ func TestReviewShutdown(t *testing.T) {
 	})
 }
 
-func TestReviewUnlockAll(t *testing.T) {
+func TestContractUnlockAll(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		_, err := l.TryLock(ctx, "a", time.Minute)
@@ -418,7 +418,7 @@ func TestReviewUnlockAll(t *testing.T) {
 	})
 }
 
-func TestReviewErrorMessage(t *testing.T) {
+func TestContractErrorMessage(t *testing.T) {
 	ctx := context.Background()
 	m := memory.New()
 	l := mustSingle(t, m, nil)
@@ -435,7 +435,7 @@ func TestReviewErrorMessage(t *testing.T) {
 	wantNil(t, "UnlockAll", l.UnlockAll(ctx))
 }
 
-func TestReviewHolder(t *testing.T) {
+func TestContractHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -487,7 +487,7 @@ func TestReviewHolder(t *testing.T) {
 	})
 }
 
-func TestReviewFencesAndNoFence(t *testing.T) {
+func TestContractFencesAndNoFence(t *testing.T) {
 	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
 		ctx := context.Background()
 		var last uint64
@@ -517,7 +517,7 @@ func TestReviewFencesAndNoFence(t *testing.T) {
 	})
 }
 
-func TestReviewExtendUnsupported(t *testing.T) {
+func TestContractExtendUnsupported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -534,7 +534,7 @@ func TestReviewExtendUnsupported(t *testing.T) {
 	})
 }
 
-func TestReviewValidityMultiAndExtend(t *testing.T) {
+func TestContractValidityMultiAndExtend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		ms, _ := memStores(3)

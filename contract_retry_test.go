@@ -29,11 +29,11 @@ func (h *rvRetryHook) Observe(_ context.Context, e lock.Event) {
 	}
 }
 
-// TestReviewDefaultRetryPolls: on a store that cannot notify, the default
+// TestContractDefaultRetryPolls: on a store that cannot notify, the default
 // policy "polls every 5–10ms for the first quarter of a second of a wait,
 // and backs off only after that, doubling the delay every quarter of a
 // second up to 500ms"; every wait is drawn from [d/2, d].
-func TestReviewDefaultRetryPolls(t *testing.T) {
+func TestContractDefaultRetryPolls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -64,10 +64,10 @@ func TestReviewDefaultRetryPolls(t *testing.T) {
 	})
 }
 
-// TestReviewExplicitRetryBackoff: Retry{Delay: 10ms, MaxDelay: 80ms} on a
+// TestContractExplicitRetryBackoff: Retry{Delay: 10ms, MaxDelay: 80ms} on a
 // store without Waiter doubles the wait after each attempt up to MaxDelay,
 // each drawn from [d/2, d].
-func TestReviewExplicitRetryBackoff(t *testing.T) {
+func TestContractExplicitRetryBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
@@ -96,9 +96,9 @@ func TestReviewExplicitRetryBackoff(t *testing.T) {
 	})
 }
 
-// TestReviewCanceledContextEverywhere: the read-only calls honour their
+// TestContractCanceledContextEverywhere: the read-only calls honour their
 // context too.
-func TestReviewCanceledContextEverywhere(t *testing.T) {
+func TestContractCanceledContextEverywhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
 		ms, ls := memStores(3)

@@ -15,9 +15,9 @@ import (
 	"github.com/lockkit/lock/stores/memory"
 )
 
-// TestReviewTokensNeverLogged: "Tokens are never logged: they are the
+// TestContractTokensNeverLogged: "Tokens are never logged: they are the
 // holders' secrets", through every kind of event, on both lockers.
-func TestReviewTokensNeverLogged(t *testing.T) {
+func TestContractTokensNeverLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		var buf bytes.Buffer
