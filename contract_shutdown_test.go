@@ -8,6 +8,8 @@ package lock_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"testing/synctest"
@@ -185,5 +187,62 @@ func TestContractShutdownTwoLeaders(t *testing.T) {
 				_ = tb.Resign(ctx)
 			})
 		})
+	}
+}
+
+// Shutdown of a Semaphore or of either side of a RWLocker ends the
+// context of a Run under way on it before releasing its lock, as a
+// locker's does; on the generic path (permits as plain locks) and the
+// native one.
+func TestContractShutdownEndsRunsOnDerivedLockers(t *testing.T) {
+	for _, native := range []bool{true, false} {
+		for _, kind := range []string{"semaphore", "reader", "writer"} {
+			t.Run(fmt.Sprintf("%s native=%v", kind, native), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ctx := context.Background()
+					var store lock.Store = memory.New()
+					if !native {
+						store = struct{ lock.Store }{store} // hides Permitter
+					}
+					base := mustSingle(t, store, nil)
+					var l lock.Locker
+					switch kind {
+					case "semaphore":
+						sem, err := lock.NewSemaphore(base, 2)
+						wantNil(t, "NewSemaphore", err)
+						l = sem
+					default:
+						rw, err := lock.NewRWLocker(base)
+						wantNil(t, "NewRWLocker", err)
+						l = rw.Reader()
+						if kind == "writer" {
+							l = rw.Writer()
+						}
+					}
+					inside := make(chan context.Context)
+					done := make(chan error)
+					go func() {
+						done <- lock.Run(ctx, l, "r", 30*time.Second, func(ctx context.Context, _ lock.Lock) error {
+							inside <- ctx
+							<-ctx.Done()
+							return nil
+						})
+					}()
+					fctx := <-inside
+					var down error
+					switch s := l.(type) {
+					case interface{ Shutdown(context.Context) error }:
+						down = s.Shutdown(ctx)
+					}
+					wantNil(t, "Shutdown", down)
+					if fctx.Err() == nil {
+						t.Errorf("Shutdown of the %s returned while Run's function, whose lock it released, still has a live context", kind)
+					} else if !errors.Is(context.Cause(fctx), lock.ErrLost) {
+						t.Errorf("cause = %v; want ErrLost", context.Cause(fctx))
+					}
+					<-done
+				})
+			})
+		}
 	}
 }
