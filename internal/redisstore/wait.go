@@ -58,12 +58,18 @@ type waitFor struct {
 	// pass hands a wake no caller used to the next in line, if key is
 	// free.
 	pass *Script
+	// relook makes waiters look again now and then (see firstRelook).
+	// Only for locks: wait.lua lets the waiter woken by a release take
+	// a lock it finds free before any other looks, which the permit
+	// script does not.
+	relook bool
 }
 
 var lockWait = &waitFor{
-	look: func(key string) Cmd { return cmd1("PTTL", key) },
-	wait: waitScript,
-	pass: passScript,
+	look:   func(key string) Cmd { return cmd1("PTTL", key) },
+	wait:   waitScript,
+	pass:   passScript,
+	relook: true,
 }
 
 // wait blocks until what waits for at key is free, is released or
@@ -146,7 +152,7 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 			switch {
 			case ms == -3:
 				d, behind = handoffGrace, false
-			case d > relook:
+			case what.relook && d > relook:
 				d, relook = relook, min(2*relook, maxRelook)
 			}
 			if expiry == nil {
