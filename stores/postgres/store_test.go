@@ -537,3 +537,28 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestStatementLostBySession: a session that lost the store's prepared
+// statements (DEALLOCATE ALL, as a pooler's reset may send) prepares
+// them again, and the calls succeed.
+func TestStatementLostBySession(t *testing.T) {
+	pool := poolOf(t, sharedURL(t), func(c *pgxpool.Config) { c.MaxConns = 1 })
+	s := newStore(t, pool)
+	ctx := ctxFor(t, time.Minute)
+	for i := range 2 {
+		if err := s.Acquire(ctx, "r", "t", time.Minute); err != nil {
+			t.Fatalf("Acquire(r) #%d = %v; want nil", i+1, err)
+		}
+		if err := s.Release(ctx, "r", "t"); err != nil {
+			t.Fatalf("Release(r) #%d = %v; want nil", i+1, err)
+		}
+		// Through the simple protocol, which pgx does not track: its
+		// connection still thinks the statements are prepared.
+		if _, err := pool.Exec(ctx, "DEALLOCATE ALL", pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held, err := s.Exists(ctx, "r"); err != nil || held {
+		t.Fatalf("Exists(r) after Release = %v, %v; want false, nil", held, err)
+	}
+}
