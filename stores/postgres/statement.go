@@ -52,7 +52,7 @@ type outcome struct {
 	b    []byte
 }
 
-// binary is the format code of every parameter and result: one entry
+// binaryFormat is the format code of every parameter and result: one entry
 // applies to all.
 var binaryFormat = []int16{pgx.BinaryFormatCode}
 
