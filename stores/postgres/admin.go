@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // ForceRelease deletes the lock on resource whoever holds it, and reports
@@ -15,13 +12,9 @@ func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error)
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return false, err
 	}
-	var notified *string
-	err := queryRow(ctx, s.pool, s.q.forceRelease, []any{[]byte(resource)}, &notified)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return false, nil
-	case err != nil:
+	o, err := s.run(ctx, &s.q.forceRelease, args{resource: resource, n: 1})
+	if err != nil {
 		return false, s.failed(ctx, err)
 	}
-	return true, nil
+	return o.rows > 0, nil
 }

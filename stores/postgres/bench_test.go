@@ -2,21 +2,29 @@ package postgres_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/pgtest"
 )
 
 // The benchmarks measure lock+unlock pairs on the shared server (fsync
 // off: they compare the statements, not the disk), 8 goroutines per
 // core, each on a resource of its own, through the store, through a
 // lock.SingleLocker, and with the raw statements a hand-written lock
-// would send (the floor). bench/ compares them side by side.
+// would send (the floor). bench/ compares them side by side. Besides
+// pairs/s, each reports the CPU time a pair cost the client (this
+// process) and the server (its processes, from /proc on Linux): on a
+// shared machine these vary less than the rate does.
 
 const benchParallelism = 8
 
@@ -100,6 +108,8 @@ func pairs(b *testing.B, pair func(resource, token string) error) {
 	var ids atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(benchParallelism)
+	data := pgtest.Shared(b).Data
+	client, server := processCPU(), serverCPU(data)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		id := strconv.FormatInt(ids.Add(1), 10)
@@ -112,4 +122,49 @@ func pairs(b *testing.B, pair func(resource, token string) error) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+	b.ReportMetric(float64((processCPU()-client).Microseconds())/float64(b.N), "client-µs/pair")
+	if server > 0 {
+		b.ReportMetric(float64((serverCPU(data)-server).Microseconds())/float64(b.N), "server-µs/pair")
+	}
+}
+
+// processCPU returns the CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverCPU returns the CPU time the server of data directory data has
+// used: its postmaster's and its children's (backends, background
+// workers), from /proc, in clock ticks of 10ms; 0 without /proc.
+func serverCPU(data string) time.Duration {
+	pidFile, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	postmaster, _, _ := strings.Cut(string(pidFile), "\n")
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var ticks int64
+	for _, d := range dirs {
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid … utime stime: fields 4, 14 and 15.
+		_, rest, ok := strings.Cut(string(stat), ") ")
+		f := strings.Fields(rest)
+		if !ok || len(f) < 13 || (d.Name() != postmaster && f[1] != postmaster) {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }

@@ -63,11 +63,18 @@
 //
 // # Operations
 //
-// Every operation is one statement, so one round trip once pgx has
-// prepared it on a connection (its default mode caches prepared
-// statements; with a pooler that cannot keep them, such as PgBouncer
-// before 1.21 in transaction mode, set the pool's DefaultQueryExecMode to
-// pgx.QueryExecModeExec: no statement needs a session):
+// Every operation is one statement, so one round trip once it is
+// prepared on a connection. In pgx's default mode
+// (pgx.QueryExecModeCacheStatement) the store prepares each statement
+// once per connection, under a name of its own (lockkit_ and a hash of
+// its SQL), and sends it with binary arguments through the connection's
+// pgconn, without pgx's generic encoding and scanning; a session that
+// lost it (DEALLOCATE ALL) prepares it again. With a pooler that cannot
+// keep prepared statements, such as PgBouncer before 1.21 in transaction
+// mode, set the pool's DefaultQueryExecMode to pgx.QueryExecModeExec: the
+// store then goes through pgx's Exec and QueryRow, which honour it (no
+// statement needs a session), as it does when the pool has a Tracer, so
+// that traces show its statements:
 //   - Acquire: INSERT … ON CONFLICT (resource) DO UPDATE … WHERE the
 //     existing row has expired;
 //   - AcquireFenced: the same, RETURNING nextval of the sequence;
@@ -135,8 +142,8 @@
 //
 // # database/sql
 //
-// The store needs pgx's pool (a pgx.Conn for LISTEN, and its statement
-// cache). An application that uses database/sql with the pgx driver
+// The store needs pgx's pool (a pgx.Conn for LISTEN, and its prepared
+// statements). An application that uses database/sql with the pgx driver
 // (github.com/jackc/pgx/v5/stdlib) opens a small pgxpool with the same
 // connection string for its locks — pgxpool.New(ctx, dsn), MaxConns of a
 // few connections — next to its *sql.DB. Applications on another driver

@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/lockkit/lock"
 )
@@ -17,13 +14,12 @@ func (s *Store) Holder(ctx context.Context, resource string) (string, bool, erro
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return "", false, err
 	}
-	var token []byte
-	err := queryRow(ctx, s.pool, s.q.holder, []any{[]byte(resource)}, &token)
+	o, err := s.run(ctx, &s.q.holder, args{resource: resource, n: 1})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return "", false, nil
 	case err != nil:
 		return "", false, s.failed(ctx, err)
+	case o.rows == 0:
+		return "", false, nil
 	}
-	return lock.HolderOf(string(token)), true, nil
+	return lock.HolderOf(string(o.b)), true, nil
 }

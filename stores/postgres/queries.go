@@ -4,10 +4,8 @@ import "fmt"
 
 // queries are the store's statements, for its table.
 type queries struct {
-	acquire, acquireFenced, release, extend, ttl string
-	holder                                       string
-	forceRelease                                 string
-	wait                                         string
+	acquire, acquireFenced, release, extend, ttl statement
+	holder, forceRelease, wait                   statement
 	lastFence, raiseFence                        string // raiseFence: a format taking the fence
 	sweep                                        string
 }
@@ -32,22 +30,21 @@ SET token = excluded.token, expires_at = excluded.expires_at, waited = excluded.
 WHERE l.expires_at <= clock_timestamp()`
 	acquire := fmt.Sprintf(upsert, n.table)
 	// Deletes a live lock, notifying its release if it is waited for.
-	const release = `WITH d AS (
-DELETE FROM %s WHERE resource = $1 AND %s %s RETURNING waited)
-SELECT CASE WHEN waited THEN pg_notify(%s, encode($1, 'hex'))::text END FROM d`
+	const release = `DELETE FROM %s WHERE resource = $1 AND %s %s
+RETURNING CASE WHEN waited THEN pg_notify(%s, encode($1, 'hex'))::text END`
 	seq := quoteLiteral(n.sequence)
 	return queries{
-		acquire: acquire,
+		acquire: newStatement(acquire, noColumn),
 		// nextval in RETURNING runs once the row is ours (inserted, or
 		// locked and updated), never for a refusal: see Fencing.
-		acquireFenced: acquire + "\nRETURNING nextval(" + seq + "::regclass)",
-		release:       fmt.Sprintf(release, n.table, "token = $2 AND", live, quoteLiteral(n.channel)),
-		forceRelease:  fmt.Sprintf(release, n.table, "", live, quoteLiteral(n.channel)),
-		extend: fmt.Sprintf(`UPDATE %s SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
-WHERE resource = $1 AND token = $2 AND %s`, n.table, live),
-		ttl:    fmt.Sprintf("SELECT %s FROM %s WHERE resource = $1 AND %s", remaining, n.table, live),
-		holder: fmt.Sprintf("SELECT token FROM %s WHERE resource = $1 AND %s", n.table, live),
-		wait:   fmt.Sprintf("UPDATE %s SET waited = true WHERE resource = $1 AND %s RETURNING %s", n.table, live, remaining),
+		acquireFenced: newStatement(acquire+"\nRETURNING nextval("+seq+"::regclass)", bigintColumn),
+		release:       newStatement(fmt.Sprintf(release, n.table, "token = $2 AND", live, quoteLiteral(n.channel)), noColumn),
+		forceRelease:  newStatement(fmt.Sprintf(release, n.table, "", live, quoteLiteral(n.channel)), noColumn),
+		extend: newStatement(fmt.Sprintf(`UPDATE %s SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
+WHERE resource = $1 AND token = $2 AND %s`, n.table, live), noColumn),
+		ttl:    newStatement(fmt.Sprintf("SELECT %s FROM %s WHERE resource = $1 AND %s", remaining, n.table, live), bigintColumn),
+		holder: newStatement(fmt.Sprintf("SELECT token FROM %s WHERE resource = $1 AND %s", n.table, live), byteaColumn),
+		wait:   newStatement(fmt.Sprintf("UPDATE %s SET waited = true WHERE resource = $1 AND %s RETURNING %s", n.table, live, remaining), bigintColumn),
 		// The highest fence handed out, or below it (is_called is false
 		// only before the first).
 		lastFence: fmt.Sprintf("SELECT last_value - CASE WHEN is_called THEN 0 ELSE 1 END FROM %s", n.sequence),

@@ -18,7 +18,8 @@ import (
 // Store is a lock store on a PostgreSQL database, through a pgx pool. It
 // is safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	direct bool // run's own path: see run
 	config
 	names names
 	q     queries
@@ -52,10 +53,11 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	cc := pool.Config().ConnConfig
 	s := &Store{pool: pool, config: c, names: c.names()}
+	s.direct = cc.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement && cc.Tracer == nil
 	s.q = newQueries(s.names)
 	if s.name == "" {
-		cc := pool.Config().ConnConfig
 		s.name = fmt.Sprintf("postgres %s:%d/%s", cc.Host, cc.Port, cc.Database)
 	}
 	s.sweep.start(c.sweepEvery)
@@ -72,11 +74,11 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 		return err
 	}
 	s.maybeSweep()
-	tag, err := exec(ctx, s.pool, s.q.acquire, []byte(resource), []byte(token), micros(ttl), s.hasWaiters(resource))
+	o, err := s.run(ctx, &s.q.acquire, args{resource, token, micros(ttl), s.hasWaiters(resource), 4})
 	switch {
 	case err != nil:
 		return s.failed(ctx, err)
-	case tag.RowsAffected() == 0:
+	case o.rows == 0:
 		return lock.ErrNotAcquired
 	}
 	return nil
@@ -90,15 +92,14 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 		return 0, err
 	}
 	s.maybeSweep()
-	var fence int64
-	err := queryRow(ctx, s.pool, s.q.acquireFenced, []any{[]byte(resource), []byte(token), micros(ttl), s.hasWaiters(resource)}, &fence)
+	o, err := s.run(ctx, &s.q.acquireFenced, args{resource, token, micros(ttl), s.hasWaiters(resource), 4})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return 0, lock.ErrNotAcquired
 	case err != nil:
 		return 0, s.failed(ctx, err)
+	case o.rows == 0:
+		return 0, lock.ErrNotAcquired
 	}
-	return uint64(fence), nil
+	return uint64(o.n), nil
 }
 
 // Release implements [lock.Store]: one DELETE, which notifies the
@@ -108,13 +109,12 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err := s.check(ctx, resource, token, 1); err != nil {
 		return err
 	}
-	var notified *string
-	err := queryRow(ctx, s.pool, s.q.release, []any{[]byte(resource), []byte(token)}, &notified)
+	o, err := s.run(ctx, &s.q.release, args{resource: resource, token: token, n: 2})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return lock.ErrNotHeld
 	case err != nil:
 		return s.failed(ctx, err)
+	case o.rows == 0:
+		return lock.ErrNotHeld
 	}
 	return nil
 }
@@ -124,11 +124,11 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return err
 	}
-	tag, err := exec(ctx, s.pool, s.q.extend, []byte(resource), []byte(token), micros(ttl))
+	o, err := s.run(ctx, &s.q.extend, args{resource: resource, token: token, ttl: micros(ttl), n: 3})
 	switch {
 	case err != nil:
 		return s.failed(ctx, err)
-	case tag.RowsAffected() == 0:
+	case o.rows == 0:
 		return lock.ErrNotHeld
 	}
 	return nil
@@ -145,15 +145,14 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return 0, false, err
 	}
-	var us int64
-	err := queryRow(ctx, s.pool, s.q.ttl, []any{[]byte(resource)}, &us)
+	o, err := s.run(ctx, &s.q.ttl, args{resource: resource, n: 1})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return 0, false, nil
 	case err != nil:
 		return 0, false, s.failed(ctx, err)
+	case o.rows == 0:
+		return 0, false, nil
 	}
-	return time.Duration(us) * time.Microsecond, true, nil
+	return time.Duration(o.n) * time.Microsecond, true, nil
 }
 
 // RaiseFence implements [lock.FenceRaiser]. The store's fences come from

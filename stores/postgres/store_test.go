@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -535,5 +536,59 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("still not %s after 10s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestStatementLostBySession: a session that lost the store's prepared
+// statements (DEALLOCATE ALL, as a pooler's reset may send) prepares
+// them again, and the calls succeed.
+func TestStatementLostBySession(t *testing.T) {
+	pool := poolOf(t, sharedURL(t), func(c *pgxpool.Config) { c.MaxConns = 1 })
+	s := newStore(t, pool)
+	ctx := ctxFor(t, time.Minute)
+	for i := range 2 {
+		if err := s.Acquire(ctx, "r", "t", time.Minute); err != nil {
+			t.Fatalf("Acquire(r) #%d = %v; want nil", i+1, err)
+		}
+		if err := s.Release(ctx, "r", "t"); err != nil {
+			t.Fatalf("Release(r) #%d = %v; want nil", i+1, err)
+		}
+		// Through the simple protocol, which pgx does not track: its
+		// connection still thinks the statements are prepared.
+		if _, err := pool.Exec(ctx, "DEALLOCATE ALL", pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held, err := s.Exists(ctx, "r"); err != nil || held {
+		t.Fatalf("Exists(r) after Release = %v, %v; want false, nil", held, err)
+	}
+}
+
+// queryCounter is a pgx.QueryTracer that counts the queries it sees.
+type queryCounter struct{ n atomic.Int64 }
+
+func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	q.n.Add(1)
+	return ctx
+}
+
+func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestTracerSeesStatements: on a pool with a tracer, the store's
+// statements go through pgx, so that the tracer sees them.
+func TestTracerSeesStatements(t *testing.T) {
+	tracer := &queryCounter{}
+	pool := poolOf(t, sharedURL(t), func(c *pgxpool.Config) { c.ConnConfig.Tracer = tracer })
+	s := newStore(t, pool)
+	ctx := ctxFor(t, time.Minute)
+	before := tracer.n.Load()
+	if _, err := s.AcquireFenced(ctx, "r", "t", time.Minute); err != nil {
+		t.Fatalf("AcquireFenced(r) = %v; want nil", err)
+	}
+	if err := s.Release(ctx, "r", "t"); err != nil {
+		t.Fatalf("Release(r) = %v; want nil", err)
+	}
+	if got := tracer.n.Load() - before; got != 2 {
+		t.Errorf("the tracer saw %d queries of AcquireFenced and Release; want 2", got)
 	}
 }

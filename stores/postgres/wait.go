@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -57,17 +56,16 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		// In line before marking, so that a release after the mark wakes
 		// this caller.
 		p := wl.line.Join(false)
-		var us int64
-		err := queryRow(ctx, s.pool, s.q.wait, []any{[]byte(resource)}, &us)
+		o, err := s.run(ctx, &s.q.wait, args{resource: resource, n: 1})
 		switch {
-		case errors.Is(err, pgx.ErrNoRows): // free
-			wl.line.Leave(p, false, nil)
-			return nil
 		case err != nil:
 			wl.line.Leave(p, true, nil)
 			return s.failed(ctx, err)
+		case o.rows == 0: // free
+			wl.line.Leave(p, false, nil)
+			return nil
 		}
-		d := time.Duration(us) * time.Microsecond
+		d := time.Duration(o.n) * time.Microsecond
 		if expiry == nil {
 			expiry = time.NewTimer(d)
 		} else {
