@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // Hook is told what a locker does: every store call with its latency and
@@ -105,10 +107,10 @@ type Event struct {
 type observer struct {
 	hook  Hook
 	spans SpanHook // hook, if it is a SpanHook
-	clock *clock
+	clock *inproc.Clock
 }
 
-func newObserver(h Hook, c *clock) observer {
+func newObserver(h Hook, c *inproc.Clock) observer {
 	sh, _ := h.(SpanHook)
 	return observer{hook: h, spans: sh, clock: c}
 }
@@ -130,7 +132,7 @@ func (o observer) start() time.Time {
 	if o.hook == nil {
 		return time.Time{}
 	}
-	return o.clock.now()
+	return o.clock.Now()
 }
 
 func (o observer) emit(ctx context.Context, e Event) {

@@ -89,13 +89,14 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 }
 
 // attempt implements engine: one Redlock attempt with a fresh token.
-func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
+func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, time.Time, time.Duration, *Error) {
+	start := m.clock.Now()
 	if ctx.Err() != nil {
-		return Lock{}, 0, &Error{Err: ctxErr(ctx)}
+		return Lock{}, start, 0, &Error{Err: ctxErr(ctx)}
 	}
 	token, e := m.token()
 	if e != nil {
-		return Lock{}, 0, e
+		return Lock{}, start, 0, e
 	}
 	n := len(m.stores)
 	sctx, stop := context.WithTimeout(ctx, m.storeTimeout)
@@ -134,7 +135,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 			} else {
 				m.held.put(l, beyond)
 			}
-			return l, elapsed, nil
+			return l, start, elapsed, nil
 		}
 		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, elapsed.Round(time.Microsecond))
 	}
@@ -158,7 +159,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	default:
 		cause = fmt.Errorf("%w: %d of %d stores failed; quorum %v not met", ErrUnavailable, failed, n, m.quorum)
 	}
-	return Lock{}, elapsed, &Error{Err: cause, Stores: failures}
+	return Lock{}, start, elapsed, &Error{Err: cause, Stores: failures}
 }
 
 // wait implements engine: it waits on the stores that refused the last
@@ -329,7 +330,7 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 			return Lock{}, err
 		}
 	}
-	start := m.clock.now()
+	start := m.clock.Now()
 	errs := m.fanout(ctx, op, Call{Op: CallExtend, Resource: l.Resource, Token: l.Token, TTL: m.storeTTL(ttl)}, nil)
 	extended, _ := m.tally(errs)
 	n := len(m.stores)

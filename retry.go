@@ -128,10 +128,13 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: n + 1})
 		}
-		if start = c.clock.now(); n == 0 {
-			first = start
+		l, start, took, e = c.eng.attempt(ctx, op, resource, ttl)
+		if n == 0 {
+			if first = start; first.IsZero() {
+				first = c.clock.Now() // the attempt failed before it began
+			}
 		}
-		if l, took, e = c.eng.attempt(ctx, op, resource, ttl, start); e == nil {
+		if e == nil {
 			break
 		}
 		if ctx.Err() != nil {
@@ -145,7 +148,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		// wake: a waiter woken in its turn has lost no ground.
 		d := retry.delay(n - woke)
 		if retry.poll {
-			d = pollDelay(retry, c.clock.now().Sub(first))
+			d = pollDelay(retry, c.clock.Now().Sub(first))
 		}
 		// A wake is followed by an attempt at once, but not more than
 		// maxWakes times in a row: a store whose wait returns while the

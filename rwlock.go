@@ -141,7 +141,8 @@ func (s *rwSide) inner(l Lock) Lock {
 }
 
 // attempt implements engine.
-func (s *rwSide) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
+func (s *rwSide) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, time.Time, time.Duration, *Error) {
+	start := s.clock.Now()
 	var l Lock
 	var e *Error
 	if s.write {
@@ -151,11 +152,11 @@ func (s *rwSide) attempt(ctx context.Context, op, resource string, ttl time.Dura
 	}
 	elapsed := time.Since(start)
 	if e != nil {
-		return Lock{}, elapsed, e
+		return Lock{}, start, elapsed, e
 	}
 	l.Resource = resource
 	s.held.put(l, s.heldBeyond(elapsed, ttl))
-	return l, elapsed, nil
+	return l, start, elapsed, nil
 }
 
 // attemptRead takes a reader's permit, then gives it back if a writer
