@@ -43,7 +43,7 @@ type engine interface {
 	// attempt started (zero if it failed before anything was sent), how
 	// long it took until it was decided, and on failure an *Error whose Op
 	// and Resource the caller fills in.
-	attempt(ctx context.Context, op, resource string, ttl time.Duration) (l Lock, start time.Time, took time.Duration, e *Error)
+	attempt(ctx context.Context, op, resource string, ttl time.Duration) (l Lock, start inproc.Instant, took time.Duration, e *Error)
 	// wait waits, within ctx, for resource to be released after the
 	// attempt that returned last found it held. It reports whether a
 	// release woke it (false: ctx ended, or no store could wait).
@@ -75,7 +75,7 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	c.retry = DefaultRetry
 	c.noFence = o.NoFence
 	c.lockDelay = o.LockDelay
-	c.obs = newObserver(o.Hook, &c.clock)
+	c.obs = newObserver(o.Hook)
 	c.gate.init()
 	if c.tokens == nil {
 		c.tokens = tokengen.Random{}

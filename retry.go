@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // Retry says how Lock retries while a resource is held by another owner or
@@ -116,9 +118,20 @@ func (r Retry) delay(n int) time.Duration {
 // attempts, and tells the hook about it. The returned error has Op and
 // Resource set.
 func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (l Lock, e *Error) {
+	if !retry.retries() && !c.obs.on() {
+		// One attempt that nobody observes (TryLock's): the loop below
+		// without its bookkeeping.
+		if l, _, _, e = c.eng.attempt(ctx, op, resource, ttl); e != nil {
+			if ctx.Err() != nil {
+				e = canceled(ctx, e)
+			}
+			e.Op, e.Resource = op, resource
+		}
+		return l, e
+	}
 	ctx = c.obs.begin(ctx, op, resource)
-	var first, start time.Time // the starts of the first and of the last attempt
-	var took time.Duration     // what the last attempt took
+	var first, start inproc.Instant // the starts of the first and of the last attempt
+	var took time.Duration          // what the last attempt took
 	n, wakes, woke := 0, 0, 0
 	for ; ; n++ {
 		if n > 0 && c.gate.isShut() {
@@ -131,7 +144,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		l, start, took, e = c.eng.attempt(ctx, op, resource, ttl)
 		if n == 0 {
 			if first = start; first.IsZero() {
-				first = c.clock.Now() // the attempt failed before it began
+				first = inproc.Now() // the attempt failed before it began
 			}
 		}
 		if e == nil {
@@ -148,7 +161,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		// wake: a waiter woken in its turn has lost no ground.
 		d := retry.delay(n - woke)
 		if retry.poll {
-			d = pollDelay(retry, c.clock.Now().Sub(first))
+			d = pollDelay(retry, inproc.Since(first))
 		}
 		// A wake is followed by an attempt at once, but not more than
 		// maxWakes times in a row: a store whose wait returns while the
@@ -186,7 +199,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	if e != nil {
 		e.Op, e.Resource = op, resource
 		if c.obs.on() {
-			c.obs.emit(ctx, Event{Kind: EventNotAcquired, Op: op, Resource: resource, Attempt: n + 1, Duration: time.Since(first), Err: e})
+			c.obs.emit(ctx, Event{Kind: EventNotAcquired, Op: op, Resource: resource, Attempt: n + 1, Duration: inproc.Since(first), Err: e})
 		}
 		return Lock{}, e
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // RWLocker is a read-write lock over a [Locker]: many readers or one
@@ -141,8 +143,8 @@ func (s *rwSide) inner(l Lock) Lock {
 }
 
 // attempt implements engine.
-func (s *rwSide) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, time.Time, time.Duration, *Error) {
-	start := s.clock.Now()
+func (s *rwSide) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, inproc.Instant, time.Duration, *Error) {
+	start := inproc.Now()
 	var l Lock
 	var e *Error
 	if s.write {
@@ -150,7 +152,7 @@ func (s *rwSide) attempt(ctx context.Context, op, resource string, ttl time.Dura
 	} else {
 		l, e = s.attemptRead(ctx, resource, ttl)
 	}
-	elapsed := time.Since(start)
+	elapsed := inproc.Since(start)
 	if e != nil {
 		return Lock{}, start, elapsed, e
 	}

@@ -57,13 +57,13 @@ func (s *SingleLocker) wait(ctx context.Context, op, resource string, _ *Error) 
 }
 
 // attempt implements engine.
-func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, time.Time, time.Duration, *Error) {
+func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, inproc.Instant, time.Duration, *Error) {
 	if err := ctx.Err(); err != nil {
-		return Lock{}, time.Time{}, 0, &Error{Err: ctxErr(ctx)}
+		return Lock{}, 0, 0, &Error{Err: ctxErr(ctx)}
 	}
 	token, e := s.token()
 	if e != nil {
-		return Lock{}, time.Time{}, 0, e
+		return Lock{}, 0, 0, e
 	}
 	// The lock's validity counts from start, and the store answered
 	// elapsed after it. A store in the process reports both from its own
@@ -71,7 +71,7 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 	// (inproc.Store): the locker then reads the clock only for a hook's
 	// durations, and keeps no record of its own.
 	began := s.obs.start() // when the attempt began: read for a hook only
-	var start time.Time
+	var start inproc.Instant
 	var elapsed time.Duration
 	var fence uint64
 	var err error
@@ -82,10 +82,10 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 		}
 	} else {
 		if start = began; start.IsZero() {
-			start = s.clock.Now()
+			start = inproc.Now()
 		}
 		fence, err = acquireOn(ctx, s.store, resource, token, s.storeTTL(ttl))
-		elapsed = time.Since(start)
+		elapsed = inproc.Since(start)
 	}
 	took := elapsed // how long the attempt took from began
 	if began.IsZero() {
@@ -187,7 +187,7 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 		err, took = e, answeredAfter(t0, start, elapsed)
 	default:
 		err = s.store.Release(ctx, l.Resource, l.Token)
-		took = time.Since(t0)
+		took = inproc.Since(t0)
 	}
 	s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "release", took, err)
 	switch {
@@ -216,9 +216,9 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%s cannot extend locks: %w", s.store.name, errors.ErrUnsupported)}
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
-	start := s.clock.Now()
+	start := inproc.Now()
 	err := s.store.ext.Extend(ctx, l.Resource, l.Token, s.storeTTL(ttl))
-	elapsed := time.Since(start)
+	elapsed := inproc.Since(start)
 	s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "extend", elapsed, err)
 	switch {
 	case err == nil && elapsed >= s.validity(ttl):
@@ -263,11 +263,11 @@ func (s *SingleLocker) fail(ctx context.Context, op, resource string, err error)
 // answeredAfter returns how long after began a store call answered that
 // a clock.Stamper reported by start and elapsed (a zero start: it failed
 // before it read its clock).
-func answeredAfter(began, start time.Time, elapsed time.Duration) time.Duration {
+func answeredAfter(began, start inproc.Instant, elapsed time.Duration) time.Duration {
 	if start.IsZero() {
-		return time.Since(began)
+		return inproc.Since(began)
 	}
-	return start.Add(elapsed).Sub(began)
+	return start.Sub(began) + elapsed
 }
 
 // acquireOn acquires on one store, fenced when the store can fence.

@@ -14,12 +14,12 @@ type store struct {
 
 type offer = inproc.Offer
 
-func (*store) AcquireStamped(context.Context, uint64, string, string, time.Duration) (uint64, time.Time, time.Duration, error) {
-	return 0, time.Time{}, 0, nil
+func (*store) AcquireStamped(context.Context, uint64, string, string, time.Duration) (uint64, inproc.Instant, time.Duration, error) {
+	return 0, 0, 0, nil
 }
 
-func (*store) ReleaseStamped(context.Context, string, string) (time.Time, time.Duration, error) {
-	return time.Time{}, 0, nil
+func (*store) ReleaseStamped(context.Context, string, string) (inproc.Instant, time.Duration, error) {
+	return 0, 0, nil
 }
 
 func (*store) HeldBy(uint64) []inproc.Held { return nil }

@@ -20,50 +20,49 @@ type inprocStore Store
 var _ inproc.Store = (*inprocStore)(nil)
 
 // AcquireStamped implements inproc.Store. Without injected faults the
-// store decides at the time it reports; with them, a call may be delayed
-// as a remote store's would be, and it reports what a locker would have
-// measured around it.
-func (p *inprocStore) AcquireStamped(ctx context.Context, owner uint64, resource, token string, ttl time.Duration) (uint64, time.Time, time.Duration, error) {
+// store decides at the instant it reports; with them, a call may be
+// delayed as a remote store's would be, and it reports what a locker
+// would have measured around it.
+func (p *inprocStore) AcquireStamped(ctx context.Context, owner uint64, resource, token string, ttl time.Duration) (uint64, inproc.Instant, time.Duration, error) {
 	s := (*Store)(p)
 	if !s.faults.injected() {
-		fence, at, err := s.acquire(ctx, OpAcquire, resource, token, ttl, owner)
-		return fence, at, 0, err
+		if err := check(ctx, resource, token, ttl); err != nil {
+			return 0, 0, 0, err
+		}
+		fence, now, err := s.applyAcquire(resource, token, ttl, owner)
+		return fence, s.global(now), 0, err
 	}
-	start := s.clock.Now()
-	fence, _, err := s.acquire(ctx, OpAcquire, resource, token, ttl, owner)
-	return fence, start, time.Since(start), err
+	start := inproc.Now()
+	fence, err := s.acquire(ctx, OpAcquire, resource, token, ttl, owner)
+	return fence, start, inproc.Since(start), err
 }
 
-// ReleaseStamped implements inproc.Store, as AcquireStamped does. The
-// times it reports serve to measure durations only: their wall clock
-// readings may be off.
-func (p *inprocStore) ReleaseStamped(ctx context.Context, resource, token string) (time.Time, time.Duration, error) {
+// ReleaseStamped implements inproc.Store, as AcquireStamped does.
+func (p *inprocStore) ReleaseStamped(ctx context.Context, resource, token string) (inproc.Instant, time.Duration, error) {
 	s := (*Store)(p)
 	if !s.faults.injected() {
 		if err := check(ctx, resource, token, 1); err != nil {
-			return time.Time{}, 0, err
+			return 0, 0, err
 		}
 		now, err := s.applyRelease(resource, token)
-		return s.epoch.Add(time.Duration(now)), 0, err
+		return s.global(now), 0, err
 	}
-	start := s.clock.Now()
+	start := inproc.Now()
 	err := s.release(ctx, resource, token)
-	return start, time.Since(start), err
+	return start, inproc.Since(start), err
 }
 
 // HeldBy implements inproc.Store.
 func (p *inprocStore) HeldBy(owner uint64) []inproc.Held {
 	s := (*Store)(p)
-	t := s.clock.Now()
-	now := s.instantOf(t)
-	at := func(i instant) time.Time { return t.Add(time.Duration(i - now)) }
+	now := s.now()
 	var out []inproc.Held
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for r, e := range sh.locks {
 			if e.owner == owner && e.live(now) {
-				out = append(out, inproc.Held{Resource: r, Token: e.token, Fence: e.fence, Start: at(e.start), Expires: at(e.expires)})
+				out = append(out, inproc.Held{Resource: r, Token: e.token, Fence: e.fence, Start: s.global(e.start), Expires: s.global(e.expires)})
 			}
 		}
 		sh.mu.Unlock()

@@ -17,8 +17,7 @@ import (
 type Store struct {
 	offer  // what the store offers a lock.SingleLocker: see inproc.go
 	name   string
-	epoch  time.Time // the store's clock reads the time elapsed since epoch: see now
-	clock  inproc.Clock
+	epoch  inproc.Instant // the store's clock reads the time elapsed since epoch: see now
 	faults faults
 	shards [shardCount]shard
 }
@@ -61,16 +60,16 @@ func (e *entry) live(now instant) bool { return e.token != "" && now < e.expires
 func (e *entry) free() { *e = entry{} }
 
 // instant is a reading of the store's clock: the time elapsed since the
-// store's epoch, on the monotonic clock.
+// store's epoch, on the process's monotonic clock.
 type instant time.Duration
 
-// now reads the store's clock. time.Since reads only the monotonic clock,
-// where time.Now reads the wall clock as well, at twice the cost; inside a
-// testing/synctest bubble both read the bubble's fake clock.
-func (s *Store) now() instant { return instant(time.Since(s.epoch)) }
+// now reads the store's clock. It reads only the monotonic clock (see
+// inproc.Now), where time.Now reads the wall clock as well, at twice the
+// cost; inside a testing/synctest bubble it reads the bubble's fake clock.
+func (s *Store) now() instant { return instant(inproc.Now() - s.epoch) }
 
-// instantOf returns the instant of t, a time of the store's Clock.
-func (s *Store) instantOf(t time.Time) instant { return instant(t.Sub(s.epoch)) }
+// global returns the process's Instant of i.
+func (s *Store) global(i instant) inproc.Instant { return s.epoch.Add(time.Duration(i)) }
 
 func (i instant) add(d time.Duration) instant { return i + instant(d) }
 
@@ -82,7 +81,7 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
 // New returns an empty Store.
 func New(opts ...Option) *Store {
-	s := &Store{name: "memory", epoch: time.Now()}
+	s := &Store{name: "memory", epoch: inproc.Now()}
 	s.offer = inproc.OfferOf(s, (*inprocStore)(s))
 	for _, o := range opts {
 		o(s)
@@ -104,7 +103,7 @@ func (s *Store) shard(resource string) *shard {
 
 // Acquire implements [lock.Store].
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
-	_, _, err := s.acquire(ctx, OpAcquire, resource, token, ttl, 0)
+	_, err := s.acquire(ctx, OpAcquire, resource, token, ttl, 0)
 	return err
 }
 
@@ -112,8 +111,7 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 // resource (they are drawn from a counter shared by the resources of one
 // shard) for the life of the Store.
 func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
-	fence, _, err := s.acquire(ctx, OpAcquire, resource, token, ttl, 0)
-	return fence, err
+	return s.acquire(ctx, OpAcquire, resource, token, ttl, 0)
 }
 
 // RaiseFence implements [lock.FenceRaiser]: the next fences of resource's
@@ -137,32 +135,30 @@ func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) e
 }
 
 // acquire is Acquire and AcquireFenced, taking the lock for owner (0:
-// none said; see inproc.go). It also returns the time at which the store
-// decided (zero if the call failed before).
-func (s *Store) acquire(ctx context.Context, op Op, resource, token string, ttl time.Duration, owner uint64) (uint64, time.Time, error) {
+// none said; see inproc.go).
+func (s *Store) acquire(ctx context.Context, op Op, resource, token string, ttl time.Duration, owner uint64) (uint64, error) {
 	if err := check(ctx, resource, token, ttl); err != nil {
-		return 0, time.Time{}, err
+		return 0, err
 	}
 	f, err := s.faults.before(ctx, op)
 	if err != nil {
-		return 0, time.Time{}, landLate(err, func() { s.applyAcquire(resource, token, ttl, owner) })
+		return 0, landLate(err, func() { s.applyAcquire(resource, token, ttl, owner) })
 	}
-	fence, at, err := s.applyAcquire(resource, token, ttl, owner)
-	return fence, at, f.after(err)
+	fence, _, err := s.applyAcquire(resource, token, ttl, owner)
+	return fence, f.after(err)
 }
 
 // applyAcquire is the effect of Acquire. It reads the clock once the
-// shard is locked, so that the time it returns is the moment it decided:
-// a lock it took expires ttl after it.
-func (s *Store) applyAcquire(resource, token string, ttl time.Duration, owner uint64) (uint64, time.Time, error) {
+// shard is locked, so that the instant it returns is the moment it
+// decided: a lock it took expires ttl after it.
+func (s *Store) applyAcquire(resource, token string, ttl time.Duration, owner uint64) (uint64, instant, error) {
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	at := s.clock.Now()
-	now := s.instantOf(at)
+	now := s.now()
 	e := sh.locks[resource]
 	if e != nil && e.live(now) {
-		return 0, at, lock.ErrNotAcquired
+		return 0, now, lock.ErrNotAcquired
 	}
 	if e == nil {
 		if sh.locks == nil {
@@ -176,7 +172,7 @@ func (s *Store) applyAcquire(resource, token string, ttl time.Duration, owner ui
 	}
 	sh.fence++
 	*e = entry{token: token, expires: now.add(ttl), start: now, fence: sh.fence, owner: owner}
-	return sh.fence, at, nil
+	return sh.fence, now, nil
 }
 
 // sweep removes the free entries of the shard. Called with mu held.
