@@ -175,7 +175,18 @@ func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Durati
 		return Lock{}, &Error{Op: op, Resource: resource, Err: ErrClosed}
 	}
 	defer c.gate.leave()
-	l, e := c.retryLoop(ctx, op, resource, ttl, retry)
+	var l Lock
+	var e *Error
+	if retry.retries() || c.obs.on() {
+		l, e = c.retryLoop(ctx, op, resource, ttl, retry)
+	} else if l, _, _, e = c.eng.attempt(ctx, op, resource, ttl); e != nil {
+		// One attempt that nobody observes (TryLock's): the retry loop
+		// without its bookkeeping.
+		if ctx.Err() != nil {
+			e = canceled(ctx, e)
+		}
+		e.Op, e.Resource = op, resource
+	}
 	if e != nil {
 		return Lock{}, e
 	}

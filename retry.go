@@ -118,17 +118,6 @@ func (r Retry) delay(n int) time.Duration {
 // attempts, and tells the hook about it. The returned error has Op and
 // Resource set.
 func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (l Lock, e *Error) {
-	if !retry.retries() && !c.obs.on() {
-		// One attempt that nobody observes (TryLock's): the loop below
-		// without its bookkeeping.
-		if l, _, _, e = c.eng.attempt(ctx, op, resource, ttl); e != nil {
-			if ctx.Err() != nil {
-				e = canceled(ctx, e)
-			}
-			e.Op, e.Resource = op, resource
-		}
-		return l, e
-	}
 	ctx = c.obs.begin(ctx, op, resource)
 	var first, start inproc.Instant // the starts of the first and of the last attempt
 	var took time.Duration          // what the last attempt took
