@@ -38,18 +38,29 @@ func TestSingleMemoryUnlockAllOwnLocksOnly(t *testing.T) {
 	noResidue(t, m)
 }
 
-// released is a Hook that keeps the locks of EventReleased.
-type released struct {
-	mu    sync.Mutex
-	locks []lock.Lock
+// events is a Hook that keeps the events it is told about.
+type events struct {
+	mu   sync.Mutex
+	seen []lock.Event
 }
 
-func (r *released) Observe(_ context.Context, e lock.Event) {
-	if e.Kind == lock.EventReleased {
-		r.mu.Lock()
-		r.locks = append(r.locks, e.Lock)
-		r.mu.Unlock()
+func (r *events) Observe(_ context.Context, e lock.Event) {
+	r.mu.Lock()
+	r.seen = append(r.seen, e)
+	r.mu.Unlock()
+}
+
+// of returns the events of the kinds given, each as f says.
+func of[T any](r *events, f func(lock.Event) T, kinds ...lock.EventKind) []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []T
+	for _, e := range r.seen {
+		if slices.Contains(kinds, e.Kind) {
+			out = append(out, f(e))
+		}
 	}
+	return out
 }
 
 // The locks UnlockAll releases are the locks the locker handed out, as
@@ -60,7 +71,7 @@ func TestSingleMemoryUnlockAllReleasesTheLocksHandedOut(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx := t.Context()
 			m := memory.New()
-			rec := &released{}
+			rec := &events{}
 			l := mustSingle(t, m, &lock.Options{Hook: rec, LockDelay: delay})
 			first, err := l.TryLock(ctx, "first", time.Second)
 			wantNil(t, "TryLock(first)", err)
@@ -72,7 +83,7 @@ func TestSingleMemoryUnlockAllReleasesTheLocksHandedOut(t *testing.T) {
 			wantNil(t, "Extend(second)", err)
 
 			wantNil(t, "UnlockAll()", l.UnlockAll(ctx))
-			got := rec.locks
+			got := of(rec, func(e lock.Event) lock.Lock { return e.Lock }, lock.EventReleased)
 			slices.SortFunc(got, func(a, b lock.Lock) int { return len(a.Resource) - len(b.Resource) })
 			if len(got) != 2 || !sameLock(got[0], first) || !sameLock(got[1], second) {
 				t.Errorf("LockDelay %v: UnlockAll released %+v; want %+v and %+v", delay, got, first, second)
@@ -86,22 +97,6 @@ func sameLock(a, b lock.Lock) bool {
 	return a.Resource == b.Resource && a.Token == b.Token && a.Fence == b.Fence && a.ValidUntil.Equal(b.ValidUntil)
 }
 
-// durations is a Hook that keeps the Duration of every event but the
-// attempt, as "kind: duration".
-type durations struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (d *durations) Observe(_ context.Context, e lock.Event) {
-	if e.Kind == lock.EventAttempt {
-		return
-	}
-	d.mu.Lock()
-	d.events = append(d.events, e.Kind.String()+" "+e.StoreOp+": "+e.Duration.String())
-	d.mu.Unlock()
-}
-
 // A hook on a locker over the memory store sees the duration of every
 // call: on the fake clock, zero for a store that answers at once, and the
 // store's delay for a slow one.
@@ -113,13 +108,15 @@ func TestSingleMemoryHookDurations(t *testing.T) {
 			if delay > 0 {
 				m.Inject(memory.Fault{Ops: memory.OpAcquire | memory.OpRelease, Delay: delay, Times: memory.Always})
 			}
-			d := &durations{}
-			l := mustSingle(t, m, &lock.Options{Hook: d})
+			rec := &events{}
+			l := mustSingle(t, m, &lock.Options{Hook: rec})
 			held, err := l.TryLock(ctx, "r", time.Second)
 			wantNil(t, "TryLock(r)", err)
 			wantNil(t, "Unlock(r)", l.Unlock(ctx, held))
 			s := delay.String()
-			wantEvents(t, "TryLock and Unlock, store delay "+s, d.events,
+			got := of(rec, func(e lock.Event) string { return e.Kind.String() + " " + e.StoreOp + ": " + e.Duration.String() },
+				lock.EventStoreCall, lock.EventAcquired, lock.EventReleased)
+			wantEvents(t, "TryLock and Unlock, store delay "+s, got,
 				"store call acquire: "+s, "acquired : "+s, "store call release: "+s, "released : "+s)
 		})
 	}
