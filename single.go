@@ -178,16 +178,19 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 	t0 := s.obs.start()
 	var err error
 	var took time.Duration
-	switch {
-	case !s.obs.on():
-		err = s.store.Release(ctx, l.Resource, l.Token)
-	case s.local != nil:
+	if s.local != nil {
 		// The store's reading ends the call: one clock reading less.
-		start, elapsed, e := s.local.ReleaseStamped(ctx, l.Resource, l.Token)
-		err, took = e, answeredAfter(t0, start, elapsed)
-	default:
+		var start inproc.Instant
+		var elapsed time.Duration
+		start, elapsed, err = s.local.ReleaseStamped(ctx, l.Resource, l.Token)
+		if s.obs.on() {
+			took = answeredAfter(t0, start, elapsed)
+		}
+	} else {
 		err = s.store.Release(ctx, l.Resource, l.Token)
-		took = inproc.Since(t0)
+		if s.obs.on() {
+			took = inproc.Since(t0)
+		}
 	}
 	s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "release", took, err)
 	switch {

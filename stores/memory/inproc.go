@@ -48,7 +48,7 @@ func (p *inprocStore) ReleaseStamped(ctx context.Context, resource, token string
 		return s.global(now), 0, err
 	}
 	start := inproc.Now()
-	err := s.release(ctx, resource, token)
+	err := s.Release(ctx, resource, token)
 	return start, inproc.Since(start), err
 }
 

@@ -56,8 +56,8 @@ type entry struct {
 
 func (e *entry) live(now instant) bool { return e.token != "" && now < e.expires }
 
-// free marks e released.
-func (e *entry) free() { *e = entry{} }
+// free marks e released. (Its other fields no longer count.)
+func (e *entry) free() { e.token, e.expires = "", 0 }
 
 // instant is a reading of the store's clock: the time elapsed since the
 // store's epoch, on the process's monotonic clock.
@@ -187,11 +187,6 @@ func (sh *shard) sweep(now instant) {
 
 // Release implements [lock.Store].
 func (s *Store) Release(ctx context.Context, resource, token string) error {
-	return s.release(ctx, resource, token)
-}
-
-// release is Release.
-func (s *Store) release(ctx context.Context, resource, token string) error {
 	if err := check(ctx, resource, token, 1); err != nil {
 		return err
 	}
