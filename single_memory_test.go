@@ -3,7 +3,6 @@ package lock_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -38,24 +37,12 @@ func TestSingleMemoryUnlockAllOwnLocksOnly(t *testing.T) {
 	noResidue(t, m)
 }
 
-// events is a Hook that keeps the events it is told about.
-type events struct {
-	mu   sync.Mutex
-	seen []lock.Event
-}
-
-func (r *events) Observe(_ context.Context, e lock.Event) {
-	r.mu.Lock()
-	r.seen = append(r.seen, e)
-	r.mu.Unlock()
-}
-
-// of returns the events of the kinds given, each as f says.
-func of[T any](r *events, f func(lock.Event) T, kinds ...lock.EventKind) []T {
+// of returns the events r kept of the kinds given, each as f says.
+func of[T any](r *rvRecorder, f func(lock.Event) T, kinds ...lock.EventKind) []T {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []T
-	for _, e := range r.seen {
+	for _, e := range r.ev {
 		if slices.Contains(kinds, e.Kind) {
 			out = append(out, f(e))
 		}
@@ -71,7 +58,7 @@ func TestSingleMemoryUnlockAllReleasesTheLocksHandedOut(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx := t.Context()
 			m := memory.New()
-			rec := &events{}
+			rec := &rvRecorder{}
 			l := mustSingle(t, m, &lock.Options{Hook: rec, LockDelay: delay})
 			first, err := l.TryLock(ctx, "first", time.Second)
 			wantNil(t, "TryLock(first)", err)
@@ -108,7 +95,7 @@ func TestSingleMemoryHookDurations(t *testing.T) {
 			if delay > 0 {
 				m.Inject(memory.Fault{Ops: memory.OpAcquire | memory.OpRelease, Delay: delay, Times: memory.Always})
 			}
-			rec := &events{}
+			rec := &rvRecorder{}
 			l := mustSingle(t, m, &lock.Options{Hook: rec})
 			held, err := l.TryLock(ctx, "r", time.Second)
 			wantNil(t, "TryLock(r)", err)
