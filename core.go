@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"github.com/lockkit/lock/internal/inproc"
 	"github.com/lockkit/lock/quorum"
 	"github.com/lockkit/lock/tokengen"
 )
@@ -27,18 +29,21 @@ type core struct {
 	lockDelay    time.Duration // Options.LockDelay
 	validators   []ResourceValidator
 	held         heldSet
+	local        inproc.Store // SingleLocker: its store, which records its locks itself (see heldLocks)
+	owner        uint64       // this locker, to local
 	gate         gate
-	clock        clock
+	clock        inproc.Clock
 	obs          observer
 }
 
 // engine is the half of a locker that talks to its stores.
 type engine interface {
-	// attempt makes one acquisition attempt with a fresh token, started at
-	// start, and, on success, records the lock in the held set. It returns
-	// how long the attempt took until it was decided, and on failure an
-	// *Error whose Op and Resource the caller fills in.
-	attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error)
+	// attempt makes one acquisition attempt with a fresh token and, on
+	// success, records the lock in the held set. It returns when the
+	// attempt started (zero if it failed before anything was sent), how
+	// long it took until it was decided, and on failure an *Error whose Op
+	// and Resource the caller fills in.
+	attempt(ctx context.Context, op, resource string, ttl time.Duration) (l Lock, start inproc.Instant, took time.Duration, e *Error)
 	// wait waits, within ctx, for resource to be released after the
 	// attempt that returned last found it held. It reports whether a
 	// release woke it (false: ctx ended, or no store could wait).
@@ -70,7 +75,7 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	c.retry = DefaultRetry
 	c.noFence = o.NoFence
 	c.lockDelay = o.LockDelay
-	c.obs = newObserver(o.Hook, &c.clock)
+	c.obs = newObserver(o.Hook)
 	c.gate.init()
 	if c.tokens == nil {
 		c.tokens = tokengen.Random{}
@@ -170,7 +175,18 @@ func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Durati
 		return Lock{}, &Error{Op: op, Resource: resource, Err: ErrClosed}
 	}
 	defer c.gate.leave()
-	l, e := c.retryLoop(ctx, op, resource, ttl, retry)
+	var l Lock
+	var e *Error
+	if retry.retries() || c.obs.on() {
+		l, e = c.retryLoop(ctx, op, resource, ttl, retry)
+	} else if l, _, _, e = c.eng.attempt(ctx, op, resource, ttl); e != nil {
+		// One attempt that nobody observes (TryLock's): the retry loop
+		// without its bookkeeping.
+		if ctx.Err() != nil {
+			e = canceled(ctx, e)
+		}
+		e.Op, e.Resource = op, resource
+	}
 	if e != nil {
 		return Lock{}, e
 	}
@@ -196,7 +212,7 @@ func (c *core) UnlockAll(ctx context.Context) error {
 // holders first with a cause that wraps ErrLost and err.
 func (c *core) unlockAll(ctx context.Context, op string, err error) error {
 	var errs []error
-	for _, l := range c.held.snapshot() {
+	for _, l := range c.heldLocks() {
 		endKeepers(ctx, l, op, err)
 		if err := c.eng.Unlock(ctx, l); err != nil && !errors.Is(err, ErrNotHeld) {
 			errs = append(errs, err)
@@ -229,6 +245,30 @@ func (c *core) Shutdown(ctx context.Context) error {
 		err.Err = fmt.Errorf("%w (and releasing: %v)", err.Err, uerr)
 	}
 	return err
+}
+
+// owners numbers the lockers whose store records their locks (core.local).
+var owners atomic.Uint64
+
+// heldLocks returns the locks that the locker acquired and a store may
+// still hold: those its store records (core.local), or those of the held
+// set.
+func (c *core) heldLocks() []Lock {
+	if c.local == nil {
+		return c.held.snapshot()
+	}
+	held := c.local.HeldBy(c.owner)
+	locks := make([]Lock, len(held))
+	for i, h := range held {
+		// The store keeps the lock until its TTL and the lock delay have
+		// run out: its validity is the TTL's.
+		ttl := h.Expires.Sub(h.Start) - c.lockDelay
+		locks[i] = Lock{Resource: h.Resource, Token: h.Token, ValidUntil: c.validUntil(h.Start, ttl)}
+		if !c.noFence {
+			locks[i].Fence = h.Fence
+		}
+	}
+	return locks
 }
 
 // token makes a new owner token.

@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // Hook is told what a locker does: every store call with its latency and
@@ -105,12 +107,11 @@ type Event struct {
 type observer struct {
 	hook  Hook
 	spans SpanHook // hook, if it is a SpanHook
-	clock *clock
 }
 
-func newObserver(h Hook, c *clock) observer {
+func newObserver(h Hook) observer {
 	sh, _ := h.(SpanHook)
-	return observer{hook: h, spans: sh, clock: c}
+	return observer{hook: h, spans: sh}
 }
 
 // begin tells a SpanHook that a call begins, and returns the context for
@@ -124,13 +125,13 @@ func (o observer) begin(ctx context.Context, op, resource string) context.Contex
 
 func (o observer) on() bool { return o.hook != nil }
 
-// start returns the time if a hook is set, so that callers measure
+// start reads the clock if a hook is set, so that callers measure
 // durations only when someone listens.
-func (o observer) start() time.Time {
+func (o observer) start() inproc.Instant {
 	if o.hook == nil {
-		return time.Time{}
+		return 0
 	}
-	return o.clock.now()
+	return inproc.Now()
 }
 
 func (o observer) emit(ctx context.Context, e Event) {
@@ -140,9 +141,9 @@ func (o observer) emit(ctx context.Context, e Event) {
 }
 
 // storeCall reports a store call that began at t0.
-func (o observer) storeCall(ctx context.Context, op, resource string, s *storeRef, storeOp string, t0 time.Time, err error) {
+func (o observer) storeCall(ctx context.Context, op, resource string, s *storeRef, storeOp string, t0 inproc.Instant, err error) {
 	if o.hook != nil {
-		o.storeCallTook(ctx, op, resource, s, storeOp, time.Since(t0), err)
+		o.storeCallTook(ctx, op, resource, s, storeOp, inproc.Since(t0), err)
 	}
 }
 

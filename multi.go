@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // MultiLocker takes each lock in several independent stores at once and
@@ -89,13 +91,14 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 }
 
 // attempt implements engine: one Redlock attempt with a fresh token.
-func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
+func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, inproc.Instant, time.Duration, *Error) {
+	start := inproc.Now()
 	if ctx.Err() != nil {
-		return Lock{}, 0, &Error{Err: ctxErr(ctx)}
+		return Lock{}, start, 0, &Error{Err: ctxErr(ctx)}
 	}
 	token, e := m.token()
 	if e != nil {
-		return Lock{}, 0, e
+		return Lock{}, start, 0, e
 	}
 	n := len(m.stores)
 	sctx, stop := context.WithTimeout(ctx, m.storeTimeout)
@@ -108,7 +111,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 		m.start(ctx, sctx, op, i, acquire, b.cast)
 	}
 	met, fence, counts := b.outcome()
-	elapsed := time.Since(start)
+	elapsed := inproc.Since(start)
 	if m.obs.on() {
 		var err error
 		if !met {
@@ -129,12 +132,12 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 			// Stores still answering, and backfill, take it for less than
 			// a store timeout from now.
 			beyond := m.heldBeyond(elapsed+m.storeTimeout, ttl)
-			if b.grant(ctx, op, l, start.Add(m.storeTTL(ttl))) {
+			if b.grant(ctx, op, l, m.clock.After(start, m.storeTTL(ttl))) {
 				m.held.putAttached(l, beyond, b)
 			} else {
 				m.held.put(l, beyond)
 			}
-			return l, elapsed, nil
+			return l, start, elapsed, nil
 		}
 		cause = fmt.Errorf("%w: quorum reached after %v, past the lock's validity", ErrUnavailable, elapsed.Round(time.Microsecond))
 	}
@@ -158,7 +161,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	default:
 		cause = fmt.Errorf("%w: %d of %d stores failed; quorum %v not met", ErrUnavailable, failed, n, m.quorum)
 	}
-	return Lock{}, elapsed, &Error{Err: cause, Stores: failures}
+	return Lock{}, start, elapsed, &Error{Err: cause, Stores: failures}
 }
 
 // wait implements engine: it waits on the stores that refused the last
@@ -252,7 +255,7 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	t0 := m.obs.start()
 	err := m.unlock(ctx, op, l)
 	if m.obs.on() {
-		m.obs.emit(ctx, Event{Kind: EventReleased, Op: op, Resource: l.Resource, Lock: l, Duration: time.Since(t0), Err: err})
+		m.obs.emit(ctx, Event{Kind: EventReleased, Op: op, Resource: l.Resource, Lock: l, Duration: inproc.Since(t0), Err: err})
 	}
 	return err
 }
@@ -315,10 +318,10 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 	}
 	defer m.gate.leave()
 	ctx = m.obs.begin(ctx, op, l.Resource)
-	start := m.obs.start()
+	t0 := m.obs.start()
 	next, err := m.extend(ctx, op, l, ttl)
 	if m.obs.on() {
-		m.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: next, Duration: time.Since(start), Err: err})
+		m.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: next, Duration: inproc.Since(t0), Err: err})
 	}
 	return next, err
 }
@@ -329,7 +332,7 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 			return Lock{}, err
 		}
 	}
-	start := m.clock.now()
+	start := inproc.Now()
 	errs := m.fanout(ctx, op, Call{Op: CallExtend, Resource: l.Resource, Token: l.Token, TTL: m.storeTTL(ttl)}, nil)
 	extended, _ := m.tally(errs)
 	n := len(m.stores)
@@ -340,7 +343,7 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 	if m.quorum.Met(extended, n) {
 		next := l
 		next.ValidUntil = m.validUntil(start, ttl)
-		elapsed := time.Since(start)
+		elapsed := inproc.Since(start)
 		if elapsed >= m.validity(ttl) {
 			return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, elapsed.Round(time.Microsecond)), failures)
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // Retry says how Lock retries while a resource is held by another owner or
@@ -117,8 +119,8 @@ func (r Retry) delay(n int) time.Duration {
 // Resource set.
 func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Duration, retry Retry) (l Lock, e *Error) {
 	ctx = c.obs.begin(ctx, op, resource)
-	var first, start time.Time // the starts of the first and of the last attempt
-	var took time.Duration     // what the last attempt took
+	var first, start inproc.Instant // the starts of the first and of the last attempt
+	var took time.Duration          // what the last attempt took
 	n, wakes, woke := 0, 0, 0
 	for ; ; n++ {
 		if n > 0 && c.gate.isShut() {
@@ -128,10 +130,13 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: n + 1})
 		}
-		if start = c.clock.now(); n == 0 {
-			first = start
+		l, start, took, e = c.eng.attempt(ctx, op, resource, ttl)
+		if n == 0 {
+			if first = start; first.IsZero() {
+				first = inproc.Now() // the attempt failed before it began
+			}
 		}
-		if l, took, e = c.eng.attempt(ctx, op, resource, ttl, start); e == nil {
+		if e == nil {
 			break
 		}
 		if ctx.Err() != nil {
@@ -145,7 +150,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		// wake: a waiter woken in its turn has lost no ground.
 		d := retry.delay(n - woke)
 		if retry.poll {
-			d = pollDelay(retry, c.clock.now().Sub(first))
+			d = pollDelay(retry, inproc.Since(first))
 		}
 		// A wake is followed by an attempt at once, but not more than
 		// maxWakes times in a row: a store whose wait returns while the
@@ -183,7 +188,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	if e != nil {
 		e.Op, e.Resource = op, resource
 		if c.obs.on() {
-			c.obs.emit(ctx, Event{Kind: EventNotAcquired, Op: op, Resource: resource, Attempt: n + 1, Duration: time.Since(first), Err: e})
+			c.obs.emit(ctx, Event{Kind: EventNotAcquired, Op: op, Resource: resource, Attempt: n + 1, Duration: inproc.Since(first), Err: e})
 		}
 		return Lock{}, e
 	}

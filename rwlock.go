@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // RWLocker is a read-write lock over a [Locker]: many readers or one
@@ -141,7 +143,8 @@ func (s *rwSide) inner(l Lock) Lock {
 }
 
 // attempt implements engine.
-func (s *rwSide) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
+func (s *rwSide) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, inproc.Instant, time.Duration, *Error) {
+	start := inproc.Now()
 	var l Lock
 	var e *Error
 	if s.write {
@@ -149,13 +152,13 @@ func (s *rwSide) attempt(ctx context.Context, op, resource string, ttl time.Dura
 	} else {
 		l, e = s.attemptRead(ctx, resource, ttl)
 	}
-	elapsed := time.Since(start)
+	elapsed := inproc.Since(start)
 	if e != nil {
-		return Lock{}, elapsed, e
+		return Lock{}, start, elapsed, e
 	}
 	l.Resource = resource
 	s.held.put(l, s.heldBeyond(elapsed, ttl))
-	return l, elapsed, nil
+	return l, start, elapsed, nil
 }
 
 // attemptRead takes a reader's permit, then gives it back if a writer

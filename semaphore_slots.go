@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // slotSemaphore is a semaphore made of plain locks: permit i of resource
@@ -48,7 +50,8 @@ func newSlotSemaphore(locker Locker, limit int) *slotSemaphore {
 }
 
 // attempt implements engine: it tries every slot once, from a random one.
-func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
+func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, inproc.Instant, time.Duration, *Error) {
+	start := inproc.Now()
 	first := rand.IntN(s.limit)
 	for i := range s.limit {
 		slot := (first + i) % s.limit
@@ -57,18 +60,18 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 			continue
 		}
 		if err != nil {
-			return Lock{}, time.Since(start), asError(err)
+			return Lock{}, start, inproc.Since(start), asError(err)
 		}
 		if err := s.markLimit(ctx, resource, ttl); err != nil {
 			s.giveBack(ctx, s.locker, l)
-			return Lock{}, time.Since(start), &Error{Err: asLimitError(err)}
+			return Lock{}, start, inproc.Since(start), &Error{Err: asLimitError(err)}
 		}
-		elapsed := time.Since(start)
+		elapsed := inproc.Since(start)
 		p := Lock{Resource: resource, Token: strconv.Itoa(slot) + ":" + l.Token, ValidUntil: l.ValidUntil, Fence: l.Fence}
 		s.held.put(p, s.heldBeyond(elapsed, ttl))
-		return p, elapsed, nil
+		return p, start, elapsed, nil
 	}
-	return Lock{}, time.Since(start), &Error{Err: ErrNotAcquired}
+	return Lock{}, start, inproc.Since(start), &Error{Err: ErrNotAcquired}
 }
 
 // markLimit takes or refreshes resource's limit marker on every store of

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // SingleLocker takes locks in one store. Its guarantees are the store's:
@@ -34,6 +36,9 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 		return nil, err
 	}
 	s.store = refs[0]
+	if s.local = inproc.Of(store); s.local != nil {
+		s.owner = owners.Add(1)
+	}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -52,37 +57,65 @@ func (s *SingleLocker) wait(ctx context.Context, op, resource string, _ *Error) 
 }
 
 // attempt implements engine.
-func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration, start time.Time) (Lock, time.Duration, *Error) {
+func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl time.Duration) (Lock, inproc.Instant, time.Duration, *Error) {
 	if err := ctx.Err(); err != nil {
-		return Lock{}, 0, &Error{Err: ctxErr(ctx)}
+		return Lock{}, 0, 0, &Error{Err: ctxErr(ctx)}
 	}
 	token, e := s.token()
 	if e != nil {
-		return Lock{}, 0, e
+		return Lock{}, 0, 0, e
 	}
-	fence, err := acquireOn(ctx, s.store, resource, token, s.storeTTL(ttl))
-	elapsed := time.Since(start)
-	s.obs.storeCallTook(ctx, op, resource, &s.store, "acquire", elapsed, err)
+	// The lock's validity counts from start, and the store answered
+	// elapsed after it. A store in the process reports both from its own
+	// clock reading, and records the lock as this locker's
+	// (inproc.Store): the locker then reads the clock only for a hook's
+	// durations, and keeps no record of its own.
+	began := s.obs.start() // when the attempt began: read for a hook only
+	var start inproc.Instant
+	var elapsed time.Duration
+	var fence uint64
+	var err error
+	if s.local != nil {
+		fence, start, elapsed, err = s.local.AcquireStamped(ctx, s.owner, resource, token, s.storeTTL(ttl))
+		if s.store.fencer == nil {
+			fence = 0 // Options.NoFence
+		}
+	} else {
+		if start = began; start.IsZero() {
+			start = inproc.Now()
+		}
+		fence, err = acquireOn(ctx, s.store, resource, token, s.storeTTL(ttl))
+		elapsed = inproc.Since(start)
+	}
+	took := elapsed // how long the attempt took from began
+	if began.IsZero() {
+		began = start // zero if the store failed before it read its clock
+	} else {
+		took = answeredAfter(began, start, elapsed)
+	}
+	s.obs.storeCallTook(ctx, op, resource, &s.store, "acquire", took, err)
 	switch {
 	case errors.Is(err, ErrNotAcquired):
-		return Lock{}, elapsed, &Error{Err: ErrNotAcquired}
+		return Lock{}, began, took, &Error{Err: ErrNotAcquired}
 	case errors.Is(err, ErrInvalid):
 		// The store refused the request before running it: final.
-		return Lock{}, elapsed, &Error{Err: ErrInvalid, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
+		return Lock{}, began, took, &Error{Err: ErrInvalid, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
 	case err != nil:
 		// The outcome is unknown: the store may hold the lock under token.
 		s.cleanup(ctx, op, resource, token)
 		if ctx.Err() != nil {
-			return Lock{}, elapsed, &Error{Err: ctxErr(ctx)}
+			return Lock{}, began, took, &Error{Err: ctxErr(ctx)}
 		}
-		return Lock{}, elapsed, s.unavailable(err)
+		return Lock{}, began, took, s.unavailable(err)
 	case elapsed >= s.validity(ttl):
 		s.cleanup(ctx, op, resource, token)
-		return Lock{}, elapsed, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
+		return Lock{}, began, took, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
 	}
 	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}
-	s.held.put(l, s.heldBeyond(elapsed, ttl))
-	return l, elapsed, nil
+	if s.local == nil {
+		s.held.put(l, s.heldBeyond(elapsed, ttl))
+	}
+	return l, began, took, nil
 }
 
 func (s *SingleLocker) unavailable(err error) *Error {
@@ -143,17 +176,28 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
 	t0 := s.obs.start()
-	err := s.store.Release(ctx, l.Resource, l.Token)
+	var err error
 	var took time.Duration
-	if s.obs.on() {
-		took = time.Since(t0)
-		s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "release", took, err)
+	if s.local != nil {
+		// The store's reading ends the call: one clock reading less.
+		var start inproc.Instant
+		var elapsed time.Duration
+		start, elapsed, err = s.local.ReleaseStamped(ctx, l.Resource, l.Token)
+		if s.obs.on() {
+			took = answeredAfter(t0, start, elapsed)
+		}
+	} else {
+		err = s.store.Release(ctx, l.Resource, l.Token)
+		if s.obs.on() {
+			took = inproc.Since(t0)
+		}
 	}
+	s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "release", took, err)
 	switch {
 	case err == nil:
-		s.held.remove(l)
+		s.forget(l)
 	case errors.Is(err, ErrNotHeld):
-		s.held.remove(l)
+		s.forget(l)
 		err = &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
 	default:
 		err = s.fail(ctx, op, l.Resource, err)
@@ -175,18 +219,20 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%s cannot extend locks: %w", s.store.name, errors.ErrUnsupported)}
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
-	start := s.clock.now()
+	start := inproc.Now()
 	err := s.store.ext.Extend(ctx, l.Resource, l.Token, s.storeTTL(ttl))
-	elapsed := time.Since(start)
+	elapsed := inproc.Since(start)
 	s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "extend", elapsed, err)
 	switch {
 	case err == nil && elapsed >= s.validity(ttl):
 		err = &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, elapsed.Round(time.Microsecond))}
 	case err == nil:
 		l.ValidUntil = s.validUntil(start, ttl)
-		s.held.put(l, s.heldBeyond(elapsed, ttl))
+		if s.local == nil {
+			s.held.put(l, s.heldBeyond(elapsed, ttl))
+		}
 	case errors.Is(err, ErrNotHeld):
-		s.held.remove(l)
+		s.forget(l)
 		err = &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
 	default:
 		err = s.fail(ctx, op, l.Resource, err)
@@ -200,6 +246,13 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	return l, nil
 }
 
+// forget removes l from the held set, if the locker keeps one.
+func (s *SingleLocker) forget(l Lock) {
+	if s.local == nil {
+		s.held.remove(l)
+	}
+}
+
 // fail wraps a store failure, or the context's error if ctx ended.
 func (s *SingleLocker) fail(ctx context.Context, op, resource string, err error) error {
 	if ctx.Err() != nil {
@@ -208,6 +261,16 @@ func (s *SingleLocker) fail(ctx context.Context, op, resource string, err error)
 	e := s.unavailable(err)
 	e.Op, e.Resource = op, resource
 	return e
+}
+
+// answeredAfter returns how long after began a store call answered that
+// a clock.Stamper reported by start and elapsed (a zero start: it failed
+// before it read its clock).
+func answeredAfter(began, start inproc.Instant, elapsed time.Duration) time.Duration {
+	if start.IsZero() {
+		return inproc.Since(began)
+	}
+	return start.Sub(began) + elapsed
 }
 
 // acquireOn acquires on one store, fenced when the store can fence.

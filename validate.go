@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 func isNilPointer(s any) bool {
@@ -43,8 +45,8 @@ func (c *core) validity(ttl time.Duration) time.Duration { return ttl - c.drift(
 
 // validUntil is the validity end of a lock of ttl whose acquisition or
 // extension started at start.
-func (c *core) validUntil(start time.Time, ttl time.Duration) time.Time {
-	return start.Add(c.validity(ttl))
+func (c *core) validUntil(start inproc.Instant, ttl time.Duration) time.Time {
+	return c.clock.After(start, c.validity(ttl))
 }
 
 // storeTTL is the TTL the stores keep a lock of ttl for: ttl and the lock

@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	mrand "math/rand/v2"
-	"strings"
 	"sync"
+	"unsafe"
 )
 
 // Random makes tokens of 128 random bits, encoded as 22 URL-safe base64
@@ -69,35 +69,39 @@ func (g *generator) token(suffix string) string {
 	return t
 }
 
-// fill encodes the next batch of tokens, each 128 bits (twelve at a time)
-// followed by suffix: batchSize of them, fewer when the suffix is long so
-// that a batch stays near batchBytes.
+// fill encodes the next batch of tokens, each 128 bits (twelve at a time,
+// two characters per 12 bits) followed by suffix: batchSize of them, fewer
+// when the suffix is long so that a batch stays near batchBytes.
 func (g *generator) fill(suffix string, size int) {
 	if g.left <= 0 {
 		g.seed()
 	}
 	n := min(batchSize, max(1, batchBytes/size))
-	var b strings.Builder
-	b.Grow(n * size)
-	var t [tokenLen]byte
-	for range n {
+	b := make([]byte, n*size)
+	for t := b; len(t) > 0; t = t[size:] {
 		a, c := g.rng.Uint64(), g.rng.Uint64()
-		for i := 0; i < 10; i += 2 { // 60 bits of a
-			binary.LittleEndian.PutUint16(t[i:], pairs[a&(1<<12-1)])
-			a >>= 12
-		}
-		binary.LittleEndian.PutUint16(t[10:], pairs[a|(c&(1<<8-1))<<4]) // a's last 4 bits and 8 of c
-		c >>= 8
-		for i := 12; i < tokenLen; i += 2 { // c's other 56 bits, and 4 zeros
-			binary.LittleEndian.PutUint16(t[i:], pairs[c&(1<<12-1)])
-			c >>= 12
-		}
-		b.Write(t[:])
-		b.WriteString(suffix)
+		// The 128 bits a, c in eleven 12-bit chunks, the last four bits 0.
+		mid := a>>60 | c<<4 // chunk 5: a's last 4 bits and 8 of c
+		c >>= 8             // c's other 56 bits: chunks 6 to 10
+		binary.LittleEndian.PutUint64(t, chars4(a))
+		binary.LittleEndian.PutUint64(t[8:], uint64(pairs[a>>48&mask])|uint64(pairs[mid&mask])<<16|chars2(c)<<32)
+		binary.LittleEndian.PutUint32(t[16:], uint32(chars2(c>>24)))
+		binary.LittleEndian.PutUint16(t[20:], pairs[c>>48&mask])
+		copy(t[tokenLen:size], suffix)
 	}
-	g.batch, g.next = b.String(), 0
+	// b is never written again: the string may share its bytes, as a
+	// strings.Builder's does.
+	g.batch, g.next = unsafe.String(unsafe.SliceData(b), len(b)), 0
 	g.left -= n
 }
+
+const mask = 1<<12 - 1
+
+// chars2 returns the four characters of x's low 24 bits.
+func chars2(x uint64) uint64 { return uint64(pairs[x&mask]) | uint64(pairs[x>>12&mask])<<16 }
+
+// chars4 returns the eight characters of x's low 48 bits.
+func chars4(x uint64) uint64 { return chars2(x) | chars2(x>>24)<<32 }
 
 var generators = sync.Pool{New: func() any { return new(generator) }}
 

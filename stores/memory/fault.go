@@ -76,9 +76,12 @@ type faults struct {
 	list   []*Fault
 }
 
+// injected reports whether any fault is injected.
+func (fs *faults) injected() bool { return fs.active.Load() != 0 }
+
 // take returns the fault for a call of op, if any, counting the call.
 func (fs *faults) take(op Op) *Fault {
-	if fs.active.Load() == 0 {
+	if !fs.injected() {
 		return nil
 	}
 	fs.mu.Lock()

@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/inproc"
 	keyshard "github.com/lockkit/lock/internal/shard"
 )
 
 // Store is an in-memory lock store. The zero value is not usable; call New.
 // A Store is safe for concurrent use.
 type Store struct {
+	offer  // what the store offers a lock.SingleLocker: see inproc.go
 	name   string
-	epoch  time.Time // the store's clock reads the time elapsed since epoch: see now
+	epoch  inproc.Instant // the store's clock reads the time elapsed since epoch: see now
 	faults faults
 	shards [shardCount]shard
 }
@@ -47,21 +49,27 @@ type shard struct {
 type entry struct {
 	token   string // "" when released
 	expires instant
+	start   instant // when it was last taken or extended
+	fence   uint64  // its fence
+	owner   uint64  // the lock.SingleLocker that took it, if it said (see inproc.go)
 }
 
 func (e *entry) live(now instant) bool { return e.token != "" && now < e.expires }
 
-// free marks e released.
+// free marks e released. (Its other fields no longer count.)
 func (e *entry) free() { e.token, e.expires = "", 0 }
 
 // instant is a reading of the store's clock: the time elapsed since the
-// store's epoch, on the monotonic clock.
+// store's epoch, on the process's monotonic clock.
 type instant time.Duration
 
-// now reads the store's clock. time.Since reads only the monotonic clock,
-// where time.Now reads the wall clock as well, at twice the cost; inside a
-// testing/synctest bubble both read the bubble's fake clock.
-func (s *Store) now() instant { return instant(time.Since(s.epoch)) }
+// now reads the store's clock. It reads only the monotonic clock (see
+// inproc.Now), where time.Now reads the wall clock as well, at twice the
+// cost; inside a testing/synctest bubble it reads the bubble's fake clock.
+func (s *Store) now() instant { return instant(inproc.Now() - s.epoch) }
+
+// global returns the process's Instant of i.
+func (s *Store) global(i instant) inproc.Instant { return s.epoch.Add(time.Duration(i)) }
 
 func (i instant) add(d time.Duration) instant { return i + instant(d) }
 
@@ -73,7 +81,8 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
 // New returns an empty Store.
 func New(opts ...Option) *Store {
-	s := &Store{name: "memory", epoch: time.Now()}
+	s := &Store{name: "memory", epoch: inproc.Now()}
+	s.offer = inproc.OfferOf(s, (*inprocStore)(s))
 	for _, o := range opts {
 		o(s)
 	}
@@ -94,7 +103,7 @@ func (s *Store) shard(resource string) *shard {
 
 // Acquire implements [lock.Store].
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
-	_, err := s.acquire(ctx, OpAcquire, resource, token, ttl)
+	_, err := s.acquire(ctx, OpAcquire, resource, token, ttl, 0)
 	return err
 }
 
@@ -102,7 +111,7 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 // resource (they are drawn from a counter shared by the resources of one
 // shard) for the life of the Store.
 func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
-	return s.acquire(ctx, OpAcquire, resource, token, ttl)
+	return s.acquire(ctx, OpAcquire, resource, token, ttl, 0)
 }
 
 // RaiseFence implements [lock.FenceRaiser]: the next fences of resource's
@@ -125,27 +134,31 @@ func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) e
 	return f.after(nil)
 }
 
-func (s *Store) acquire(ctx context.Context, op Op, resource, token string, ttl time.Duration) (uint64, error) {
+// acquire is Acquire and AcquireFenced, taking the lock for owner (0:
+// none said; see inproc.go).
+func (s *Store) acquire(ctx context.Context, op Op, resource, token string, ttl time.Duration, owner uint64) (uint64, error) {
 	if err := check(ctx, resource, token, ttl); err != nil {
 		return 0, err
 	}
 	f, err := s.faults.before(ctx, op)
 	if err != nil {
-		return 0, landLate(err, func() { s.applyAcquire(resource, token, ttl) })
+		return 0, landLate(err, func() { s.applyAcquire(resource, token, ttl, owner) })
 	}
-	fence, err := s.applyAcquire(resource, token, ttl)
+	fence, _, err := s.applyAcquire(resource, token, ttl, owner)
 	return fence, f.after(err)
 }
 
-// applyAcquire is the effect of Acquire.
-func (s *Store) applyAcquire(resource, token string, ttl time.Duration) (uint64, error) {
-	now := s.now()
+// applyAcquire is the effect of Acquire. It reads the clock once the
+// shard is locked, so that the instant it returns is the moment it
+// decided: a lock it took expires ttl after it.
+func (s *Store) applyAcquire(resource, token string, ttl time.Duration, owner uint64) (uint64, instant, error) {
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.now()
 	e := sh.locks[resource]
 	if e != nil && e.live(now) {
-		return 0, lock.ErrNotAcquired
+		return 0, now, lock.ErrNotAcquired
 	}
 	if e == nil {
 		if sh.locks == nil {
@@ -158,8 +171,8 @@ func (s *Store) applyAcquire(resource, token string, ttl time.Duration) (uint64,
 		sh.locks[resource] = e
 	}
 	sh.fence++
-	e.token, e.expires = token, now.add(ttl)
-	return sh.fence, nil
+	*e = entry{token: token, expires: now.add(ttl), start: now, fence: sh.fence, owner: owner}
+	return sh.fence, now, nil
 }
 
 // sweep removes the free entries of the shard. Called with mu held.
@@ -181,22 +194,24 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err != nil {
 		return landLate(err, func() { s.applyRelease(resource, token) })
 	}
-	return f.after(s.applyRelease(resource, token))
+	_, err = s.applyRelease(resource, token)
+	return f.after(err)
 }
 
-// applyRelease is the effect of Release.
-func (s *Store) applyRelease(resource, token string) error {
-	now := s.now()
+// applyRelease is the effect of Release, decided at the instant it
+// returns.
+func (s *Store) applyRelease(resource, token string) (instant, error) {
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.now()
 	e := sh.locks[resource]
 	if e == nil || !e.live(now) || e.token != token {
-		return lock.ErrNotHeld
+		return now, lock.ErrNotHeld
 	}
 	e.free()
 	sh.wakeOne(resource)
-	return nil
+	return now, nil
 }
 
 // Extend implements [lock.Extender].
@@ -221,7 +236,7 @@ func (s *Store) applyExtend(resource, token string, ttl time.Duration) error {
 	if e == nil || !e.live(now) || e.token != token {
 		return lock.ErrNotHeld
 	}
-	e.expires = now.add(ttl)
+	e.expires, e.start = now.add(ttl), now
 	return nil
 }
 
