@@ -172,6 +172,7 @@ func (s *Store) applyAcquire(resource, token string, ttl time.Duration, owner ui
 	}
 	sh.fence++
 	*e = entry{token: token, expires: now.add(ttl), start: now, fence: sh.fence, owner: owner}
+	sh.expiresSooner(resource, e.expires)
 	return sh.fence, now, nil
 }
 
@@ -237,6 +238,7 @@ func (s *Store) applyExtend(resource, token string, ttl time.Duration) error {
 		return lock.ErrNotHeld
 	}
 	e.expires, e.start = now.add(ttl), now
+	sh.expiresSooner(resource, e.expires)
 	return nil
 }
 

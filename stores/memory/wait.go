@@ -8,6 +8,8 @@ import (
 // waitQueue holds the callers waiting for one resource, in arrival order.
 type waitQueue struct {
 	waiters []*waiter
+	until   instant       // the expiry the waiters' timers are set for
+	rearm   chan struct{} // closed when the lock is set to expire before until
 }
 
 type waiter struct {
@@ -19,22 +21,27 @@ type waiter struct {
 // is free, and otherwise blocks until a release or Expire wakes it, the lock
 // expires, or ctx ends. A release wakes the longest-waiting caller only; a
 // caller that leaves because its ctx ended passes a wake it received on to
-// the next.
+// the next. A lock set to expire sooner than the waiters expect (extended
+// for less, or taken again for less after a release that woke another)
+// wakes them to look again; looking again keeps a caller's place in line.
 func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	if err := s.beginWait(ctx, resource); err != nil {
 		return err
 	}
 	sh := s.shard(resource)
+	w := &waiter{ch: make(chan struct{})}
+	inLine := false
 	for {
 		now := s.now()
 		sh.mu.Lock()
 		e := sh.locks[resource]
-		if e == nil || !e.live(now) {
+		if w.woken || e == nil || !e.live(now) {
+			if inLine && !w.woken {
+				sh.remove(resource, w)
+			}
 			sh.mu.Unlock()
 			return nil
 		}
-		left := time.Duration(e.expires - now)
-		w := &waiter{ch: make(chan struct{})}
 		if sh.waiters == nil {
 			sh.waiters = make(map[string]*waitQueue)
 		}
@@ -43,12 +50,42 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 			q = &waitQueue{}
 			sh.waiters[resource] = q
 		}
-		q.waiters = append(q.waiters, w)
+		if !inLine {
+			q.waiters, inLine = append(q.waiters, w), true
+		}
+		if q.rearm == nil {
+			q.rearm = make(chan struct{})
+		}
+		q.until = e.expires
+		rearm, left := q.rearm, time.Duration(e.expires-now)
 		sh.mu.Unlock()
 
-		if woken, err := w.await(ctx, left, nil, func() { sh.leave(resource, w) }); woken || err != nil {
-			return err
+		expiry := time.NewTimer(left)
+		select {
+		case <-w.ch:
+			expiry.Stop()
+			return nil
+		case <-ctx.Done():
+			expiry.Stop()
+			sh.leave(resource, w)
+			return ctx.Err()
+		case <-expiry.C: // expired, or extended: look again
+		case <-rearm: // set to expire sooner: look again
+			expiry.Stop()
 		}
+	}
+}
+
+// expiresSooner tells the waiters of resource, if any, that its lock now
+// expires at expires, and wakes them to look again if that is before
+// the expiry their timers are set for. Called with mu held.
+func (sh *shard) expiresSooner(resource string, expires instant) {
+	if sh.waiters == nil {
+		return
+	}
+	if q := sh.waiters[resource]; q != nil && q.rearm != nil && expires < q.until {
+		close(q.rearm)
+		q.rearm = nil
 	}
 }
 
@@ -73,6 +110,12 @@ func (sh *shard) leave(resource string, w *waiter) {
 		sh.wakeOne(resource)
 		return
 	}
+	sh.remove(resource, w)
+}
+
+// remove takes w, which no release woke, out of the queue of resource.
+// Called with mu held.
+func (sh *shard) remove(resource string, w *waiter) {
 	q := sh.waiters[resource]
 	if q == nil {
 		return
