@@ -93,7 +93,8 @@
 //
 // See Store.WaitRelease: a caller subscribes to a shard channel of its
 // own, gets in line in the lock's waiters' queue, and a release pops the
-// first in line and publishes on that one channel.
+// first in line and publishes on that one channel. A lock waiter also
+// looks again now and then (firstRelook).
 //
 // # Permits
 //

@@ -24,7 +24,9 @@
 //   - [lock.Fencer] and [lock.FenceRaiser]: AcquireFenced, fences strictly
 //     increasing per resource, and RaiseFence; see Fencing below.
 //   - [lock.Waiter]: WaitRelease, woken by a notification that the release
-//     script publishes, or by the lock's expiry; waiters do not poll.
+//     script publishes, or by the lock's expiry; waiters do not poll, but
+//     look again now and then (50ms, doubling to every second) in case
+//     the lock was set to expire sooner.
 //   - [lock.Permitter] and [lock.PermitWaiter]: counted permits for
 //     lock.NewSemaphore and lock.NewRWLocker, natively: a free permit is
 //     one script, one round trip, whatever the limit; each permit has its
@@ -130,7 +132,10 @@
 // one release wakes one waiter across every process, in the order they got
 // in line, and no other process hears of it. No release after the call
 // began is missed, and expiry wakes waiters through a timer armed from the
-// PTTL. Waiters of one process share a subscription, which stays a moment
+// PTTL — and, since nothing tells a waiter that the lock was extended for
+// less or taken again for less, it looks again 50ms after getting in line,
+// then after twice as long each time, up to every second, keeping its
+// place in line. Waiters of one process share a subscription, which stays a moment
 // after the last returns (the lockers come back after each attempt) and
 // wakes them longest-waiting first. A caller that releases a resource to a
 // waiter and asks for it again at once, as a loop of Lock and Unlock does,
