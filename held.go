@@ -9,15 +9,14 @@ import (
 )
 
 // heldSet remembers the locks a locker acquired and has not released, for
-// UnlockAll, until no store can hold them any more. It is sharded so that
-// goroutines locking distinct resources do not contend on one mutex.
+// UnlockAll, until no store can hold them any more. It is sharded by
+// resource so that goroutines locking distinct resources do not contend
+// on one mutex.
 //
-// Within a shard it keeps one lock per resource: the latest one taken
-// under a token of that shard. A locker can take a resource again only
-// once its earlier lock on it is no longer held (locks are not
-// re-entrant), so a new lock replaces the record of the old one; a record
-// in another shard is dropped once it expires, and UnlockAll's release of
-// it finds nothing. Entries are keyed by resource and reused: once a lock
+// It keeps one lock per resource: the latest one taken. A locker can take
+// a resource again only once its earlier lock on it is no longer held
+// (locks are not re-entrant), so a new lock replaces the record of the old
+// one. Entries are keyed by resource and reused: once a lock
 // is released its entry stays, free, until its shard is swept, so locking
 // the same resource again costs no map insertion. A Semaphore's set
 // (perToken) keys its entries by resource and token instead, since one
