@@ -124,16 +124,7 @@ func TestContractShutdownLeavesRunFnBelievingItHolds(t *testing.T) {
 		ctx := context.Background()
 		m := memory.New()
 		l := mustSingle(t, m, nil)
-		inside := make(chan context.Context)
-		done := make(chan error)
-		go func() {
-			done <- lock.Run(ctx, l, "r", 30*time.Second, func(ctx context.Context, _ lock.Lock) error {
-				inside <- ctx
-				<-ctx.Done()
-				return nil
-			})
-		}()
-		fctx := <-inside
+		fctx, done := runUntilDone(ctx, l)
 		wantNil(t, "Shutdown", l.Shutdown(ctx))
 		other := mustSingle(t, m, nil)
 		if _, err := other.TryLock(ctx, "r", time.Minute); err == nil {
@@ -208,22 +199,8 @@ func TestContractShutdownEndsRunsOnDerivedLockers(t *testing.T) {
 							l = rw.Writer()
 						}
 					}
-					inside := make(chan context.Context)
-					done := make(chan error)
-					go func() {
-						done <- lock.Run(ctx, l, "r", 30*time.Second, func(ctx context.Context, _ lock.Lock) error {
-							inside <- ctx
-							<-ctx.Done()
-							return nil
-						})
-					}()
-					fctx := <-inside
-					var down error
-					switch s := l.(type) {
-					case interface{ Shutdown(context.Context) error }:
-						down = s.Shutdown(ctx)
-					}
-					wantNil(t, "Shutdown", down)
+					fctx, done := runUntilDone(ctx, l)
+					wantNil(t, "Shutdown", l.Shutdown(ctx))
 					if fctx.Err() == nil {
 						t.Errorf("Shutdown of the %s returned while Run's function, whose lock it released, still has a live context", kind)
 					} else if !errors.Is(context.Cause(fctx), lock.ErrLost) {
@@ -234,4 +211,20 @@ func TestContractShutdownEndsRunsOnDerivedLockers(t *testing.T) {
 			})
 		}
 	}
+}
+
+// runUntilDone starts a Run of l on "r" whose function waits for its
+// context to end, and returns that context once the function runs, and
+// Run's outcome.
+func runUntilDone(ctx context.Context, l lock.Locker) (context.Context, <-chan error) {
+	inside := make(chan context.Context)
+	done := make(chan error, 1)
+	go func() {
+		done <- lock.Run(ctx, l, "r", 30*time.Second, func(ctx context.Context, _ lock.Lock) error {
+			inside <- ctx
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	return <-inside, done
 }

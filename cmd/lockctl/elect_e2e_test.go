@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -73,12 +74,8 @@ func TestElect(t *testing.T) {
 // as status sees it: its TTL left grew between two readings.
 func renewals(t *testing.T, b backend, resource string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	last := int64(-1)
-	for n > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%q: %d renewals still to come after 30s", resource, n)
-		}
+	eventually(t, 30*time.Second, fmt.Sprintf("%q: %d renewals", resource, n), func() bool {
 		code, stdout, stderr := lockctl(t, nil, append(append([]string{"status", "--json"}, b.flags()...), resource)...)
 		var st statusReport
 		if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil || len(st.Stores) != 1 || st.Stores[0].TTLMillis == nil {
@@ -89,7 +86,8 @@ func renewals(t *testing.T, b backend, resource string, n int) {
 			n--
 		}
 		last = ttl
-	}
+		return n <= 0
+	})
 }
 
 func TestElectExitStatus(t *testing.T) {
