@@ -68,9 +68,12 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 	// The lock's validity counts from start, and the store answered
 	// elapsed after it. A store in the process reports both from its own
 	// clock reading, and records the lock as this locker's
-	// (inproc.Store): the locker then reads the clock only for a hook's
-	// durations, and keeps no record of its own.
-	began := s.obs.start() // when the attempt began: read for a hook only
+	// (inproc.Store): the locker then reads no clock, not even for a
+	// hook's durations, and keeps no record of its own.
+	var began inproc.Instant // when the attempt began: read for a hook only
+	if s.local == nil {
+		began = s.obs.start()
+	}
 	var start inproc.Instant
 	var elapsed time.Duration
 	var fence uint64
@@ -175,18 +178,13 @@ func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 		return err
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
-	t0 := s.obs.start()
 	var err error
 	var took time.Duration
 	if s.local != nil {
-		// The store's reading ends the call: one clock reading less.
-		var start inproc.Instant
-		var elapsed time.Duration
-		start, elapsed, err = s.local.ReleaseStamped(ctx, l.Resource, l.Token)
-		if s.obs.on() {
-			took = answeredAfter(t0, start, elapsed)
-		}
+		// The store's readings time the call: no clock reading here.
+		_, took, err = s.local.ReleaseStamped(ctx, l.Resource, l.Token)
 	} else {
+		t0 := s.obs.start()
 		err = s.store.Release(ctx, l.Resource, l.Token)
 		if s.obs.on() {
 			took = inproc.Since(t0)
