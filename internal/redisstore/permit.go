@@ -213,7 +213,10 @@ func (s *Store) Permits(ctx context.Context, resource string) (int, error) {
 // lock: it returns at once if fewer permits are held than their limit, and
 // otherwise gets in line on the server and blocks until a ReleasePermit
 // wakes it (each release wakes one waiter across every process: the first
-// in line), the first permit expires (it then looks again), or ctx ends.
+// in line), the first permit expires (it then looks again; and it looks
+// again now and then, in case a permit now expires sooner), or ctx ends.
+// A waiter that finds a permit being handed to a waiter ahead of it gets
+// in line behind it, as for a lock.
 // It returns nil when a permit may be free: the caller still has to take
 // it, and may find it taken. Sharded pub/sub needs Redis 7; on older
 // servers it returns an error matching errors.ErrUnsupported.

@@ -49,27 +49,20 @@ type waitFor struct {
 	look func(key string) Cmd
 	// wait gets a subscription in line (ARGV: its id, QueueMargin, "1"
 	// to get in at the front, "1" to get in line behind a handoff, and
-	// the number of its callers waiting or "0": see wait.lua; a script
-	// may ignore the last two) if key is not free, and returns -2 if it
-	// is free, -3 if it is being handed to a waiter ahead (look again
-	// after handoffGrace), or the milliseconds after which to look again
-	// (-1: none).
+	// the number of its callers waiting or "0": see wait.lua) if key is
+	// not free, and returns -2 if it is free, -3 if it is being handed
+	// to a waiter ahead (look again after handoffGrace), or the
+	// milliseconds after which to look again (-1: none).
 	wait *Script
 	// pass hands a wake no caller used to the next in line, if key is
 	// free.
 	pass *Script
-	// relook makes waiters look again now and then (see firstRelook).
-	// Only for locks: wait.lua lets the waiter woken by a release take
-	// a lock it finds free before any other looks, which the permit
-	// script does not.
-	relook bool
 }
 
 var lockWait = &waitFor{
-	look:   func(key string) Cmd { return cmd1("PTTL", key) },
-	wait:   waitScript,
-	pass:   passScript,
-	relook: true,
+	look: func(key string) Cmd { return cmd1("PTTL", key) },
+	wait: waitScript,
+	pass: passScript,
 }
 
 // wait blocks until what waits for at key is free, is released or
@@ -152,7 +145,7 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 			switch {
 			case ms == -3:
 				d, behind = handoffGrace, false
-			case what.relook && d > relook:
+			case d > relook:
 				d, relook = relook, min(2*relook, maxRelook)
 			}
 			if expiry == nil {

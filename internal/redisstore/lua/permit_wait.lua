@@ -5,27 +5,45 @@
 -- waiter that joins it.
 -- Runs after permit_prelude.lua (now; expired permits removed).
 --
+-- As in wait.lua: a waiter woken but beaten to the permit gets back in
+-- line at the front (ARGV[3] = "1"); a free permit with subscriptions in
+-- line is being handed to the first of them, so with ARGV[4] = "1" the
+-- waiter gets in line behind them and the script returns -3 (look again
+-- in a moment, with ARGV[4] = "0"); and a caller that looks again keeps
+-- its place (ARGV[5], see wait.lua).
+--
 -- KEYS: permits (see permit_acquire.lua), waiters. ARGV: subscription id
 -- ("" to look without getting in line), queue margin (ms), "1" to get in
--- line at the front.
--- Returns -2 if a permit is free (nothing queued), otherwise the
--- milliseconds until the first permit expires.
+-- line at the front, "1" to get in line behind a handoff, the number of
+-- the subscription's callers waiting or "0".
+-- Returns -2 if a permit is free (nothing queued), -3 if one is being
+-- handed to a waiter ahead, otherwise the milliseconds until the first
+-- permit expires.
 local limit = redis.call('ZSCORE', KEYS[1], '')
+local ms
 if not limit or redis.call('ZCARD', KEYS[1]) - 1 < -tonumber(limit) then
-	return -2
-end
--- The permits by expiry: the limit first (scored below every expiry),
--- then the first permit to expire.
-local first = redis.call('ZRANGE', KEYS[1], 1, 1, 'WITHSCORES')
-local ms = tonumber(first[2]) - now
-if ARGV[1] == '' then
-	return ms
+	if ARGV[1] == '' or ARGV[4] ~= '1' or redis.call('LLEN', KEYS[2]) == 0 then
+		return -2
+	end
+	ms = -3
+else
+	-- The permits by expiry: the limit first (scored below every
+	-- expiry), then the first permit to expire.
+	local first = redis.call('ZRANGE', KEYS[1], 1, 1, 'WITHSCORES')
+	ms = tonumber(first[2]) - now
+	if ARGV[1] == '' then
+		return ms
+	end
 end
 if ARGV[3] == '1' then
 	redis.call('LPUSH', KEYS[2], ARGV[1])
-else
+elseif ARGV[5] == '0' or #redis.call('LPOS', KEYS[2], ARGV[1], 'COUNT', ARGV[5]) < tonumber(ARGV[5]) then
 	redis.call('RPUSH', KEYS[2], ARGV[1])
 end
+local ttl = tonumber(ARGV[2])
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-redis.call('PEXPIRE', KEYS[2], tonumber(last[2]) - now + tonumber(ARGV[2]))
+if last[1] ~= nil and last[1] ~= '' then
+	ttl = ttl + tonumber(last[2]) - now
+end
+redis.call('PEXPIRE', KEYS[2], ttl)
 return ms

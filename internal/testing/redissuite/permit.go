@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,7 @@ func (f Factory) testPermits(t *testing.T) {
 		{"WaitOnePerFreedPermit", f.testPermitWaitOnePerRelease},
 		{"WaitAcrossProcesses", f.testPermitWaitAcrossProcesses},
 		{"WaitWokenByExpiry", f.testPermitWaitExpiry},
+		{"WaitSeesShorterExpiry", f.testPermitWaitSeesShorterExpiry},
 		{"WaitOnCluster", f.testPermitWaitOnCluster},
 	} {
 		t.Run(tc.name, tc.test)
@@ -559,6 +561,30 @@ func waitFor(ctx context.Context, s Store, r string) <-chan error {
 	return done
 }
 
+// nextWoken waits for the next of waits to return, marks it returned and
+// returns its index, failing t on an error or if ctx ends first.
+func nextWoken(t *testing.T, ctx context.Context, waits []<-chan error, returned []bool) int {
+	t.Helper()
+	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}}
+	index := []int{-1}
+	for i, w := range waits {
+		if !returned[i] {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+			index = append(index, i)
+		}
+	}
+	chosen, v, _ := reflect.Select(cases)
+	if chosen == 0 {
+		t.Fatal("no waiter woken before the test's deadline")
+	}
+	i := index[chosen]
+	if err, _ := v.Interface().(error); err != nil {
+		t.Fatalf("WaitPermit %d = %v", i, err)
+	}
+	returned[i] = true
+	return i
+}
+
 // countWoken returns how many of waits have returned, failing t on an
 // error, after a moment for more to return (a wake too many shows up
 // there; none too few can be missed, as the count is checked again).
@@ -608,14 +634,16 @@ func (f Factory) testPermitWaitOnePerRelease(t *testing.T) {
 		if err := s.ReleasePermit(ctx, "r", fmt.Sprintf("tok%d", i)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "a waiter woken", func() bool { return countWoken(t, waits, returned) > woken })
-		if n := countWoken(t, waits, returned); n != woken+1 {
-			t.Fatalf("release %d woke %d waiters; want 1", i, n-woken)
-		}
+		nextWoken(t, ctx, waits, returned)
 		woken++
-		// The woken caller takes the freed permit; the others wait on.
+		// The woken caller takes the freed permit at once, as a woken
+		// waiter does (one that looks again meanwhile lets it: see
+		// permit_wait.lua's handoff); the others wait on.
 		if _, err := s.AcquirePermit(ctx, "r", fmt.Sprintf("woken%d", i), limit, time.Minute); err != nil {
 			t.Fatalf("AcquirePermit by the woken waiter = %v", err)
+		}
+		if n := countWoken(t, waits, returned); n != woken {
+			t.Fatalf("release %d woke %d waiters; want 1", i, n-woken+1)
 		}
 	}
 	if err := s.ReleasePermit(ctx, "r", "woken0"); err != nil {
@@ -652,8 +680,15 @@ func (f Factory) testPermitWaitAcrossProcesses(t *testing.T) {
 	if err := a.ReleasePermit(ctx, "r", "tok0"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "first in line woken", func() bool { return countWoken(t, waits, returned) > 0 })
-	if !returned[0] || returned[1] {
+	if i := nextWoken(t, ctx, waits, returned); i != 0 {
+		t.Fatalf("the release woke waiter %d; want the first in line (process a)", i)
+	}
+	// The first takes the freed permit, as a woken waiter does (a waiter
+	// that looks again meanwhile lets it: see permit_wait.lua's handoff).
+	if _, err := a.AcquirePermit(ctx, "r", "tok2", 2, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if countWoken(t, waits, returned); returned[1] {
 		t.Fatalf("woken after one release: %v; want the first in line (process a) only", returned)
 	}
 	if err := a.ReleasePermit(ctx, "r", "tok1"); err != nil {
@@ -688,6 +723,33 @@ func (f Factory) testPermitWaitExpiry(t *testing.T) {
 	}
 	if n, err := s.Permits(ctx, "r"); err != nil || n != 1 {
 		t.Fatalf("Permits when WaitPermit returned = %d, %v; want 1: it returned while the extended permit was held", n, err)
+	}
+}
+
+// testPermitWaitSeesShorterExpiry: a permit shortened while waited for
+// (extended for less than the TTL the waiter saw) and left to expire frees
+// the waiter soon after it expires, not at the TTL it saw.
+func (f Factory) testPermitWaitSeesShorterExpiry(t *testing.T) {
+	srv := redistest.Start(t)
+	s := f.Server(t, srv, redisstore.WithPrefix("pws:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := s.AcquirePermit(ctx, "r", "holder", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	done := waitFor(wctx, s, "r")
+	eventually(t, "in line", func() bool {
+		n, err := srv.Do("LLEN", redisstore.PermitsKey("pws:", "r")+redisstore.WaitersSuffix).AsInt64()
+		return err == nil && n == 1
+	})
+	if err := s.ExtendPermit(ctx, "r", "holder", 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// The holder vanishes: its permit expires unreleased, an hour before
+	// the TTL the waiter saw.
+	if err := <-done; err != nil {
+		t.Fatalf("WaitPermit for a permit shortened to 300ms and left to expire = %v; want nil soon after it expired (within the 20s the wait was given)", err)
 	}
 }
 
