@@ -56,35 +56,51 @@
 //
 // # Operations
 //
-// Each lock has a lease of its own: a lock's TTL is its own, an Extend
-// renews that lock only, and revoking the lease deletes the lock's key
-// atomically with it. A lease shared by the locks of a process, as etcd's
-// concurrency.Mutex uses, saves writes but ties every lock to the
-// process's keepalive instead of its own TTL; the price of a lease per
-// lock, measured in bench/, is about twice Mutex's latency for a
-// lock+unlock pair and half its throughput. The store picks each lease's
-// ID itself, at random, and calls etcd's lease API without the client's
-// automatic resending, so an answer lost after the request was sent is
-// reported as an error, never taken for an outcome.
+// Each lock has a lease of its own while it is held: a lock's TTL is its
+// own, and an Extend renews that lock only. A lease shared by the locks of
+// a process, as etcd's concurrency.Mutex uses, saves writes but ties every
+// lock to the process's keepalive instead of its own TTL. Granting and
+// revoking a lease per lock costs two Raft writes, so the store reuses
+// leases instead: a released lock's lease, which no key is attached to any
+// more, is kept by the store and taken by its next acquisition of the same
+// TTL, which renews it. The store picks each lease's ID itself, at random,
+// and calls etcd's lease API without the client's automatic resending, so
+// an answer lost after the request was sent is reported as an error, never
+// taken for an outcome.
 //
-//   - Acquire: grant a lease, then a transaction that puts the key under
-//     it if the key does not exist — two Raft writes, two round trips.
-//     When the key exists, the lease is revoked at once (a third). While
-//     callers of the store wait for the resource (it is contended), the
-//     key is read first, and a held key costs that read only.
-//   - Release: read the key linearizably and, if it holds the token,
-//     revoke its lease, which deletes the key: one read and one write.
-//     As the lease belongs to this lock alone, revoking it releases this
-//     lock or, if the lease expired in between, nothing (lock.ErrNotHeld).
+//   - Acquire: a transaction that puts the key under the lease if the key
+//     does not exist — one Raft write — with, sent along with it, a
+//     keepalive that renews a kept lease (answered by the leader, without
+//     a Raft write): one round trip. The lock is taken only if both
+//     succeed; its TTL counts from the renewal. With no kept lease of the
+//     TTL, a lease is granted first (a Raft write, a round trip). When the
+//     key exists, the lease is kept again. While callers of the store wait
+//     for the resource and its watch last saw the key put, the key is read
+//     first, and a held key costs that read only.
+//   - Release: one transaction that deletes the key if it holds the token,
+//     and reports the lease the key was attached to: one Raft write. The
+//     lease is kept, or revoked if the store already keeps
+//     WithIdleLeases of them or did not lend it (a lock taken through
+//     another store).
 //   - Extend: read the key, and renew its lease (a keepalive, answered by
-//     the leader without a Raft write). Extending with another TTL than the lease's moves the
-//     lock to a new lease in a transaction that checks the token and the
-//     old lease, then revokes the old lease.
+//     the leader without a Raft write). Extending with another TTL than
+//     the lease's moves the lock to a new lease in a transaction that
+//     checks the token and the old lease.
 //   - Exists: a count-only read. TTL: a read and a lease query.
 //
-// Nothing is left per resource after a release or an expiry: the key goes
-// with its lease. A lease granted for an acquisition that then found the
-// key taken, or whose answer was lost, is revoked or expires on its own.
+// A lease is kept only when the store knows that no key is attached to it
+// — the deletion of its key reported it, or the transaction that would
+// have attached one did not — and an acquisition takes it alone, so no
+// two keys are ever attached to one lease. A lease whose key is in an
+// unknown state (a call failed after it was sent) is never kept.
+//
+// Nothing is left per resource after a release or an expiry: the key is
+// deleted, or goes with its lease. The leases the store keeps belong to
+// the store, not to a resource: at most WithIdleLeases of them (64 by
+// default), with no key attached, each expiring by itself one TTL after
+// the lock that last used it was taken or extended. Close revokes them.
+// A lease granted for an acquisition whose answer was lost is revoked or
+// expires on its own.
 //
 // # TTLs
 //
@@ -108,8 +124,8 @@
 // A call that fails after its request was sent — a timeout, a leader
 // change during the call ("leader changed"), a connection lost — returns
 // an error, never lock.ErrNotAcquired or lock.ErrNotHeld: the request may
-// have taken effect. The lockers then release by token, which revokes the
-// lease if the key holds the token. Errors caused by the caller's context
+// have taken effect. The lockers then release by token, which deletes the
+// key if it holds the token. Errors caused by the caller's context
 // match context.Canceled or context.DeadlineExceeded.
 //
 // A leader that dies loses the writes it was replicating, and etcd answers

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,7 @@ type Store struct {
 	min     time.Duration // as given to WithMinTTL, checked by New
 	timeout time.Duration
 	hub     hub
+	pool    pool
 }
 
 var (
@@ -94,6 +96,7 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: nil etcd client", lock.ErrInvalid)
 	}
 	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL}
+	s.pool.max = DefaultIdleLeases
 	for _, o := range opts {
 		o(s)
 	}
@@ -102,9 +105,12 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: minimum TTL is %v: want whole seconds, at least one (etcd's leases count whole seconds)", lock.ErrInvalid, s.min)
 	case s.timeout < 0:
 		return nil, fmt.Errorf("%w: timeout is %v: want >= 0", lock.ErrInvalid, s.timeout)
+	case s.pool.max < 0:
+		return nil, fmt.Errorf("%w: idle leases: %d: want >= 0", lock.ErrInvalid, s.pool.max)
 	}
 	s.minTTL.Store(int64(s.min / time.Second))
 	s.hub.init(s)
+	s.pool.init()
 	return s, nil
 }
 
@@ -152,12 +158,13 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 	}
 	defer cancel()
 	key := s.key(resource)
-	if s.hub.watching(key) {
-		// Callers of this store wait for the resource: it is contended,
-		// and an attempt that finds it held would cost three writes (a
-		// lease granted and revoked, a transaction). A linearizable read
-		// finds it held for one read, and is a true answer: the key was
-		// held at a moment within this call.
+	if s.hub.held(key) {
+		// Callers of this store wait for the resource, and the last its
+		// watch saw was the key put: an attempt would likely find it held,
+		// for a write. A linearizable read finds it held for one read, and
+		// is a true answer: the key was held at a moment within this call.
+		// A waiter woken by the key's deletion goes straight to the
+		// transaction.
 		kv, err := s.get(ctx, key)
 		if err != nil {
 			return 0, s.fail(ctx, "acquire", err)
@@ -166,54 +173,118 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 			return 0, lock.ErrNotAcquired
 		}
 	}
-	id, err := s.grant(ctx, secs, ttl)
-	if err != nil {
-		return 0, err
+	for fresh := false; ; fresh = true {
+		start := time.Now()
+		l, kept := lease{}, false
+		if !fresh {
+			l, kept = s.pool.take(secs, start)
+		}
+		if !kept {
+			if l, err = s.grant(ctx, secs, ttl); err != nil {
+				return 0, err
+			}
+		}
+		fence, err := s.attach(ctx, key, token, l, kept, start)
+		if err == errLeaseGone && kept {
+			continue // the kept lease expired: take a fresh one
+		}
+		return fence, err
+	}
+}
+
+// errLeaseGone says that a transaction was refused, and so changed
+// nothing, as the lease it named no longer exists.
+var errLeaseGone = errors.New("etcd acquire: the lock's lease expired before its key was put")
+
+// attach puts key under lease l if key does not exist, and returns the
+// fence. A lease the pool kept (renew) is renewed by a keepalive sent
+// along with the transaction: the lock's TTL then counts from the renewal,
+// after start, and a keepalive is answered by the leader without a Raft
+// write. The lock is taken only if both succeed: a transaction applied
+// while the lease lived attached the key to it, and the renewal kept the
+// lease, and so the key, alive for a whole TTL.
+func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bool, start time.Time) (uint64, error) {
+	var renewed error
+	var wg sync.WaitGroup
+	if renew {
+		wg.Go(func() { _, renewed = s.client.KeepAliveOnce(ctx, clientv3.LeaseID(l.id)) })
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, token, clientv3.WithLease(id))).
+		Then(clientv3.OpPut(key, token, clientv3.WithLease(clientv3.LeaseID(l.id)))).
 		Commit()
-	if err != nil {
+	wg.Wait()
+	switch {
+	case errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound):
+		s.pool.forget(l.id)
+		return 0, errLeaseGone
+	case err != nil:
 		// The key may have been put. Revoking the lease undoes whatever
 		// the transaction did; if that fails too, the caller releases
 		// by token.
-		_ = s.revoke(ctx, int64(id))
+		s.pool.forget(l.id)
+		_ = s.revoke(ctx, l.id)
 		return 0, s.fail(ctx, "acquire", err)
-	}
-	if !resp.Succeeded {
-		// The lease holds nothing: revoke it now rather than let it
-		// expire. If that fails, the outcome on the lock is still
-		// certain, and the lease expires by itself.
-		_ = s.revoke(ctx, int64(id))
+	case !resp.Succeeded:
+		// The lease holds nothing: keep it for another lock, or revoke
+		// it. A lease whose renewal failed is not kept: its expiry is
+		// unknown. The outcome on the lock is certain either way.
+		if renewed == nil {
+			s.pool.renewed(l.id, l.secs, start)
+			s.drop(ctx, l.id)
+		} else {
+			s.pool.forget(l.id)
+			_ = s.revoke(ctx, l.id)
+		}
 		return 0, lock.ErrNotAcquired
+	case renewed != nil:
+		// The key is put under a lease that may expire before the TTL,
+		// or already has (a lease found gone took its key with it).
+		// Revoking it deletes the key; if that fails, the caller
+		// releases by token.
+		s.pool.forget(l.id)
+		_ = s.revoke(ctx, l.id)
+		return 0, s.fail(ctx, "acquire: renew the lease", renewed)
 	}
+	s.pool.renewed(l.id, l.secs, start)
 	return uint64(resp.Header.Revision), nil
 }
 
 // grant grants a lease of secs seconds with an ID of the store's choosing
-// (so that a lost answer leaves no lease the store cannot name), and
-// checks that the cluster granted no more than asked.
-func (s *Store) grant(ctx context.Context, secs int64, ttl time.Duration) (clientv3.LeaseID, error) {
+// (so that a lost answer leaves no lease the store cannot name), checks
+// that the cluster granted no more than asked, and lends it to a lock.
+func (s *Store) grant(ctx context.Context, secs int64, ttl time.Duration) (lease, error) {
 	for range 2 {
 		id := rand.Int64N(1<<63-1) + 1
+		start := time.Now()
 		resp, err := s.leases.LeaseGrant(ctx, &pb.LeaseGrantRequest{ID: id, TTL: secs}, waitForReady)
 		if errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseExist) {
 			continue // another lease drew the same ID: draw again
 		}
 		if err != nil {
-			return 0, s.fail(ctx, "grant a lease", err)
+			return lease{}, s.fail(ctx, "grant a lease", err)
 		}
 		if resp.TTL > secs {
 			// The cluster's minimum lease TTL is longer than the store's:
 			// the lock would outlive its TTL.
 			_ = s.revoke(ctx, id)
 			raise(&s.minTTL, resp.TTL)
-			return 0, fmt.Errorf("%w: ttl %v is below the cluster's minimum lease TTL of %ds", lock.ErrInvalid, ttl, resp.TTL)
+			return lease{}, fmt.Errorf("%w: ttl %v is below the cluster's minimum lease TTL of %ds", lock.ErrInvalid, ttl, resp.TTL)
 		}
-		return clientv3.LeaseID(id), nil
+		l := lease{id: id, secs: secs, expires: start.Add(time.Duration(secs) * time.Second)}
+		s.pool.granted(l)
+		return l, nil
 	}
-	return 0, errors.New("etcd: grant a lease: two random lease IDs were both taken")
+	return lease{}, errors.New("etcd: grant a lease: two random lease IDs were both taken")
+}
+
+// drop keeps the lease id, which holds no key now, for another lock, or
+// revokes it if the store did not lend it or keeps enough. If revoking
+// fails, the lease expires by itself.
+func (s *Store) drop(ctx context.Context, id int64) {
+	if !s.pool.keep(id) {
+		_ = s.revoke(ctx, id)
+	}
 }
 
 // revoke revokes a lease, and so deletes the key attached to it.
@@ -236,22 +307,33 @@ func raise(v *atomic.Int64, n int64) {
 	}
 }
 
-// Release implements [lock.Store]. It reads the key and, if it holds
-// token, revokes the lease it is attached to: etcd deletes the key with
-// the lease, atomically. Every lock has a lease of its own that no other
-// lock ever uses, so revoking it releases this lock or, if it expired in
-// between, nothing (lock.ErrNotHeld).
+// Release implements [lock.Store]: one transaction that deletes the key
+// if it holds token, and reports the lease it was attached to. That lease
+// holds nothing now: the store keeps it for another lock (see
+// WithIdleLeases), or revokes it.
 func (s *Store) Release(ctx context.Context, resource, token string) error {
 	ctx, cancel, err := s.begin(ctx, resource, token)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	released, err := s.revokeHolder(ctx, "release", s.key(resource), func(kv *mvccpb.KeyValue) bool { return string(kv.Value) == token })
-	if err == nil && !released {
-		err = lock.ErrNotHeld
+	key := s.key(resource)
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(key), "=", token)).
+		Then(clientv3.OpDelete(key, clientv3.WithPrevKV())).
+		Commit()
+	switch {
+	case err != nil:
+		return s.fail(ctx, "release", err)
+	case !resp.Succeeded:
+		return lock.ErrNotHeld
 	}
-	return err
+	for _, kv := range resp.Responses[0].GetResponseDeleteRange().PrevKvs {
+		if kv.Lease != 0 {
+			s.drop(ctx, kv.Lease)
+		}
+	}
+	return nil
 }
 
 // revokeHolder reads key and, if it exists and holds reports true for it,
@@ -297,8 +379,8 @@ func (s *Store) deleteLeaseless(ctx context.Context, op, key string, modRev int6
 // token, renews the lease it is attached to. A lease keeps the TTL it was
 // granted with, so extending with another TTL (in whole seconds) moves
 // the lock to a new lease of that TTL, in a transaction that checks that
-// the key still holds token under the old lease, and then revokes the
-// old one: four round trips instead of two.
+// the key still holds token under the old lease, and then drops the old
+// one: four round trips instead of two.
 func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
 	secs, err := s.seconds(ttl)
 	if err != nil {
@@ -317,6 +399,7 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	if kv == nil || string(kv.Value) != token || kv.Lease == 0 {
 		return lock.ErrNotHeld
 	}
+	start := time.Now()
 	ka, err := s.client.KeepAliveOnce(ctx, clientv3.LeaseID(kv.Lease))
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
@@ -325,25 +408,28 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	case err != nil:
 		return s.fail(ctx, "extend", err)
 	case ka.TTL == secs:
+		s.pool.renewed(kv.Lease, secs, start)
 		return nil
 	}
-	id, err := s.grant(ctx, secs, ttl)
+	l, err := s.grant(ctx, secs, ttl)
 	if err != nil {
 		return err
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.Value(key), "=", token), clientv3.Compare(clientv3.LeaseValue(key), "=", kv.Lease)).
-		Then(clientv3.OpPut(key, token, clientv3.WithLease(id))).
+		Then(clientv3.OpPut(key, token, clientv3.WithLease(clientv3.LeaseID(l.id)))).
 		Commit()
 	if err != nil {
+		// Either lease may hold the key: neither is kept.
+		s.pool.forget(l.id)
+		s.pool.forget(kv.Lease)
 		return s.fail(ctx, "extend", err)
 	}
 	if !resp.Succeeded {
-		_ = s.revoke(ctx, int64(id))
+		s.drop(ctx, l.id)
 		return lock.ErrNotHeld
 	}
-	// The old lease holds nothing now; if revoking it fails, it expires.
-	_ = s.revoke(ctx, kv.Lease)
+	s.drop(ctx, kv.Lease) // the old lease holds nothing now
 	return nil
 }
 

@@ -115,14 +115,22 @@ func keys(t *testing.T, client *clientv3.Client, prefix string) int64 {
 	return resp.Count
 }
 
-// Nothing is left in etcd after a release, a refused acquisition or an
-// expiry: neither the key nor its lease. On a cluster of its own, where
-// every lease is the test's.
+// Nothing is left in etcd per resource after a release, a refused
+// acquisition or an expiry: the key goes, and its lease is revoked or kept
+// for the store's next lock, up to the store's bound (one here); Close
+// revokes the kept ones. On a cluster of its own, where every lease is the
+// test's.
 func TestNothingLeft(t *testing.T) {
 	client := clientOf(t, etcdtest.Start(t, 1, nil).Endpoints()...)
-	s := newStore(t, client, etcd.WithPrefix("nothing-left/"))
+	s := newStore(t, client, etcd.WithPrefix("nothing-left/"), etcd.WithIdleLeases(1))
 	ctx := ctxFor(t, 30*time.Second)
 	before := leases(t, client)
+	want := func(when string, n int) {
+		t.Helper()
+		if got := leases(t, client); got != before+n {
+			t.Errorf("%d leases %s; want %d", got-before, when, n)
+		}
+	}
 
 	if err := s.Acquire(ctx, "released", "a", 10*time.Second); err != nil {
 		t.Fatal(err)
@@ -130,18 +138,19 @@ func TestNothingLeft(t *testing.T) {
 	if err := s.Release(ctx, "released", "a"); err != nil {
 		t.Fatal(err)
 	}
+	want("after a release (its lease kept)", 1)
 	if err := s.Acquire(ctx, "held", "a", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	want("with one lock held on the kept lease", 1)
 	if err := s.Acquire(ctx, "held", "b", 10*time.Second); !errors.Is(err, lock.ErrNotAcquired) {
 		t.Fatalf("Acquire(held, b) = %v; want ErrNotAcquired", err)
 	}
-	if n := leases(t, client); n != before+1 {
-		t.Errorf("%d leases with one lock held; want %d: the refused acquisition left its lease", n, before+1)
-	}
+	want("with one lock held and the refused acquisition's lease kept", 2)
 	if err := s.Release(ctx, "held", "a"); err != nil {
 		t.Fatal(err)
 	}
+	want("after a release with the pool full (its lease revoked)", 1)
 	start := time.Now()
 	if err := s.Acquire(ctx, "expired", "a", time.Second); err != nil {
 		t.Fatal(err)
@@ -152,9 +161,18 @@ func TestNothingLeft(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := leases(t, client); n != before {
-		t.Errorf("%d leases after every lock was released or expired; want %d", n, before)
+	want("after every lock was released or expired (one kept)", 1)
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("Close = %v", err)
 	}
+	want("after Close", 0)
+	if err := s.Acquire(ctx, "closed", "a", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "closed", "a"); err != nil {
+		t.Fatal(err)
+	}
+	want("after a release on the closed store (its lease revoked)", 0)
 }
 
 // Extending with another TTL moves the lock to a lease of that TTL: the
@@ -175,8 +193,8 @@ func TestExtendWithAnotherTTL(t *testing.T) {
 		t.Errorf("TTL(r) after Extend(r, a, 5s) = %v, %v, %v; want more than 3s", d, held, err)
 	}
 	second := leaseOf(t, client, "extend-ttl/r")
-	if second == first || alive(t, client, first) {
-		t.Errorf("the lock's lease is %x after the extension, %x before, which is alive: %v; want a new lease, and the old one revoked", second, first, alive(t, client, first))
+	if second == first || attached(t, client, first) > 0 {
+		t.Errorf("the lock's lease is %x after the extension, %x before, which holds %d keys; want a new lease, and the old one empty", second, first, attached(t, client, first))
 	}
 	if err := s.Extend(ctx, "r", "b", 5*time.Second); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Extend(r, b) = %v; want ErrNotHeld", err)
@@ -184,8 +202,8 @@ func TestExtendWithAnotherTTL(t *testing.T) {
 	if err := s.Release(ctx, "r", "a"); err != nil {
 		t.Fatalf("Release(r, a) after the extension = %v", err)
 	}
-	if alive(t, client, second) {
-		t.Errorf("lease %x of the released lock is alive; want it revoked", second)
+	if n := attached(t, client, second); n > 0 {
+		t.Errorf("lease %x of the released lock holds %d keys; want none", second, n)
 	}
 	next, err := s.AcquireFenced(ctx, "r", "c", time.Second)
 	if err != nil || next <= fence {
@@ -206,14 +224,29 @@ func leaseOf(t *testing.T, client *clientv3.Client, key string) clientv3.LeaseID
 	return clientv3.LeaseID(resp.Kvs[0].Lease)
 }
 
-// alive reports whether a lease exists.
-func alive(t *testing.T, client *clientv3.Client, id clientv3.LeaseID) bool {
+// timeToLive returns the remaining TTL of a lease (-1 if it does not
+// exist) and the number of keys attached to it.
+func timeToLive(t *testing.T, client *clientv3.Client, id clientv3.LeaseID) (int64, int) {
 	t.Helper()
-	resp, err := client.TimeToLive(ctxFor(t, 5*time.Second), id)
+	resp, err := client.TimeToLive(ctxFor(t, 5*time.Second), id, clientv3.WithAttachedKeys())
 	if err != nil {
 		t.Fatalf("TimeToLive(%x): %v", id, err)
 	}
-	return resp.TTL >= 0
+	return resp.TTL, len(resp.Keys)
+}
+
+// alive reports whether a lease exists.
+func alive(t *testing.T, client *clientv3.Client, id clientv3.LeaseID) bool {
+	t.Helper()
+	ttl, _ := timeToLive(t, client, id)
+	return ttl >= 0
+}
+
+// attached returns the number of keys attached to a lease.
+func attached(t *testing.T, client *clientv3.Client, id clientv3.LeaseID) int {
+	t.Helper()
+	_, n := timeToLive(t, client, id)
+	return n
 }
 
 // A reply lost after the request was sent is an error, never a lock

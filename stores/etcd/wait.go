@@ -172,12 +172,13 @@ func (h *hub) follow(key string, w *watch, events clientv3.WatchChan) {
 	h.mu.Unlock()
 }
 
-// watching reports whether the hub watches key: callers of the store wait
-// for it, or did a moment ago.
-func (h *hub) watching(key string) bool {
+// held reports whether the hub watches key (callers of the store wait
+// for it, or did a moment ago) and the last it saw was the key existing.
+func (h *hub) held(key string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.watches[key] != nil
+	w := h.watches[key]
+	return w != nil && w.held
 }
 
 // expire ends w if it has no waiter, and otherwise looks again after

@@ -1,0 +1,171 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+// DefaultIdleLeases is how many leases of released locks a Store made
+// without WithIdleLeases keeps for its next acquisitions.
+const DefaultIdleLeases = 64
+
+// WithIdleLeases sets how many leases of released locks the store keeps
+// for its next acquisitions (all TTLs together); the default is
+// DefaultIdleLeases, and 0 revokes every lease on release. A kept lease
+// holds no key; it expires by itself one TTL after the lock that last
+// used it was taken or extended, unless an acquisition takes it first,
+// and Close revokes the ones left.
+func WithIdleLeases(n int) Option { return func(s *Store) { s.pool.max = n } }
+
+// margin is the least time a kept lease must have left, on the store's
+// clock, for an acquisition to take it: one that expires before the
+// acquisition's transaction is applied costs a second attempt.
+const margin = 500 * time.Millisecond
+
+// pool keeps the leases of released locks, by TTL, and the leases lent to
+// locks. A lease is kept only when the store knows that no key is attached
+// to it — its key was deleted, with the deletion reporting that lease, or
+// the transaction that would have attached one did not — and is taken by
+// one acquisition at a time, so no two keys are ever attached to one
+// lease at once.
+type pool struct {
+	mu     sync.Mutex
+	max    int
+	idle   map[int64][]lease // by TTL in seconds, the most recently kept last
+	size   int               // leases in idle, all TTLs together
+	lent   map[int64]lease   // by ID: leases attached, or about to be, to one lock each
+	sweep  int               // len(lent) at which to forget the lent leases that expired
+	closed bool
+}
+
+// lease is a lease of the store's own.
+type lease struct {
+	id      int64
+	secs    int64     // its TTL
+	expires time.Time // on the store's clock, no later than it does in etcd
+}
+
+func (p *pool) init() {
+	p.idle = make(map[int64][]lease)
+	p.lent = make(map[int64]lease)
+	p.sweep = 64
+}
+
+// take returns a kept lease of secs seconds with more than margin left
+// at now, and lends it; it drops the kept leases about to expire.
+func (p *pool) take(secs int64, now time.Time) (lease, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kept := p.idle[secs]
+	for len(kept) > 0 {
+		l := kept[len(kept)-1]
+		kept = kept[:len(kept)-1]
+		p.size--
+		if l.expires.Sub(now) > margin {
+			p.idle[secs] = kept
+			p.lend(l)
+			return l, true
+		}
+	}
+	delete(p.idle, secs)
+	return lease{}, false
+}
+
+// lend records that l is attached, or about to be, to one lock, and
+// forgets the lent leases whose lock expired now and then, so that locks
+// never released do not accumulate.
+func (p *pool) lend(l lease) {
+	if len(p.lent) >= p.sweep {
+		now := time.Now()
+		for id, l := range p.lent {
+			if now.After(l.expires) {
+				delete(p.lent, id)
+			}
+		}
+		p.sweep = max(64, 2*len(p.lent))
+	}
+	p.lent[l.id] = l
+}
+
+// granted lends a lease the store has just been granted.
+func (p *pool) granted(l lease) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lend(l)
+}
+
+// renewed records that the lent lease id was renewed, after start, for
+// secs seconds.
+func (p *pool) renewed(id, secs int64, start time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l, ok := p.lent[id]; ok && l.secs == secs {
+		l.expires = start.Add(time.Duration(secs) * time.Second)
+		p.lent[id] = l
+	}
+}
+
+// keep keeps the lent lease id, to which no key is attached now, and
+// reports whether it did; it does not when the lease is not one the store
+// lent (the caller revokes it), or the pool is full or closed.
+func (p *pool) keep(id int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.lent[id]
+	if !ok {
+		return false
+	}
+	delete(p.lent, id)
+	if p.closed || p.size >= p.max {
+		return false
+	}
+	p.idle[l.secs] = append(p.idle[l.secs], l)
+	p.size++
+	return true
+}
+
+// forget forgets the lent lease id, whose key, if any, is in a state the
+// store does not know: it is never kept.
+func (p *pool) forget(id int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.lent, id)
+}
+
+// close stops keeping leases and returns the kept ones.
+func (p *pool) close() []lease {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	var kept []lease
+	for _, ls := range p.idle {
+		kept = append(kept, ls...)
+	}
+	p.idle, p.size = make(map[int64][]lease), 0
+	return kept
+}
+
+// Close revokes the leases the store keeps for its next acquisitions
+// (see WithIdleLeases), and stops keeping any: its releases revoke their
+// leases from then on. The store remains usable. It does not close the
+// client, and releases no lock. A lease it fails to revoke expires by
+// itself within its TTL; Close returns the first error.
+func (s *Store) Close(ctx context.Context) error {
+	if err := check(ctx, "-", "-"); err != nil {
+		return err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var first error
+	for _, l := range s.pool.close() {
+		err := s.revoke(ctx, l.id)
+		if err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) && first == nil {
+			first = s.fail(ctx, "close", err)
+		}
+	}
+	return first
+}
