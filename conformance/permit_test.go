@@ -28,6 +28,10 @@ func init() {
 			store: func() lock.Store { return brokenstore.PermitExtendRecreates() },
 			rule:  "PermitExtend", wants: []string{"ExtendPermit(r, b) after b's permit expired = nil; want ErrNotHeld"},
 		},
+		"permit-fences-forget-empty": {
+			store: func() lock.Store { return brokenstore.PermitFencesForgetEmpty() },
+			rule:  "PermitFences", wants: []string{"AcquirePermit(r, b) after every permit was released = fence 1; want a fence > 5"},
+		},
 		"semaphore-over-overwriting-store": {
 			store: func() lock.Store { return brokenstore.OverwriteHeld() },
 			rule:  "Semaphore", wants: []string{"workers were inside at once through a semaphore of limit 2; want at most 2"},

@@ -156,3 +156,29 @@ func PermitsNeverExpire() *PermitStore {
 		}
 	})
 }
+
+// PermitFencesForgetEmpty keeps each resource's fence counter with its
+// permits and drops it with the last of them, as a store that leaves
+// nothing behind done wrong: once every permit is released or expired,
+// fences start again from 1.
+func PermitFencesForgetEmpty() *PermitStore {
+	var mu sync.Mutex
+	fences := make(map[string]uint64)
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch held, err := mem.Permits(ctx, resource); {
+			case err != nil:
+				return 0, err
+			case held == 0:
+				delete(fences, resource)
+			}
+			if _, err := mem.AcquirePermit(ctx, resource, token, limit, ttl); err != nil {
+				return 0, err
+			}
+			fences[resource]++
+			return fences[resource], nil
+		}
+	})
+}
