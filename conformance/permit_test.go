@@ -44,6 +44,10 @@ func init() {
 			store: func() lock.Store { return brokenstore.PermitWaitMissesRelease() },
 			rule:  "WaitPermit", wants: []string{"WaitPermit(r) still blocked 5s after ReleasePermit(r, a0); want it to return nil"},
 		},
+		"rwlock-readers-blind-to-writer": {
+			store: func() lock.Store { return brokenstore.LocksUnseenBesidePermits() },
+			rule:  "RWLockerWriterNotStarved", wants: []string{"Reader().TryLock(r) = nil while Writer().Lock(r) has waited 5s for a reader to leave, and Writer().IsLocked(r) = false; want ErrNotAcquired: new readers do not see the waiting writer"},
+		},
 		"semaphore-over-overwriting-store": {
 			store: func() lock.Store { return brokenstore.OverwriteHeld() },
 			rule:  "Semaphore", wants: []string{"workers were inside at once through a semaphore of limit 2; want at most 2"},
