@@ -63,7 +63,8 @@
 //     another limit refused with lock.ErrLimitMismatch while permits are
 //     held (and nothing changed), ExtendPermit keeps a permit, refuses a
 //     wrong token and never re-creates an expired one, permits and locks
-//     of one name apart, fences increasing (when the store fences);
+//     of one name apart, fences increasing, across the release and the
+//     expiry of every permit too (when the store fences);
 //     WaitPermit ([lock.PermitWaiter]) returns at once while a permit is
 //     free, blocks while all are held, wakes on a release.
 //   - Semaphores and read-write locks built on the store (natively on a

@@ -147,17 +147,25 @@ func permitExpiry(t *testing.T, h *harness) {
 	set := time.Now()
 	h.fillPermits(r, "a", h.ttl)
 	h.want(fmt.Sprintf("AcquirePermit(r, b, limit %d) with every permit held", permitLimit), h.acquirePermit(r, h.tok("b"), h.long), lock.ErrNotAcquired)
+	h.waitPermitsExpired(r, set, h.ttl, fmt.Sprintf("%d permits were taken", permitLimit))
+	h.must("AcquirePermit(r, b) after every permit expired", h.acquirePermit(r, h.tok("b"), h.long))
+}
+
+// waitPermitsExpired waits until no permit is held on resource, and fails
+// the rule if some still is past the expiry bound of ttl from set, when
+// what happened.
+func (h *harness) waitPermitsExpired(resource string, set time.Time, ttl time.Duration, what string) {
+	h.t.Helper()
 	for {
 		sent := time.Since(set)
-		if h.heldPermits(r) == 0 {
-			break
+		if h.heldPermits(resource) == 0 {
+			return
 		}
-		if sent > h.expiryBound(h.ttl) {
-			t.Fatalf("Permits(r) > 0 %v after %d permits were taken with ttl %v; want 0: the permits did not expire", sent.Round(time.Millisecond), permitLimit, h.ttl)
+		if sent > h.expiryBound(ttl) {
+			h.t.Fatalf("Permits(%s) > 0 %v after %s with ttl %v; want 0: the permits did not expire", h.name(resource), sent.Round(time.Millisecond), what, ttl)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	h.must("AcquirePermit(r, b) after every permit expired", h.acquirePermit(r, h.tok("b"), h.long))
 }
 
 func permitLimitMismatch(t *testing.T, h *harness) {
@@ -205,21 +213,41 @@ func permitNamespace(t *testing.T, h *harness) {
 func permitFences(t *testing.T, h *harness) {
 	r := h.res("r")
 	var last uint64
-	for i := range 2*permitLimit - 1 { // permits 0, 2, 4 stay held
-		tok := h.tok(fmt.Sprint("a", i))
-		fence, err := h.permits().AcquirePermit(h.ctx(), r, tok, permitLimit, h.long)
-		h.must(fmt.Sprintf("AcquirePermit(r, a%d)", i), err)
+	// acquire takes a permit and checks its fence; when, if not empty,
+	// says what came before it.
+	acquire := func(owner, when string, ttl time.Duration) string {
+		tok := h.tok(owner)
+		fence, err := h.permits().AcquirePermit(h.ctx(), r, tok, permitLimit, ttl)
+		h.must(fmt.Sprintf("AcquirePermit(r, %s)%s", owner, when), err)
 		switch {
-		case fence == 0 && i == 0:
+		case fence == 0 && last == 0:
 			t.Skip("the store does not fence permits (fence 0)")
 		case fence <= last:
-			t.Fatalf("AcquirePermit(r, a%d) = fence %d after a permit with fence %d; want a fence > %d", i, fence, last, last)
+			t.Fatalf("AcquirePermit(r, %s)%s = fence %d; want a fence > %d", owner, when, fence, last)
 		}
 		last = fence
+		return tok
+	}
+	var held []string
+	for i := range 2*permitLimit - 1 { // permits 0, 2, 4 stay held
+		owner := fmt.Sprint("a", i)
+		tok := acquire(owner, "", h.long)
 		if i%2 == 1 {
-			h.must(fmt.Sprintf("ReleasePermit(r, a%d)", i), h.permits().ReleasePermit(h.ctx(), r, tok))
+			h.must(fmt.Sprintf("ReleasePermit(r, %s)", owner), h.permits().ReleasePermit(h.ctx(), r, tok))
+		} else {
+			held = append(held, tok)
 		}
 	}
+	// Once no permit is left, by release or expiry, the resource's fences
+	// go on: a store that drops its counter with the last permit repeats
+	// fences.
+	for _, tok := range held {
+		h.must("ReleasePermit(r, a…) of a permit still held", h.permits().ReleasePermit(h.ctx(), r, tok))
+	}
+	set := time.Now()
+	acquire("b", " after every permit was released", h.ttl)
+	h.waitPermitsExpired(r, set, h.ttl, "b's permit was taken")
+	acquire("c", " after every permit expired", h.long)
 }
 
 func waitPermit(t *testing.T, h *harness) {

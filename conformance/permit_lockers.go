@@ -173,9 +173,15 @@ func rwWriterNotStarved(t *testing.T, h *harness) {
 		got <- err
 	}()
 	// The writer announces itself before it waits: poll for its intent.
+	// Readers look for it with the same store call as Writer().IsLocked
+	// (Exists of the intent), so a store that hides it fails here: say
+	// then what that does to new readers.
 	began := time.Now()
 	for {
 		if time.Since(began) > waitLimit {
+			if _, err := rw.Reader().TryLock(h.ctx(), r, h.lockerTTL()); err == nil {
+				t.Fatalf("Reader().TryLock(r) = nil while Writer().Lock(r) has waited %v for a reader to leave, and Writer().IsLocked(r) = false; want ErrNotAcquired: new readers do not see the waiting writer, and a stream of them starves it", waitLimit)
+			}
 			t.Fatalf("Writer().IsLocked(r) = false %v after Writer().Lock(r) began, while a reader holds r; want true: the writer announces itself before it waits", waitLimit)
 		}
 		announced, err := rw.Writer().IsLocked(h.ctx(), r)

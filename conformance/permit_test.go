@@ -28,6 +28,26 @@ func init() {
 			store: func() lock.Store { return brokenstore.PermitExtendRecreates() },
 			rule:  "PermitExtend", wants: []string{"ExtendPermit(r, b) after b's permit expired = nil; want ErrNotHeld"},
 		},
+		"permit-release-idempotent": {
+			store: func() lock.Store { return brokenstore.PermitReleaseIdempotent() },
+			rule:  "PermitReleaseTwice", wants: []string{"ReleasePermit(r, a) a second time = nil; want ErrNotHeld"},
+		},
+		"permits-share-lock-names": {
+			store: func() lock.Store { return brokenstore.PermitsShareLockNames() },
+			rule:  "PermitNamespace", wants: []string{"AcquirePermit(r, b) while a lock holds r = lock: not acquired: held by another owner; want nil"},
+		},
+		"permit-fences-forget-empty": {
+			store: func() lock.Store { return brokenstore.PermitFencesForgetEmpty() },
+			rule:  "PermitFences", wants: []string{"AcquirePermit(r, b) after every permit was released = fence 1; want a fence > 5"},
+		},
+		"permit-wait-misses-release": {
+			store: func() lock.Store { return brokenstore.PermitWaitMissesRelease() },
+			rule:  "WaitPermit", wants: []string{"WaitPermit(r) still blocked 5s after ReleasePermit(r, a0); want it to return nil"},
+		},
+		"rwlock-readers-blind-to-writer": {
+			store: func() lock.Store { return brokenstore.LocksUnseenBesidePermits() },
+			rule:  "RWLockerWriterNotStarved", wants: []string{"Reader().TryLock(r) = nil while Writer().Lock(r) has waited 5s for a reader to leave, and Writer().IsLocked(r) = false; want ErrNotAcquired: new readers do not see the waiting writer"},
+		},
 		"semaphore-over-overwriting-store": {
 			store: func() lock.Store { return brokenstore.OverwriteHeld() },
 			rule:  "Semaphore", wants: []string{"workers were inside at once through a semaphore of limit 2; want at most 2"},

@@ -27,6 +27,7 @@ type PermitFuncs struct {
 	ReleasePermit func(ctx context.Context, resource, token string) error
 	ExtendPermit  func(ctx context.Context, resource, token string, ttl time.Duration) error
 	Permits       func(ctx context.Context, resource string) (int, error)
+	WaitPermit    func(ctx context.Context, resource string) error
 }
 
 var (
@@ -75,6 +76,14 @@ func (s *PermitStore) Permits(ctx context.Context, resource string) (int, error)
 		return s.f.Permits(ctx, resource)
 	}
 	return s.Store.Permits(ctx, resource)
+}
+
+// WaitPermit implements lock.PermitWaiter.
+func (s *PermitStore) WaitPermit(ctx context.Context, resource string) error {
+	if s.f.WaitPermit != nil {
+		return s.f.WaitPermit(ctx, resource)
+	}
+	return s.Store.WaitPermit(ctx, resource)
 }
 
 // PermitsOverAdmit admits one holder more than the limit.
@@ -156,3 +165,105 @@ func PermitsNeverExpire() *PermitStore {
 		}
 	})
 }
+
+// PermitReleaseIdempotent reports success for a second ReleasePermit of a
+// permit it released, as a store that makes releases idempotent so that a
+// retried one succeeds: the holder of a lost permit never learns it.
+func PermitReleaseIdempotent() *PermitStore {
+	var released sync.Map // of [2]string{resource, token}
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.ReleasePermit = func(ctx context.Context, resource, token string) error {
+			err := mem.ReleasePermit(ctx, resource, token)
+			key := [2]string{resource, token}
+			if err == nil {
+				released.Store(key, true)
+			} else if _, again := released.Load(key); again && errors.Is(err, lock.ErrNotHeld) {
+				return nil
+			}
+			return err
+		}
+	})
+}
+
+// PermitsShareLockNames keeps a resource's permits under the name of its
+// lock, as a store that puts both under one key: a permit on a name a lock
+// holds is refused.
+func PermitsShareLockNames() *PermitStore {
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			switch locked, err := mem.Exists(ctx, resource); {
+			case err != nil:
+				return 0, err
+			case locked:
+				return 0, lock.ErrNotAcquired
+			}
+			return mem.AcquirePermit(ctx, resource, token, limit, ttl)
+		}
+	})
+}
+
+// PermitFencesForgetEmpty keeps each resource's fence counter with its
+// permits and drops it with the last of them, as a store that leaves
+// nothing behind done wrong: once every permit is released or expired,
+// fences start again from 1.
+func PermitFencesForgetEmpty() *PermitStore {
+	var mu sync.Mutex
+	fences := make(map[string]uint64)
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch held, err := mem.Permits(ctx, resource); {
+			case err != nil:
+				return 0, err
+			case held == 0:
+				delete(fences, resource)
+			}
+			if _, err := mem.AcquirePermit(ctx, resource, token, limit, ttl); err != nil {
+				return 0, err
+			}
+			fences[resource]++
+			return fences[resource], nil
+		}
+	})
+}
+
+// PermitWaitMissesRelease wakes a WaitPermit only when its context ends
+// once every permit is held, as a store that forgot to notify on release:
+// a waiting semaphore sleeps until its deadline.
+func PermitWaitMissesRelease() *PermitStore {
+	var mu sync.Mutex
+	limits := make(map[string]int)
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			fence, err := mem.AcquirePermit(ctx, resource, token, limit, ttl)
+			if err == nil {
+				mu.Lock()
+				limits[resource] = limit
+				mu.Unlock()
+			}
+			return fence, err
+		}
+		f.WaitPermit = func(ctx context.Context, resource string) error {
+			held, err := mem.Permits(ctx, resource)
+			mu.Lock()
+			limit := limits[resource]
+			mu.Unlock()
+			if err != nil || held < max(limit, 1) {
+				return err
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}
+	})
+}
+
+// LocksUnseenBesidePermits keeps permits right, but its Exists never sees
+// a held lock: a lock.RWLocker's readers, which look for a writer's intent
+// (a plain lock) after taking their permits, keep entering while a writer
+// waits, and the writer, which counts the readers' permits, waits on.
+func LocksUnseenBesidePermits() lock.Store { return locksUnseen{NewPermitStore(nil)} }
+
+type locksUnseen struct{ *PermitStore }
+
+func (locksUnseen) Exists(context.Context, string) (bool, error) { return false, nil }
