@@ -105,7 +105,12 @@ func openLockkitEtcd(e env) (client, error) {
 		return nil, err
 	}
 	s, err := etcdstore.New(c)
-	return singleClient(s, err, e, e.options(false, nil), func() { _ = c.Close() })
+	return singleClient(s, err, e, e.options(false, nil), func() {
+		if s != nil {
+			_ = s.Close(context.Background()) // revokes the leases it keeps
+		}
+		_ = c.Close()
+	})
 }
 
 // etcdWorker keeps a concurrency.Mutex, in its client's session, for the
