@@ -45,7 +45,9 @@ RESOURCE~write), which status asks about one by one.
 
 A Redlock counts as held if any of its stores holds the resource, as the
 library's IsLocked does. Exits 0 whether the resource is held or free, and
-1 if the stores could not tell (the stores that answered are still shown).
+1 if the stores could not tell whether the lock is held or (with -n) how
+many permits are (the stores that answered are still shown; the
+read-write lock's state, when they cannot tell it, shows as unknown).
 
 With --json the output is one object:
   {"resource": "...", "held": true|false|null, "error": "..." (if null),
@@ -173,7 +175,9 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 			return err
 		}
 	}
-	if rep.Held == nil || rep.Permits != nil && rep.Permits.Error != "" || rep.RWLock.Error != "" {
+	// The read-write lock, which status reads unasked, shows its error
+	// without failing a status that could tell the rest.
+	if rep.Held == nil || rep.Permits != nil && rep.Permits.Error != "" {
 		return exitWith(exitFailure, nil)
 	}
 	return nil
