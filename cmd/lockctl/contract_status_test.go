@@ -21,6 +21,7 @@ func TestStatusJSONUnreachable(t *testing.T) {
 			Held     *bool
 			Error    string
 			Permits  *struct{ Error string }
+			RWLock   *struct{ Error string }
 			Stores   []struct{ Store, Error string }
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -28,8 +29,9 @@ func TestStatusJSONUnreachable(t *testing.T) {
 			continue
 		}
 		if code != exitFailure || rep.Resource != "r" || rep.Held != nil || !strings.Contains(rep.Error, addr) ||
-			len(rep.Stores) != len(stores)/2 || rep.Stores[0].Error == "" || rep.Permits == nil || rep.Permits.Error == "" {
-			t.Errorf("status --json %v: exit %d, report %+v; want exit 1, held null, the error, every store", stores, code, rep)
+			len(rep.Stores) != len(stores)/2 || rep.Stores[0].Error == "" || rep.Permits == nil || rep.Permits.Error == "" ||
+			rep.RWLock == nil || rep.RWLock.Error == "" {
+			t.Errorf("status --json %v: exit %d, report %+v; want exit 1, held null, the error, every store, permits and rwlock with the error", stores, code, rep)
 		}
 		if !strings.Contains(errOut, addr) {
 			t.Errorf("status --json %v: stderr %q; want the error there too", stores, errOut)

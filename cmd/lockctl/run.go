@@ -72,7 +72,7 @@ the command is killed if lockctl itself dies.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
 		o := &runOptions{stores: addStoreFlags(fs), take: addTakeFlags(fs), mode: addModeFlags(fs)}
 		fs.DurationVar(&o.ttl, "ttl", 30*time.Second, "lock TTL; extended every TTL/3 while the command runs, so the lock of a crashed lockctl frees within a TTL")
-		fs.StringVar(&o.fenceEnv, "fence-env", "", "pass the lock's fence to the command in environment variable `NAME` (stores that fence: redis, memory)")
+		fs.StringVar(&o.fenceEnv, "fence-env", "", "pass the lock's fence to the command in environment variable `NAME` (every store fences: redis, memcache, etcd, postgres, memory; a Redlock does unless one of its stores is etcd://)")
 		fs.DurationVar(&o.killAfter, "kill-after", 10*time.Second, "when the lock is lost, how long after SIGTERM the command gets SIGKILL")
 		fs.BoolVar(&o.verbose, "verbose", false, "report on stderr when the lock is acquired and released")
 		return func(ctx context.Context, a *app, args []string) error { return a.run(ctx, o, args) }

@@ -16,39 +16,59 @@ import (
 
 var statusCommand = &command{
 	name:         "status",
-	summary:      "show whether a lock is held, by whom, its remaining TTL and last fence",
+	summary:      "show who holds a lock, its permits or read-write lock, its TTL and last fence",
 	usage:        "status [flags] RESOURCE",
 	interspersed: true,
 	doc: `Shows whether RESOURCE is held and, store by store, what the store can tell:
-whether it holds it, its remaining TTL (redis, memory; memcached cannot tell),
-the last fence (redis: the value of the fence counter the resource shares
-with the server's other resources, or its cluster slot's: no fence handed
-out for it so far is greater and the next is greater; the holder's fence
-while it holds the last lock taken there) and who holds it (HOLDER: "HOST PID
-COMMAND SINCE" for a lock that lockctl run or acquire took, the name a
-program gave in lock.Options.Holder, or - if it gave none). The owner's token
-is never shown.
+whether it holds it, its remaining TTL (redis, etcd, postgres, memory;
+memcached cannot tell), the last fence (redis: the value of the fence
+counter the resource shares with the server's other resources, or its
+cluster slot's: no fence handed out for it so far is greater and the next
+is greater; the holder's fence while it holds the last lock taken there;
+etcd: the holder's fence while the lock is held; memcached, postgres and
+memory do not tell) and who holds it (HOLDER: "HOST PID COMMAND SINCE" for
+a lock that lockctl run or acquire took, the name a program gave in
+lock.Options.Holder, or - if it gave none). The owner's token is never
+shown.
+
+It also shows the read-write lock that lockctl run --shared and --exclusive
+take on RESOURCE, apart from its lock: how many readers hold it, whether a
+writer holds it or waits for the readers to leave (new readers then wait
+too), and who they are. With -n N it shows how many of the N permits that
+lockctl run -n N takes on RESOURCE are held and free, and by whom (permits
+are apart from the lock too). The first line says "free" only if none of
+them is held. Holders are named where the stores can tell: redis names
+the holders of its own permits; memory counts its permits without naming
+them; the other stores, and a Redlock, keep permits and readers as locks
+on derived names (RESOURCE~permitI, RESOURCE~read~permitI with I below 32,
+RESOURCE~write), which status asks about one by one.
 
 A Redlock counts as held if any of its stores holds the resource, as the
-library's IsLocked does. Exits 0 whether the lock is held or free, and 1 if
-the stores could not tell (the stores that answered are still shown).
-
-With -n N it also shows how many of the N permits that lockctl run -n N
-takes on RESOURCE are held and free (permits are apart from the lock).
+library's IsLocked does. Exits 0 whether the resource is held or free, and
+1 if the stores could not tell whether the lock is held or (with -n) how
+many permits are (the stores that answered are still shown; the
+read-write lock's state, when they cannot tell it, shows as unknown).
 
 With --json the output is one object:
   {"resource": "...", "held": true|false|null, "error": "..." (if null),
    "holder": "..."|null,
-   "permits": {"limit": N, "held": N|null, "free": N|null, "error": "..."}
-              (with -n only),
+   "permits": {"limit": N, "held": N|null, "free": N|null,
+               "holders": ["..."]|null, "error": "..."} (with -n only),
+   "rwlock": {"readers": N|null, "reader_holders": ["..."]|null,
+              "writer": "none"|"holds"|"waits"|null,
+              "writer_holder": "..."|null, "error": "..."},
    "stores": [{"store": URL, "held": true|false|null, "ttl_ms": N|null,
                "last_fence": N|null, "holder": "..."|null,
                "error": "..." (only on failure)}]}
-ttl_ms is null when the resource is free or the store cannot tell;
-last_fence is null when the store keeps no fence for it; holder is null
-when the resource is free or the stores cannot tell (a Redlock's is the
-holder a quorum of its stores agree on), and "" for a lock taken without a
-holder name.`,
+held, holder and stores are the lock's. ttl_ms is null when the resource
+is free or the store cannot tell; last_fence is null when the store keeps
+no fence for it; holder is null when the resource is free or the stores
+cannot tell (a Redlock's is the holder a quorum of its stores agree on),
+and "" for a lock taken without a holder name. holders and reader_holders
+name one holder per permit or reader the stores can name, and are null if
+they cannot tell; writer is "waits" while a writer holds its claim but
+readers are still in; writer_holder is null without a writer or if the
+stores cannot tell. The permits' and rwlock's error is only on failure.`,
 	examples: `  lockctl status --store redis://localhost:6379 deploy/prod
   lockctl status --json deploy/prod | jq .held
   lockctl status -n 4 builds`,
@@ -85,15 +105,8 @@ type statusReport struct {
 	Error    string        `json:"error,omitempty"`
 	Holder   *string       `json:"holder"`
 	Permits  *permitStatus `json:"permits,omitempty"`
+	RWLock   *rwStatus     `json:"rwlock"`
 	Stores   []storeStatus `json:"stores"`
-}
-
-// permitStatus is what status -n N tells of the permits of a semaphore.
-type permitStatus struct {
-	Limit int    `json:"limit"`
-	Held  *int   `json:"held"`
-	Free  *int   `json:"free"`
-	Error string `json:"error,omitempty"`
 }
 
 type storeStatus struct {
@@ -132,8 +145,9 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 		}
 	}
 	if limit > 0 {
-		rep.Permits = permitsOf(ctx, locker, resource, limit)
+		rep.Permits = permitsOf(ctx, set, locker, resource, limit)
 	}
+	rep.RWLock = rwStatusOf(ctx, set, locker, resource)
 	for i, s := range set.stores {
 		rep.Stores[i] = storeStatusOf(ctx, set.specs[i], s, resource)
 	}
@@ -144,20 +158,8 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 			return err
 		}
 	} else {
-		state := "free"
-		switch {
-		case rep.Held == nil:
-			state = "unknown (" + rep.Error + ")"
-		case held && rep.Holder != nil && *rep.Holder != "":
-			state = "held by " + *rep.Holder
-		case held:
-			state = "held"
-		}
-		fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
-		if p := rep.Permits; p != nil && p.Error == "" {
-			fmt.Fprintf(a.stdout, "  permits: %d of %d held, %d free\n", *p.Held, p.Limit, *p.Free)
-		} else if p != nil {
-			fmt.Fprintf(a.stdout, "  permits: unknown (%s)\n", p.Error)
+		if err := rep.printModes(a.stdout); err != nil {
+			return err
 		}
 		holders := set.tellHolders()
 		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
@@ -173,6 +175,8 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 			return err
 		}
 	}
+	// The read-write lock, which status reads unasked, shows its error
+	// without failing a status that could tell the rest.
 	if rep.Held == nil || rep.Permits != nil && rep.Permits.Error != "" {
 		return exitWith(exitFailure, nil)
 	}
@@ -184,7 +188,7 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 // the one object that --json promises, with held null and the error, and
 // exits with status 1.
 func (a *app) unreachableStatus(sf *storeFlags, resource string, limit int, err error) error {
-	rep := statusReport{Resource: resource, Error: err.Error()}
+	rep := statusReport{Resource: resource, Error: err.Error(), RWLock: &rwStatus{Error: err.Error()}}
 	if limit > 0 {
 		rep.Permits = &permitStatus{Limit: limit, Error: err.Error()}
 	}
@@ -203,23 +207,6 @@ func (a *app) unreachableStatus(sf *storeFlags, resource string, limit int, err 
 		return jerr
 	}
 	return exitWith(exitFailure, err)
-}
-
-// permitsOf counts the permits of a semaphore of limit on resource.
-func permitsOf(ctx context.Context, locker lock.Locker, resource string, limit int) *permitStatus {
-	p := &permitStatus{Limit: limit}
-	sem, err := lock.NewSemaphore(locker, limit)
-	if err == nil {
-		var held int
-		if held, err = sem.Permits(ctx, resource); err == nil {
-			free := max(limit-held, 0)
-			p.Held, p.Free = &held, &free
-		}
-	}
-	if err != nil {
-		p.Error = err.Error()
-	}
-	return p
 }
 
 // storeStatusOf asks one store about resource.

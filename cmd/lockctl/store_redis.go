@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/redisstore"
 	"github.com/lockkit/lock/stores/redis"
 )
 
@@ -160,6 +163,10 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		return nil, u.bad("query parameter prefix", "%q: a Redis key prefix may not hold { or } (the store adds its own hash tag)", prefix)
 	}
 
+	prefix, ok := u.param("prefix")
+	if !ok {
+		prefix = redis.DefaultPrefix
+	}
 	spec := &storeSpec{display: u.display, name: name, kind: "redis", fences: true}
 	spec.open = func() (*openStore, error) {
 		client, err := rueidis.NewClient(opt)
@@ -172,13 +179,51 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 			return nil, &usageError{err: fmt.Errorf("store %s: %w", u.display, err)}
 		}
 		return &openStore{
-			Store:        s,
-			close:        client.Close,
-			forceRelease: s.ForceRelease,
-			lastFence:    s.LastFence,
+			Store:         s,
+			close:         client.Close,
+			forceRelease:  s.ForceRelease,
+			lastFence:     s.LastFence,
+			permitHolders: redisPermitHolders(client, prefix),
 		}, nil
 	}
 	return spec, nil
+}
+
+// redisPermitHolders returns a reader of the holders of a resource's
+// permits: the public part (lock.HolderOf) of the token of each unexpired
+// permit in its sorted set, whose layout package redis documents (members
+// the tokens scored by their expiry in server time, ms; "" scored by minus
+// the limit). No secret leaves this function.
+func redisPermitHolders(client rueidis.Client, prefix string) func(ctx context.Context, resource string) ([]string, error) {
+	return func(ctx context.Context, resource string) ([]string, error) {
+		t, err := client.Do(ctx, client.B().Time().Build()).AsStrSlice()
+		if err != nil {
+			return nil, fmt.Errorf("reading the server's clock: %w", err)
+		}
+		var sec, usec int64
+		if len(t) == 2 {
+			sec, err = strconv.ParseInt(t[0], 10, 64)
+			if err == nil {
+				usec, err = strconv.ParseInt(t[1], 10, 64)
+			}
+		}
+		if len(t) != 2 || err != nil {
+			return nil, fmt.Errorf("reading the server's clock: TIME answered %q", t)
+		}
+		now := strconv.FormatInt(sec*1000+usec/1000, 10)
+		key := redisstore.PermitsKey(prefix, resource)
+		tokens, err := client.Do(ctx, client.B().Zrangebyscore().Key(key).Min(now).Max("+inf").Build()).AsStrSlice()
+		if err != nil {
+			return nil, fmt.Errorf("reading the permits' holders: %w", err)
+		}
+		holders := make([]string, 0, len(tokens))
+		for _, token := range tokens {
+			if token != "" {
+				holders = append(holders, lock.HolderOf(token))
+			}
+		}
+		return holders, nil
+	}
 }
 
 // redisDB parses a database number.

@@ -33,6 +33,10 @@ type openStore struct {
 	// lastFence reads the last fence handed out for a resource; nil when
 	// the store cannot tell.
 	lastFence func(ctx context.Context, resource string) (uint64, bool, error)
+	// permitHolders reads the holders of the permits the store keeps on a
+	// resource (lock.Permitter), as lock.HolderOf their tokens; nil when
+	// the store cannot tell.
+	permitHolders func(ctx context.Context, resource string) ([]string, error)
 }
 
 // schemes maps each URL scheme to its parser. Each store file registers
