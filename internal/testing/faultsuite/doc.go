@@ -7,13 +7,15 @@
 // lost updates, stale writes accepted, validity beyond what the servers
 // grant, keys left behind, goroutines left over.
 //
-// The package holds tests only. Each scenario prints one machine-readable
-// line (see contention.Report.Line) and asserts that nothing unsafe
-// happened; each positive control runs a deliberately broken setup (a
-// release without token check, a validity that ignores elapsed time, a
-// failover without WAIT, memcached without -M, a restart without delay)
-// and asserts that the checkers catch it, since a checker that reports 0
-// on a known-unsafe setup is blind.
+// The package holds tests, and the scenarios that the fault tiers of the
+// stores in other modules run too ([PausedHolder], [ElectionFaults]).
+// Each scenario prints one machine-readable line (see
+// contention.Report.Line) and asserts that nothing unsafe happened; each
+// positive control runs a deliberately broken setup (a release without
+// token check, a validity that ignores elapsed time, a failover without
+// WAIT, memcached without -M, a restart without delay) and asserts that
+// the checkers catch it, since a checker that reports 0 on a known-unsafe
+// setup is blind.
 //
 // Run it, and collect the report lines, with
 //

@@ -1,80 +1,60 @@
 package faultsuite_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/lockkit/lock"
-	"github.com/lockkit/lock/internal/contention"
+	"github.com/lockkit/lock/internal/testing/faultsuite"
 )
 
 // Lock delay: a holder pauses past its validity without releasing (a GC
 // pause, a stopped process) while a rival tries to take the lock every
 // few milliseconds. With Options.LockDelay, the holder wakes within the
 // delay to find nobody else has been inside — its lock is still there
-// for it to release; the control without the delay lets the rival in.
+// for it to release; the control without the delay lets the rival in
+// (see faultsuite.PausedHolder, which the other modules' stores run too).
 func TestLockDelayPausedHolder(t *testing.T) {
-	const (
-		ttl   = 300 * time.Millisecond
-		pause = ttl + 700*time.Millisecond // the holder wakes this long after taking the lock
-		delay = 5 * time.Second            // well past the pause, however slow the machine
-	)
+	type timing struct{ ttl, pause, delay time.Duration }
+	// The pause outlasts the TTL and the time the store takes to let an
+	// expired lock go; the delay is well past the pause, however slow the
+	// machine.
+	fine := timing{ttl: 300 * time.Millisecond, pause: time.Second, delay: 5 * time.Second}
+	// memcached counts whole seconds, and lets an item go up to a second
+	// after its expiration: the store allows for that second, so a lock
+	// of 2s is valid for about one.
+	coarse := timing{ttl: 2 * time.Second, pause: 5 * time.Second, delay: 15 * time.Second}
+	type delayBackend struct {
+		electBackend
+		timing
+	}
+	var backends []delayBackend
 	for _, eb := range electBackends() {
-		for _, d := range []time.Duration{delay, 0} {
-			name := fmt.Sprintf("%s/delay=%v", eb.name, d)
+		backends = append(backends, delayBackend{eb, fine})
+	}
+	backends = append(backends, delayBackend{electBackend{"memcache", func(s *scenario, n int, o lock.Options) candidates {
+		b, _ := s.memcacheBackend("memcache", s.memcacheServers(1, nil))
+		b.opts = o
+		c := candidates{count: b.count}
+		for i := range n {
+			c.lockers = append(c.lockers, b.locker(s.t, i))
+		}
+		return c
+	}}, coarse})
+	for _, db := range backends {
+		for _, d := range []time.Duration{db.delay, 0} {
+			name := fmt.Sprintf("%s/delay=%v", db.name, d)
 			t.Run(name, func(t *testing.T) {
 				var s *scenario
 				if d > 0 {
-					s = begin(t, "lock-delay-paused-holder", eb.name)
+					s = begin(t, "lock-delay-paused-holder", db.name)
 				} else {
-					s = beginControl(t, "no-lock-delay-paused-holder", eb.name)
+					s = beginControl(t, "no-lock-delay-paused-holder", db.name)
 				}
-				c := eb.build(s, 2, lock.Options{LockDelay: d})
-				holder, rival := c.lockers[0], c.lockers[1]
-				l, err := holder.Lock(s.ctx, "r", ttl)
-				if err != nil {
-					t.Fatalf("holder's Lock() = %v", err)
-				}
-				wake := time.Now().Add(pause)
-				inside, tries := 0, 0
-				for time.Now().Before(wake) {
-					tries++
-					got, err := rival.TryLock(s.ctx, "r", ttl)
-					switch {
-					case err == nil:
-						inside++
-						if err := rival.Unlock(s.ctx, got); err != nil {
-							t.Errorf("rival's Unlock() = %v", err)
-						}
-					case !errors.Is(err, lock.ErrNotAcquired):
-						t.Fatalf("rival's TryLock() = %v", err)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-				// The holder wakes, its validity long gone, and releases.
-				err = holder.Unlock(s.ctx, l)
-				switch {
-				case d > 0 && err != nil:
-					t.Errorf("holder's Unlock() after its pause = %v; want nil: nobody took its lock within the delay", err)
-				case d == 0 && !errors.Is(err, lock.ErrNotHeld):
-					t.Errorf("holder's Unlock() after its pause = %v; want ErrNotHeld: the rival took the lock", err)
-				}
-				if d > 0 {
-					// Released: free at once.
-					got, err := rival.TryLock(s.ctx, "r", ttl)
-					if err != nil {
-						t.Fatalf("rival's TryLock() after the holder's Unlock = %v; want nil", err)
-					}
-					_ = rival.Unlock(s.ctx, got)
-				}
-				rep := contention.Report{Acquisitions: 1 + inside, Violations: inside, MaxHolders: 1}
-				if inside > 0 {
-					rep.MaxHolders = 2 // the rival, and the paused holder who believes it holds the lock
-				}
-				rep.Add("rival_tries", fmt.Sprint(tries))
-				s.finish(rep, ttl+time.Second, c.count)
+				c := db.build(s, 2, lock.Options{LockDelay: d})
+				rep := faultsuite.PausedHolder{Holder: c.lockers[0], Rival: c.lockers[1], TTL: db.ttl, Pause: db.pause, Delayed: d > 0}.Run(s.ctx, t)
+				s.finish(rep, db.ttl+time.Second, c.count)
 			})
 		}
 	}

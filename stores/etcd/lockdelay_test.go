@@ -1,0 +1,48 @@
+package etcd_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/etcdtest"
+	"github.com/lockkit/lock/internal/testing/faultsuite"
+	"github.com/lockkit/lock/stores/etcd"
+)
+
+// Lock delay on etcd (issue #19), as internal/testing/faultsuite runs it
+// on the other stores: a holder pauses past its validity without
+// releasing while a rival tries for the lock. With Options.LockDelay the
+// lease outlives the pause and the holder wakes to find nobody else has
+// been inside; the control, without the delay, lets the rival in once
+// the lease expires.
+func TestLockDelayPausedHolder(t *testing.T) {
+	const (
+		// The shortest lease; etcd may notice its expiry half a second
+		// late, so the holder wakes well after that.
+		ttl   = etcdtest.MinTTL
+		pause = 4 * ttl
+		delay = 15 * time.Second // well past the pause, however slow the machine
+	)
+	twins(t, "lock-delay-paused-holder", "no-lock-delay-paused-holder", func(t *testing.T, s *scenario) {
+		d := delay
+		if s.control {
+			d = 0
+		}
+		var lockers []lock.Locker
+		for range 2 {
+			es, err := etcd.New(s.client(), etcd.WithPrefix(s.prefix), etcd.WithMinTTL(etcdtest.MinTTL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := lock.NewSingle(es, &lock.Options{LockDelay: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lockers = append(lockers, l)
+		}
+		rep := faultsuite.PausedHolder{Holder: lockers[0], Rival: lockers[1], TTL: ttl, Pause: pause, Delayed: !s.control}.Run(s.ctx, t)
+		rep.Scenario, rep.Backend = s.name, "etcd-3"
+		s.finish(rep, ttl+2*time.Second)
+	})
+}
