@@ -30,11 +30,13 @@ func TestLockDelayPausedHolder(t *testing.T) {
 			d = 0
 		}
 		var lockers []lock.Locker
+		var stores []*etcd.Store
 		for range 2 {
 			es, err := etcd.New(s.client(), etcd.WithPrefix(s.prefix), etcd.WithMinTTL(etcdtest.MinTTL))
 			if err != nil {
 				t.Fatal(err)
 			}
+			stores = append(stores, es)
 			l, err := lock.NewSingle(es, &lock.Options{LockDelay: d})
 			if err != nil {
 				t.Fatal(err)
@@ -43,6 +45,13 @@ func TestLockDelayPausedHolder(t *testing.T) {
 		}
 		rep := faultsuite.PausedHolder{Holder: lockers[0], Rival: lockers[1], TTL: ttl, Pause: pause, Delayed: !s.control}.Run(s.ctx, t)
 		rep.Scenario, rep.Backend = s.name, "etcd-3"
+		// The stores keep the leases of released locks for reuse, each as
+		// long as a lock's TTL plus the delay: closing them revokes those.
+		for _, es := range stores {
+			if err := es.Close(s.ctx); err != nil {
+				t.Errorf("Close = %v", err)
+			}
+		}
 		s.finish(rep, ttl+2*time.Second)
 	})
 }
