@@ -24,7 +24,9 @@ import (
 // would send (the floor). bench/ compares them side by side. Besides
 // pairs/s, each reports the CPU time a pair cost the client (this
 // process) and the server (its processes, from /proc on Linux): on a
-// shared machine these vary less than the rate does.
+// shared machine these vary less than the rate does. It also reports the
+// WAL a pair wrote, which does not vary with the machine's load: a
+// fence adds to it the sequence's record, once every 32 fences.
 
 const benchParallelism = 8
 
@@ -57,7 +59,7 @@ func BenchmarkRawFloor(b *testing.B) {
 	lockSQL := "INSERT INTO " + s.Table() + " AS l (resource, token, expires_at) VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond') " +
 		"ON CONFLICT (resource) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp()"
 	unlockSQL := "DELETE FROM " + s.Table() + " WHERE resource = $1 AND token = $2"
-	pairs(b, func(resource, token string) error {
+	pairs(b, pool, func(resource, token string) error {
 		r, t := []byte(resource), []byte(token)
 		if _, err := pool.Exec(ctx, lockSQL, r, t, int64(60e6)); err != nil {
 			return err
@@ -68,9 +70,10 @@ func BenchmarkRawFloor(b *testing.B) {
 }
 
 func BenchmarkStore(b *testing.B) {
-	s := newStore(b, benchPool(b))
+	pool := benchPool(b)
+	s := newStore(b, pool)
 	ctx := context.Background()
-	pairs(b, func(resource, token string) error {
+	pairs(b, pool, func(resource, token string) error {
 		if err := s.Acquire(ctx, resource, token, time.Minute); err != nil {
 			return err
 		}
@@ -79,9 +82,10 @@ func BenchmarkStore(b *testing.B) {
 }
 
 func BenchmarkStoreFenced(b *testing.B) {
-	s := newStore(b, benchPool(b))
+	pool := benchPool(b)
+	s := newStore(b, pool)
 	ctx := context.Background()
-	pairs(b, func(resource, token string) error {
+	pairs(b, pool, func(resource, token string) error {
 		if _, err := s.AcquireFenced(ctx, resource, token, time.Minute); err != nil {
 			return err
 		}
@@ -90,12 +94,13 @@ func BenchmarkStoreFenced(b *testing.B) {
 }
 
 func BenchmarkSingleLocker(b *testing.B) {
-	l, err := lock.NewSingle(newStore(b, benchPool(b)), nil)
+	pool := benchPool(b)
+	l, err := lock.NewSingle(newStore(b, pool), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	pairs(b, func(resource, _ string) error {
+	pairs(b, pool, func(resource, _ string) error {
 		held, err := l.TryLock(ctx, resource, time.Minute)
 		if err != nil {
 			return err
@@ -104,12 +109,12 @@ func BenchmarkSingleLocker(b *testing.B) {
 	})
 }
 
-func pairs(b *testing.B, pair func(resource, token string) error) {
+func pairs(b *testing.B, pool *pgxpool.Pool, pair func(resource, token string) error) {
 	var ids atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(benchParallelism)
 	data := pgtest.Shared(b).Data
-	client, server := processCPU(), serverCPU(data)
+	client, server, wal := processCPU(), serverCPU(data), walPosition(b, pool)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		id := strconv.FormatInt(ids.Add(1), 10)
@@ -126,6 +131,20 @@ func pairs(b *testing.B, pair func(resource, token string) error) {
 	if server > 0 {
 		b.ReportMetric(float64((serverCPU(data)-server).Microseconds())/float64(b.N), "server-µs/pair")
 	}
+	b.StopTimer()
+	b.ReportMetric(float64(walPosition(b, pool)-wal)/float64(b.N), "WAL-B/pair")
+}
+
+// walPosition returns the server's WAL insert position, in bytes. The
+// shared server runs nothing else while a benchmark runs, so the WAL
+// written between two positions is the benchmark's (and its table's
+// autovacuum's).
+func walPosition(b *testing.B, pool *pgxpool.Pool) int64 {
+	var lsn int64
+	if err := pool.QueryRow(context.Background(), "SELECT pg_current_wal_insert_lsn() - '0/0'").Scan(&lsn); err != nil {
+		b.Fatal(err)
+	}
+	return lsn
 }
 
 // processCPU returns the CPU time this process has used.
