@@ -11,7 +11,7 @@
 // It needs redis-server (7 or later) and memcached on the PATH; the
 // PostgreSQL and etcd sections need their servers and are skipped
 // without them. Every cell runs -passes times (3), each time with the
-// libraries in the reverse order of the time before; uncontended cells
+// libraries' order turned by one place; uncontended cells
 // lock a fresh name per lock and, in a second row, one name per goroutine
 // again and again. -json FILE also writes every number as JSON; -quick
 // runs every cell once, briefly, and contention at one pause only (a
@@ -41,7 +41,7 @@ var (
 	only      = flag.String("only", "", "run only these comma-separated sections: redis, redlock, memcached, postgres, memory, contention, permits, etcd, or a section's key")
 	libs      = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
 	cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
-	passes    = flag.Int("passes", 3, "how many times each cell runs, alternating the order of the libraries")
+	passes    = flag.Int("passes", 3, "how many times each cell runs, turning the order of the libraries by one place each time")
 	cellTime  = flag.Duration("time", 750*time.Millisecond, "how long an uncontended cell runs")
 	contended = flag.Duration("contended", 3*time.Second, "how long a contention cell runs")
 )
@@ -320,8 +320,8 @@ func run(p plan, out io.Writer) (*results, error) {
 }
 
 // throughput runs the cells of an uncontended section: every library with
-// fresh names and with reused names, passes times, in the reverse order
-// every other pass.
+// fresh names and with reused names, passes times, in an order turned by
+// one place each pass.
 func (r *runner) throughput(sp spec) *sectionResult {
 	libs := r.selected(sp.libs)
 	sec := &sectionResult{Key: sp.key, Title: sp.title, Kind: sp.kind, Libraries: names(libs)}
@@ -404,14 +404,15 @@ func (r *runner) warmUp(sp spec) {
 	throughput(sp.libs[0], r.newEnv(sp), sp.workers, d, true, false, sp.count)
 }
 
-// inPassOrder returns xs in the order of a pass: as given in even passes,
-// reversed in odd ones, so that no library always runs first.
+// inPassOrder returns xs in the order of a pass: turned by pass places,
+// so that over len(xs) passes each runs once in every position (reversing
+// every other pass would leave the middle one always in the middle).
 func inPassOrder[T any](xs []T, pass int) []T {
-	order := slices.Clone(xs)
-	if pass%2 == 1 {
-		slices.Reverse(order)
+	if len(xs) == 0 {
+		return nil
 	}
-	return order
+	k := pass % len(xs)
+	return append(slices.Clone(xs[k:]), xs[:k]...)
 }
 
 func names(libs []library) []string {

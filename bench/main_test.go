@@ -166,3 +166,23 @@ func checkContentionRows(t *testing.T, sec *sectionResult, lib string) {
 		}
 	}
 }
+
+// Over as many passes as there are libraries, each runs once in every
+// position: none always first, last or in the middle.
+func TestInPassOrder(t *testing.T) {
+	libs := []string{"floor", "fenced", "nofence"}
+	seen := map[string]map[int]bool{}
+	for pass := range len(libs) {
+		for i, l := range inPassOrder(libs, pass) {
+			if seen[l] == nil {
+				seen[l] = map[int]bool{}
+			}
+			seen[l][i] = true
+		}
+	}
+	for _, l := range libs {
+		if len(seen[l]) != len(libs) {
+			t.Errorf("%s ran in positions %v over %d passes; want each of 0..%d once", l, seen[l], len(libs), len(libs)-1)
+		}
+	}
+}
