@@ -108,8 +108,15 @@ func parseEtcd(u *storeURL, useTLS bool) (*storeSpec, error) {
 			return nil, fmt.Errorf("cannot reach %s: %w", strings.Join(addrs, ","), err)
 		}
 		return &openStore{
-			Store:        s,
-			close:        func() { _ = client.Close() },
+			Store: s,
+			close: func() {
+				// Revoke the leases the store keeps for reuse, rather than
+				// leave them to expire a TTL later.
+				ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
+				defer cancel()
+				_ = s.Close(ctx)
+				_ = client.Close()
+			},
 			forceRelease: s.ForceRelease,
 			lastFence:    s.LastFence,
 		}, nil
