@@ -16,7 +16,7 @@ import (
 // survives, fences included (FencingAcrossRestart).
 func TestConformance(t *testing.T) {
 	srv := pgtest.Start(t)
-	pool := poolOf(t, srv.URL(""), func(c *pgxpool.Config) { c.MaxConns = 16 })
+	pool := poolOf(t, srv.URL(""), func(c *pgxpool.Config) { c.MaxConns = 32 }) // as the shared pool: the MultiLocker rule runs three stores on it
 	conformance.TestStore(t, func(t *testing.T) lock.Store { return newStore(t, pool) }, &conformance.Options{Restart: func(t *testing.T) {
 		if err := srv.Restart(); err != nil {
 			t.Fatal(err)
