@@ -225,7 +225,7 @@ func (rep *statusReport) state() string {
 		return "held --exclusive"
 	case rw.Readers != nil && *rw.Readers > 0:
 		s := "held --shared by " + count(*rw.Readers, "reader")
-		if *rw.Writer == writerWaits {
+		if rw.Writer != nil && *rw.Writer == writerWaits { // nil: the writer could not be read
 			s += "; an --exclusive writer waits"
 		}
 		return s

@@ -25,6 +25,8 @@ func TestStatusState(t *testing.T) {
 			"r: held --exclusive by " + writer + "\n  read-write lock: no readers, a writer holds it\n  TAKEN AS  HOLDER\n  writer    " + writer + "\n"},
 		{"unnamed permits", statusReport{Held: &no, RWLock: free, Permits: &permitStatus{Limit: 3, Held: &two, Free: new(int)}},
 			"r: 2 of 3 permits held\n  permits: 2 of 3 held, 0 free (the stores cannot tell by whom)\n"},
+		{"readers, writer unknown", statusReport{Held: &no, RWLock: &rwStatus{Readers: &two, Error: "writer: down"}},
+			"r: held --shared by 2 readers\n  read-write lock: unknown (writer: down)\n"},
 		{"unnamed readers", statusReport{Held: &no, RWLock: &rwStatus{Readers: &two, Writer: &none}},
 			"r: held --shared by 2 readers\n  read-write lock: 2 readers, no writer (the stores cannot tell by whom)\n"},
 	} {
