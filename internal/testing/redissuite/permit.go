@@ -561,6 +561,16 @@ func waitFor(ctx context.Context, s Store, r string) <-chan error {
 	return done
 }
 
+// permitWaitersInLine waits until the waiters' queue of the permits at
+// key holds n entries.
+func permitWaitersInLine(t *testing.T, srv *redistest.Server, key string, n int64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d in line", n), func() bool {
+		got, err := srv.Do("LLEN", key+redisstore.WaitersSuffix).AsInt64()
+		return err == nil && got == n
+	})
+}
+
 // nextWoken waits for the next of waits to return, marks it returned and
 // returns its index, failing t on an error or if ctx ends first.
 func nextWoken(t *testing.T, ctx context.Context, waits []<-chan error, returned []bool) int {
@@ -665,17 +675,10 @@ func (f Factory) testPermitWaitAcrossProcesses(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	key := redisstore.PermitsKey("pwx:", "r")
 	acquirePermits(t, ctx, a, "r", 2, 2, time.Minute)
-	inLine := func(n int64) {
-		t.Helper()
-		eventually(t, "in line", func() bool {
-			got, err := srv.Do("LLEN", key+redisstore.WaitersSuffix).AsInt64()
-			return err == nil && got == n
-		})
-	}
 	waits := []<-chan error{waitFor(ctx, a, "r")}
-	inLine(1)
+	permitWaitersInLine(t, srv, key, 1)
 	waits = append(waits, waitFor(ctx, b, "r"))
-	inLine(2)
+	permitWaitersInLine(t, srv, key, 2)
 	returned := make([]bool, 2)
 	if err := a.ReleasePermit(ctx, "r", "tok0"); err != nil {
 		t.Fatal(err)
@@ -711,10 +714,7 @@ func (f Factory) testPermitWaitExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := waitFor(ctx, s, "r")
-	eventually(t, "in line", func() bool {
-		n, err := srv.Do("LLEN", redisstore.PermitsKey("pwe:", "r")+redisstore.WaitersSuffix).AsInt64()
-		return err == nil && n == 1
-	})
+	permitWaitersInLine(t, srv, redisstore.PermitsKey("pwe:", "r"), 1)
 	if err := s.ExtendPermit(ctx, "r", "short", 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -739,10 +739,7 @@ func (f Factory) testPermitWaitSeesShorterExpiry(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	done := waitFor(wctx, s, "r")
-	eventually(t, "in line", func() bool {
-		n, err := srv.Do("LLEN", redisstore.PermitsKey("pws:", "r")+redisstore.WaitersSuffix).AsInt64()
-		return err == nil && n == 1
-	})
+	permitWaitersInLine(t, srv, redisstore.PermitsKey("pws:", "r"), 1)
 	if err := s.ExtendPermit(ctx, "r", "holder", 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
