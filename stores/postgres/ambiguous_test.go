@@ -58,10 +58,14 @@ func TestAmbiguousOutcomes(t *testing.T) {
 				if err := errors.Join(s.Acquire(ctx, "warm", "t", time.Minute), s.Extend(ctx, "warm", "t", time.Minute), s.Release(ctx, "warm", "t")); err != nil {
 					t.Fatal(err)
 				}
+				dropped := proxy.Dropped(faultproxy.ToClient)
 				proxy.Set(faultproxy.ToClient, faultproxy.Drop())
 				done := make(chan error, 1)
 				go func() { done <- call() }()
 				eventually(t, what+" applied", effect)
+				// The server applies the statement before it sends the
+				// reply: heal only once the reply is lost, or it passes.
+				eventually(t, what+"'s reply dropped", func() bool { return proxy.Dropped(faultproxy.ToClient) > dropped })
 				proxy.Heal() // resets the connection that lost the reply
 				return <-done
 			}

@@ -92,6 +92,7 @@ type Proxy struct {
 	changed chan struct{} // closed and replaced whenever modes change
 	refuse  bool
 	closed  bool
+	dropped [2]int // data chunks dropped, by Direction.index
 	links   map[*link]struct{}
 
 	wg sync.WaitGroup // every goroutine of the proxy
@@ -177,6 +178,16 @@ func (p *Proxy) Reset() {
 func (p *Proxy) Heal() {
 	p.Set(Both, Pass())
 	p.Refuse(false)
+}
+
+// Dropped returns the number of reads from one direction's sender (ToServer
+// or ToClient) that the proxy has dropped so far. A test that must know a
+// reply was lost, not merely that the server applied its command, waits
+// for it to grow.
+func (p *Proxy) Dropped(dir Direction) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped[dir.index()]
 }
 
 // Conns returns the number of open connections.
@@ -386,6 +397,7 @@ func (l *link) await(d Direction, data bool) (m Mode, ok bool) {
 		m, changed, lost := l.p.modes[i], l.p.changed, l.lost[i]
 		if m.kind == kindDrop && data {
 			l.lost[i] = true
+			l.p.dropped[i]++
 		}
 		l.p.mu.Unlock()
 		switch {

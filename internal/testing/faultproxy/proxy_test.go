@@ -249,8 +249,12 @@ func TestDropReplies(t *testing.T) {
 	p.Set(faultproxy.ToClient, faultproxy.Drop())
 	c.send("SET", "k", "applied")
 	eventually(t, "the server applies the command", func() bool { return direct.do("GET", "k") == "applied" })
+	eventually(t, "the proxy drops the reply", func() bool { return p.Dropped(faultproxy.ToClient) == 1 })
 	if r, err := c.reply(quiet); !isTimeout(err) {
 		t.Fatalf("a dropped reply arrived: %q, %v", r, err)
+	}
+	if n := p.Dropped(faultproxy.ToServer); n != 0 {
+		t.Errorf("Dropped(ToServer) = %d while only replies were dropped; want 0", n)
 	}
 	p.Heal()
 	if r, err := c.reply(patience); err == nil || isTimeout(err) {
@@ -276,6 +280,9 @@ func TestDropRequests(t *testing.T) {
 	}
 	if got := direct.do("EXISTS", "k"); got != ":0" {
 		t.Fatalf("the server received a dropped request: EXISTS k = %s", got)
+	}
+	if n := p.Dropped(faultproxy.ToServer); n != 1 {
+		t.Errorf("Dropped(ToServer) = %d after one dropped request; want 1", n)
 	}
 }
 
