@@ -19,21 +19,21 @@
 //
 // AcquireFenced hands out fences that increase strictly per resource, at
 // (almost) the cost of SET NX PX, with nothing left per resource once a
-// lock is gone. It sends three commands in one round trip, on one
-// connection, in this order:
+// lock is gone. It sends two commands in one round trip, on one
+// connection, in this order (on a cluster, three):
 //
 //	SET lock token NX PX ttl GET take the lock (GET: the holder, if refused)
 //	INCR counter                 the fence: the next value of the counter
-//	PEXPIRETIME lock             the server's clock, in ms: expiry - ttl
+//	PEXPIRETIME lock             on a cluster: its master's clock, in ms: expiry - ttl
 //
 // The counter is one key per server (FenceKey), or per hash slot on a
 // cluster (CounterKey), so state is O(1) per server, however many names
 // are locked. A store that has not lifted the counter (see below) for
-// half of LiftAhead sends liftScript in place of INCR and PEXPIRETIME, so
-// that an acquisition is one round trip also when fences are rare.
+// half of LiftAhead sends liftScript in place of INCR (and PEXPIRETIME),
+// so that an acquisition is one round trip also when fences are rare.
 //
-// Why fences increase per resource on one server, although the three
-// commands are not atomic: let A hold the lock before B. A's INCR ran
+// Why fences increase per resource on one server, although the commands
+// are not atomic: let A hold the lock before B. A's INCR ran
 // before A released (A releases only once it has its fence) or before
 // A's lock expired (else A's answer came after its TTL and A's locker
 // refuses the lock as past its validity: a fence is used only by a holder
@@ -45,23 +45,32 @@
 // Why fences keep increasing when the counter is lost or behind — a
 // restart without persistence, a failover to a replica that had not
 // received the last INCRs, a restart under the restart guard: fences are
-// kept near the server's clock in microseconds. When the INCR answers less
-// than the clock (PEXPIRETIME - ttl, in whole milliseconds, times 1000),
-// the store lifts the counter (liftScript: INCR, then SET to TIME plus
-// half of LiftAhead, rounded up to a multiple of that half, plus one: 25
-// to 50ms ahead, if that is more) and takes the lifted value as the fence. The
-// rounding makes the servers of a MultiLocker, whose counters advance in
-// step, lift to the same value, so their fences agree and a raise round
-// is rare. So fences are never more than LiftAhead (and the acquisitions of
-// a few ms) ahead of the clock of the server that granted them — the
-// counter grows by one per acquisition, a million times slower than the
-// clock at most — and a server that lost the counter, or a promoted
-// replica behind it, lifts it to its own clock before its first fence:
-// above every fence handed out before, including those the old master
-// granted but never replicated, provided
+// kept near the server's clock in microseconds. liftScript INCRs, then
+// SETs the counter to TIME plus half of LiftAhead, rounded up to a
+// multiple of that half, plus one (25 to 50ms ahead), if that is more,
+// and answers the value and the server's clock. The store keeps that
+// clock (serverNow: the lift's TIME plus the time passed since on the
+// client's monotonic clock, never ahead of the server's but for the
+// clocks' drift in the half of LiftAhead between lifts). When an INCR
+// answers less than that reading — on a cluster, less than PEXPIRETIME -
+// ttl in whole ms, times 1000, the clock of the slot's own master — the
+// counter is behind the clock, and the store lifts it and takes the
+// lifted value as the fence. In normal operation it never is: a store
+// lifts every half of LiftAhead, and a lift puts the counter at least
+// that far ahead. The rounding makes the servers of a MultiLocker, whose
+// counters advance in step, lift to the same value, so their fences agree
+// and a raise round is rare. So fences are never more than LiftAhead (and
+// the acquisitions of a few ms) ahead of the clock of the server that
+// granted them — the counter grows by one per acquisition, a million
+// times slower than the clock at most — and a server that lost the
+// counter, or a promoted replica behind it, is lifted to its own clock
+// before its first fence: above every fence handed out before, including
+// those the old master granted but never replicated, provided
 //
 //   - the new server's clock, at its first grant, is ahead of the old
-//     server's clock at its last grant by more than LiftAhead: true unless
+//     server's clock at its last grant by more than LiftAhead, and that
+//     much time and a round trip have passed (a store that last lifted on
+//     the old server reads the old server's clock carried on): true unless
 //     their clocks are skewed by about the failover time (seconds with
 //     Sentinel or Cluster) less LiftAhead; a restart, with a counter
 //     lost altogether or persisted without its last writes, must take
@@ -76,8 +85,9 @@
 //
 // The counter never goes down (INCR, and a lift only raises it), so a
 // clock set back on a server that keeps its data changes nothing: the
-// counter keeps fences increasing there. On Redis before 7.0, which has
-// no PEXPIRETIME, every fenced acquisition lifts (two round trips).
+// counter keeps fences increasing there. On a cluster of Redis before
+// 7.0, which has no PEXPIRETIME, every fenced acquisition lifts (two
+// round trips); one server needs no PEXPIRETIME.
 // Fences look like timestamps: microseconds since 1970, about 1.8e15
 // now, far below 2^53, so they survive JSON.
 //

@@ -4,17 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/lockkit/lock"
 )
 
-// AcquireFenced implements [lock.Fencer]: SET NX PX, INCR of the fence
-// counter and PEXPIRETIME, in one round trip on one connection; a second
-// round trip lifts the counter to the server's clock when it is behind it
-// (about once a millisecond under load, and after a restart or failover).
-// See the package documentation on fencing for why fences increase.
+// AcquireFenced implements [lock.Fencer]: SET NX PX and INCR of the fence
+// counter (and, on a cluster, PEXPIRETIME) in one round trip on one
+// connection; a second round trip lifts the counter to the server's clock
+// when it is behind it (after a restart or a failover). See the package
+// documentation on fencing for why fences increase.
 func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return 0, err
@@ -39,7 +40,7 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 	for {
 		n := s.fencedCmds((*[3]Cmd)(b.cmds[:3]), key, token, ttl)
 		s.client.DoMulti(ctx, b.cmds[:n], b.replies[:n], false)
-		fence, err := s.fenced(ctx, &b.cmds[0], ttl, b.replies[:n])
+		fence, err := s.fenced(ctx, b.cmds[:n], ttl, b.replies[:n])
 		if err != errNoSetGet {
 			return fence, err
 		}
@@ -56,11 +57,12 @@ type batch struct {
 var batches = sync.Pool{New: func() any { return new(batch) }}
 
 // fencedCmds writes the commands of a fenced acquisition of the lock at
-// key into cmds and returns how many there are: SET NX PX GET, then INCR
-// of the counter and PEXPIRETIME — or, when this store has not lifted the
-// counter for a while (it is then likely behind the clock: few fences are
-// taken) or the server lacks PEXPIRETIME, the lift script instead, which
-// takes the fence lifted: one round trip either way.
+// key into cmds and returns how many there are: SET NX PX GET and INCR of
+// the counter, then on a cluster PEXPIRETIME (the clock of the counter's
+// master) — or, when this store has not lifted the counter for a while
+// (it is then likely behind the clock: few fences are taken), the lift
+// script in place of INCR and PEXPIRETIME, which takes the fence lifted:
+// one round trip either way.
 func (s *Store) fencedCmds(cmds *[3]Cmd, key, token string, ttl time.Duration) int {
 	cmds[0] = s.setNX(key, token, ttl)
 	if s.liftDue() {
@@ -68,73 +70,129 @@ func (s *Store) fencedCmds(cmds *[3]Cmd, key, token string, ttl time.Duration) i
 		return 2
 	}
 	cmds[1] = cmd1("INCR", s.counterKey(key))
+	if !s.cluster {
+		return 2
+	}
 	cmds[2] = cmd1("PEXPIRETIME", key)
 	return 3
 }
 
 // liftDue reports whether the fenced acquisitions of this store lift the
-// counter as they take their fence: when the server lacks PEXPIRETIME,
-// and when the store has not lifted it for half of LiftAhead — and so
-// marks it lifted now. Under load, that is one acquisition in many; when
+// counter as they take their fence: on a cluster whose servers lack
+// PEXPIRETIME, and when the store has not lifted it for half of LiftAhead
+// — and so marks it lifted now. Under load, that is one acquisition in many; when
 // fences are rare, all of them, at the cost of a script rather than a
 // second round trip.
 func (s *Store) liftDue() bool {
 	if s.noExpireTime.Load() {
 		return true
 	}
+	if s.holdLifts.Load() {
+		return false
+	}
 	now := time.Now().UnixNano()
 	last := s.lastLift.Load()
 	return now-last > LiftAhead*1000/2 && s.lastLift.CompareAndSwap(last, now)
 }
 
+// HoldLifts makes s lift the fence counter only when it finds it behind
+// the server's clock, never because a while has passed since its last
+// lift: for tests of that finding.
+func HoldLifts(s *Store) { s.holdLifts.Store(true) }
+
 // counterKey returns the fence counter of the lock at key.
 func (s *Store) counterKey(key string) string { return CounterKey(key, s.cluster) }
 
-// fenced returns the outcome of a fenced acquisition from the replies to
-// its commands (see fencedCmds; set is the first), lifting the counter if
-// its value is behind the server's clock.
-func (s *Store) fenced(ctx context.Context, set *Cmd, ttl time.Duration, r []Reply) (uint64, error) {
-	key := set.Keys[0]
-	if err := s.acquired(ctx, set, r[0]); err != nil {
+// fenced returns the outcome of a fenced acquisition from the replies r
+// to its commands cmds (see fencedCmds), lifting the counter if its value
+// is behind the server's clock.
+func (s *Store) fenced(ctx context.Context, cmds []Cmd, ttl time.Duration, r []Reply) (uint64, error) {
+	key := cmds[0].Keys[0]
+	if err := s.acquired(ctx, &cmds[0], r[0]); err != nil {
 		return 0, err
 	}
 	// The lock is held from here on: an error now is no lock outcome,
 	// and the lockers release by token.
 	counter := r[1]
+	lifting := cmds[1].Script != nil
 	switch {
-	case len(r) == 2 && counter.noScript():
+	case lifting && counter.noScript():
 		return s.lift(ctx, s.counterKey(key), 0) // the lift script, loaded
 	case counter.Err != nil:
 		return 0, s.failed(ctx, fmt.Errorf("%s: fence counter: %w", s.kind, counter.Err))
-	case len(r) == 2: // lifted by the script
-		return uint64(counter.Int), nil
+	case lifting:
+		return s.lifted(counter)
 	}
-	lift := false
-	switch e := r[2]; {
-	case e.unknownCommand(): // Redis before 7.0
-		s.noExpireTime.Store(true)
-		lift = true
-	case e.Err != nil:
-		return 0, s.failed(ctx, e.Err)
-	case e.Int < 0:
-		return 0, fmt.Errorf("%s: the lock %q expired before its fence was taken (PEXPIRETIME %d): its TTL is shorter than the server took to answer", s.kind, key, e.Int)
-	default:
-		lift = behind(counter.Int, e.Int, ttl)
+	if len(r) == 3 {
+		switch e := r[2]; {
+		case e.unknownCommand(): // Redis before 7.0
+			s.noExpireTime.Store(true)
+			return s.lift(ctx, s.counterKey(key), 0)
+		case e.Err != nil:
+			return 0, s.failed(ctx, e.Err)
+		case e.Int < 0:
+			return 0, fmt.Errorf("%s: the lock %q expired before its fence was taken (PEXPIRETIME %d): its TTL is shorter than the server took to answer", s.kind, key, e.Int)
+		}
 	}
-	if !lift {
+	if !s.behind(r, ttl) {
 		return uint64(counter.Int), nil
 	}
 	return s.lift(ctx, s.counterKey(key), 0)
 }
 
-// behind reports whether a fence counter's value c, taken with a lock of
-// the given TTL whose PEXPIRETIME was expireAt, is behind the server's
-// clock at that moment (in whole ms, as µs), so that it must be lifted.
-// liftScript puts a counter half to all of LiftAhead ahead of the clock:
-// it is behind again that much later, so lifts are rare (and come in bursts of
-// the calls in flight), and fences stay within LiftAhead of the clock.
-func behind(c, expireAt int64, ttl time.Duration) bool {
-	return c < (expireAt-Millis(ttl))*1000
+// behind reports whether the fence counter's value in r[1], answered to
+// the commands of fencedCmds without a lift, is behind the server's clock,
+// so that it must be lifted. On a cluster the clock is that of the
+// counter's master at that moment: PEXPIRETIME's answer r[2] less the
+// TTL, in whole ms, as µs. On one server it is the store's reading of the
+// server's clock (see serverNow), never ahead of it. The lift script puts
+// a counter half to all of LiftAhead ahead of the clock, and the store
+// lifts again after half of LiftAhead: so a counter is behind only when
+// the server lost it, or lost its last increments (a restart, a failover),
+// or when the server's clock jumped forward.
+func (s *Store) behind(r []Reply, ttl time.Duration) bool {
+	if len(r) == 3 {
+		return r[1].Int < (r[2].Int-Millis(ttl))*1000
+	}
+	now, ok := s.serverNow()
+	return !ok || r[1].Int < now
+}
+
+// serverClock is a reading of the server's clock: its time in µs, as the
+// lift script answered it, and when the store had the answer.
+type serverClock struct {
+	micros int64
+	at     time.Time // with its monotonic reading
+}
+
+// serverNow returns the server's clock now, in µs, as far as the store can
+// tell from its last lift (false if it has none): the server's time then
+// plus the time passed since. The server read its clock before it sent
+// the answer the store took its time at, so the reading is behind the
+// server's clock by the answer's way back, and ahead of it only as much as
+// the client's clock runs faster in the half of LiftAhead between lifts.
+func (s *Store) serverNow() (int64, bool) {
+	c := s.clock.Load()
+	if c == nil {
+		return 0, false
+	}
+	return c.micros + time.Since(c.at).Microseconds(), true
+}
+
+// lifted returns the fence in the lift script's answer r ("fence time")
+// and keeps the server's time it carries as the store's reading of its
+// clock.
+func (s *Store) lifted(r Reply) (uint64, error) {
+	fence, now, ok := strings.Cut(r.Str, " ")
+	f, err := strconv.ParseUint(fence, 10, 64)
+	if err == nil && ok {
+		var t int64
+		if t, err = strconv.ParseInt(now, 10, 64); err == nil {
+			s.clock.Store(&serverClock{micros: t, at: time.Now()})
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: fence counter: the lift script answered %q, not a fence and a time", s.kind, r.Str)
 }
 
 // LiftAhead is how far ahead of the server's clock a lift puts a fence
@@ -152,7 +210,7 @@ func (s *Store) lift(ctx context.Context, counter string, min uint64) (uint64, e
 	if r.Err != nil {
 		return 0, s.failed(ctx, fmt.Errorf("%s: fence counter: %w", s.kind, r.Err))
 	}
-	return uint64(r.Int), nil
+	return s.lifted(r)
 }
 
 // MaxFence is the largest fence RaiseFence takes: 2^53, the largest

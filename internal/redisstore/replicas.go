@@ -35,7 +35,7 @@ func (s *Store) acquireReplicated(ctx context.Context, fenced bool, key, token s
 	var fence uint64
 	var err error
 	if fenced {
-		fence, err = s.fenced(ctx, &b.cmds[0], ttl, r[:n])
+		fence, err = s.fenced(ctx, b.cmds[:n], ttl, r[:n])
 	} else {
 		err = s.acquired(ctx, &b.cmds[0], acquired)
 	}

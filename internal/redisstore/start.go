@@ -267,10 +267,15 @@ func (s *Store) needsMore(sc *startedCall, r []Reply) bool {
 	case lock.CallAcquire:
 		return slowRefusal || r[0].Err != nil
 	case lock.CallAcquireFenced:
-		if len(r) == 2 { // lifted by the script
-			return slowRefusal || r[0].Err != nil || r[1].Err != nil
+		switch {
+		case slowRefusal || r[0].Err != nil || r[1].Err != nil:
+			return true
+		case sc.cmds[1].Script != nil: // lifted by the script
+			return false
+		case len(r) == 3 && r[2].Err != nil:
+			return true
 		}
-		return slowRefusal || r[0].Err != nil || r[1].Err != nil || r[2].Err != nil || behind(r[1].Int, r[2].Int, sc.call.TTL)
+		return s.behind(r, sc.call.TTL)
 	}
 	return false
 }
@@ -292,7 +297,7 @@ func (s *Store) outcome(sc *startedCall, r []Reply) (uint64, error) {
 		if s.guard > 0 {
 			return s.guarded(ctx, true, sc.key, c.Token, r[0])
 		}
-		fence, err := s.fenced(ctx, &sc.cmds[0], c.TTL, r)
+		fence, err := s.fenced(ctx, sc.cmds[:len(r)], c.TTL, r)
 		if err == errNoSetGet {
 			return c.Run(ctx, s) // again without GET
 		}

@@ -20,16 +20,18 @@ type Store struct {
 	kind    string // "redis" or "goredis", for errors
 	config
 
-	guardArg        string                 // the guard's maxTTL in ms
-	lastTTL         atomic.Pointer[ttlArg] // see ttlArg
-	subOwner        any                    // whose subscriptions this store shares: see hub
-	noShardedPubSub atomic.Bool            // the server lacks SSUBSCRIBE: WaitRelease cannot work
-	noExpireTime    atomic.Bool            // the server lacks PEXPIRETIME (Redis < 7): every fence lifts
-	noSetGet        atomic.Bool            // the server refuses SET with NX and GET (Redis < 7)
-	lastLift        atomic.Int64           // when this store last lifted the fence counter (Unix ns): see liftDue
-	pipe            pipeline               // calls started with Start
-	maxSenders      int                    // batches of started calls in flight at once: see Batcher
-	handoffs        handoffs               // resources this store just released to a waiter
+	guardArg        string                      // the guard's maxTTL in ms
+	lastTTL         atomic.Pointer[ttlArg]      // see ttlArg
+	subOwner        any                         // whose subscriptions this store shares: see hub
+	noShardedPubSub atomic.Bool                 // the server lacks SSUBSCRIBE: WaitRelease cannot work
+	noExpireTime    atomic.Bool                 // a cluster's servers lack PEXPIRETIME (Redis < 7): every fence lifts
+	noSetGet        atomic.Bool                 // the server refuses SET with NX and GET (Redis < 7)
+	lastLift        atomic.Int64                // when this store last lifted the fence counter (Unix ns): see liftDue
+	clock           atomic.Pointer[serverClock] // the server's clock at the last lift: see serverNow
+	holdLifts       atomic.Bool                 // lift only when behind: see HoldLifts
+	pipe            pipeline                    // calls started with Start
+	maxSenders      int                         // batches of started calls in flight at once: see Batcher
+	handoffs        handoffs                    // resources this store just released to a waiter
 }
 
 var (
@@ -317,5 +319,5 @@ func (s *Store) ttlArg(ttl time.Duration) string {
 // tests, on a server that has them.
 func WithoutRedis7(s *Store) {
 	s.noSetGet.Store(true)
-	s.noExpireTime.Store(true)
+	s.noExpireTime.Store(s.cluster) // one server needs no PEXPIRETIME
 }

@@ -49,8 +49,8 @@
 //
 // Every operation is one round trip, pipelined with those of other
 // goroutines by rueidis: Acquire is SET NX PX GET (the GET tells a
-// refusal's holder); AcquireFenced is that, INCR and PEXPIRETIME sent
-// together (see Fencing); Release and Extend are
+// refusal's holder); AcquireFenced is that and INCR (on a cluster also
+// PEXPIRETIME) sent together (see Fencing); Release and Extend are
 // Lua scripts run with EVALSHA, sent in full only when the server answers
 // NOSCRIPT (after SCRIPT FLUSH, a restart or a failover), so NOSCRIPT
 // never reaches the caller. Exists is EXISTS, TTL is PTTL,
@@ -97,27 +97,29 @@
 //
 // A lock.SingleLocker acquires fenced whenever the store can, so its locks
 // carry a Fence; lock.Options.NoFence makes it use Acquire (SET NX PX)
-// alone. AcquireFenced sends SET NX PX, INCR of the server's (or slot's)
-// fence counter and PEXPIRETIME of the lock, together on one connection:
-// one round trip, no script, and no key per resource — nothing of a
-// resource stays once its lock is released or expires. Fences increase
-// strictly per resource, across releases and expiry, because one
-// connection runs the commands in order and a holder releases only once
-// it has its fence.
+// alone. AcquireFenced sends SET NX PX and INCR of the server's (or
+// slot's) fence counter (on a cluster also PEXPIRETIME of the lock),
+// together on one connection: one round trip, no script, and no key per
+// resource — nothing of a resource stays once its lock is released or
+// expires. Fences increase strictly per resource, across releases and
+// expiry, because one connection runs the commands in order and a holder
+// releases only once it has its fence.
 //
-// Fences are kept near the server's clock in microseconds: when the
-// counter is behind the clock (PEXPIRETIME tells the server's time), a
-// second round trip lifts it 25 to 50ms ahead of it, so lifts are rare. So
-// fences look like timestamps (about 1.8e15 now, far below 2^53: they
-// survive JSON), and they keep increasing when the counter is lost or
-// behind: after a restart without persistence, after a failover to a
-// replica that had not received the last increments, after a restart
-// under WithRestartGuard. That holds provided the new server's clock is
-// not behind the old one's by about the failover time less 50ms (seconds
-// with Sentinel or Cluster) and no clock is set back by that much; a clock set back on a server that keeps its
-// data is harmless, as the counter never goes down. docs/fencing.md
-// argues both points in full. On Redis before 7.0 (no PEXPIRETIME) every
-// fenced acquisition takes the second round trip.
+// Fences are kept near the server's clock in microseconds: every 25ms a
+// store lifts the counter 25 to 50ms ahead of the clock with a script,
+// which also tells it the server's clock; when the counter is behind that
+// clock (on a cluster, PEXPIRETIME tells the clock of the lock's master),
+// a second round trip lifts it. So fences look like timestamps (about
+// 1.8e15 now, far below 2^53: they survive JSON), and they keep
+// increasing when the counter is lost or behind: after a restart without
+// persistence, after a failover to a replica that had not received the
+// last increments, after a restart under WithRestartGuard. That holds
+// provided the new server's clock is not behind the old one's by about
+// the failover time less 50ms (seconds with Sentinel or Cluster) and no
+// clock is set back by that much; a clock set back on a server that keeps
+// its data is harmless, as the counter never goes down. docs/fencing.md
+// argues both points in full. On a cluster of Redis before 7.0 (no
+// PEXPIRETIME) every fenced acquisition takes the second round trip.
 //
 // Upgrading from v0.1, whose fences came from a counter per resource:
 // upgrade every process of a server at once, as fences handed out by the

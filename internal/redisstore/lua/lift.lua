@@ -9,7 +9,10 @@
 -- Numbers stay below 2^53, where Lua's doubles are exact: the clock is
 -- about 1.8e15, and RaiseFence refuses larger fences.
 --
--- KEYS: counter. ARGV: minimum ("0" for none), lead (µs). Returns the value.
+-- KEYS: counter. ARGV: minimum ("0" for none), lead (µs). Returns the value
+-- and the server's clock (µs) as one string, "value clock": the store
+-- keeps the clock to tell a counter behind it without asking (see
+-- serverNow).
 -- The lifted value is one above a multiple of half the lead, so that
 -- servers whose counters advance in step (a MultiLocker's) and lift in
 -- the same interval land on the same value, and their fences stay equal;
@@ -22,6 +25,6 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local m = math.max(math.ceil((now + q) / q) * q + 1, tonumber(ARGV[1]))
 if c < m then
 	redis.call('SET', KEYS[1], string.format('%.0f', m))
-	return m
+	c = m
 end
-return c
+return string.format('%.0f %.0f', c, now)

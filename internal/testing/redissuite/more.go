@@ -118,6 +118,64 @@ func (f Factory) testFencesIncrease(t *testing.T) {
 	next("after the counter was deleted", fencedCycle(t, ctx, s, "r"))
 }
 
+// testFencesBehindTheClock: a store that lifts the counter only when it
+// finds it behind the server's clock (HoldLifts) finds so when the counter
+// is set back below the clock after its last lift — through a blocking
+// call and through Start alike — on one server, where it tells from its
+// own reading of the server's clock, and on a cluster, where it asks.
+func (f Factory) testFencesBehindTheClock(t *testing.T) {
+	setBack := func(t *testing.T, s Store, srv *redistest.Server, counter string, last uint64) uint64 {
+		t.Helper()
+		ctx := ctxFor(t, 30*time.Second)
+		redisstore.HoldLifts(f.Engine(s))
+		last = max(last, fencedCycle(t, ctx, s, "r"))
+		next := fencedCycle(t, ctx, s, "r")
+		if next <= last {
+			t.Fatalf("fence after %d = %d; want greater", last, next)
+		}
+		clockPasses(t, srv, next)
+		if err := srv.Do("SET", counter, "5").Error(); err != nil {
+			t.Fatal(err)
+		}
+		if got := fencedCycle(t, ctx, s, "r"); got <= next {
+			t.Fatalf("AcquireFenced(r) after the counter was set back below the clock = %d; want > %d, the fence before", got, next)
+		} else {
+			next = got
+		}
+		clockPasses(t, srv, next)
+		if err := srv.Do("SET", counter, "5").Error(); err != nil {
+			t.Fatal(err)
+		}
+		type answer struct {
+			fence uint64
+			err   error
+		}
+		done := make(chan answer, 1)
+		s.Start(ctx, lock.Call{Op: lock.CallAcquireFenced, Resource: "r", Token: "tok", TTL: time.Minute}, func(fence uint64, err error) {
+			done <- answer{fence, err}
+		})
+		a := <-done
+		if a.err != nil || a.fence <= next {
+			t.Fatalf("Start(acquire fenced r) after the counter was set back below the clock = %d, %v; want > %d, the fence before", a.fence, a.err, next)
+		}
+		return a.fence
+	}
+	t.Run("server", func(t *testing.T) {
+		srv := redistest.Start(t)
+		setBack(t, f.Server(t, srv), srv, redisstore.FenceKey, 0)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		c := redistest.SharedCluster(t)
+		s := f.Cluster(t, c, redisstore.WithPrefix("behind-the-clock:"))
+		counter := redisstore.CounterKey(redisstore.LockKey("behind-the-clock:", "r"), true)
+		last, _, err := s.LastFence(ctxFor(t, 10*time.Second), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		setBack(t, s, c.MasterOf(t, redistest.Slot(counter)), counter, last)
+	})
+}
+
 // testFencesAcrossRestart: a server that restarts without persistence
 // loses its counter; fences handed out after the restart are still
 // greater than those before.

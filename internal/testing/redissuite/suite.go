@@ -101,6 +101,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitReplicasStandalone", f.testWaitReplicasStandalone},
 		{"WaitReplicasCluster", f.testWaitReplicasCluster},
 		{"FencesIncrease", f.testFencesIncrease},
+		{"FencesBehindTheClock", f.testFencesBehindTheClock},
 		{"FencesAcrossRestart", f.testFencesAcrossRestart},
 		{"FencesAfterPromotionWithLostWrites", f.testFencesAfterPromotion},
 		{"FencesLeaveNothing", f.testFencesLeaveNothing},
