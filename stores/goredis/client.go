@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,6 +22,7 @@ type client struct {
 	ctxTimeouts   bool // the client bounds commands by their context's deadline: see run
 	readsReplicas bool // the cluster client sends reads to replicas: see node
 	abandoned     *abandoned
+	pipelines     *sync.Pool // of c.c's redis.Pipeliner, empty: see pipeline
 }
 
 var _ redisstore.Client = client{}
@@ -69,9 +71,11 @@ type sentArg struct {
 }
 
 // MarshalBinary implements encoding.BinaryMarshaler, counting the sends.
+// It returns the string's own bytes, not a copy: go-redis only writes
+// them to its buffer.
 func (a *sentArg) MarshalBinary() ([]byte, error) {
 	a.n.Add(1)
-	return []byte(a.v), nil
+	return unsafe.Slice(unsafe.StringData(a.v), len(a.v)), nil
 }
 
 // sent is a command on its way, and what counts its sends.
@@ -235,11 +239,24 @@ func (c client) pipeline(ctx context.Context, cmds []redisstore.Cmd, out []redis
 	}
 	if err == nil {
 		err = c.run(ctx, &cmds[0], func() {
-			p := node.Pipeline()
+			// A pipeline of c.c is kept for the next call once its Exec
+			// has returned and emptied it — here, in f, also when run
+			// stopped waiting for f.
+			own := node == processor(c.c)
+			var p redis.Pipeliner
+			if own {
+				p, _ = c.pipelines.Get().(redis.Pipeliner)
+			}
+			if p == nil {
+				p = node.Pipeline()
+			}
 			for _, x := range xs {
 				_ = p.Process(ctx, x.wrapped())
 			}
 			_, _ = p.Exec(ctx)
+			if own {
+				c.pipelines.Put(p)
+			}
 		})
 	}
 	for i, x := range xs {

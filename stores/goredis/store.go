@@ -3,6 +3,7 @@ package goredis
 import (
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,7 @@ func New(c redis.UniversalClient, opts ...Option) (*Store, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: goredis.New: nil client", lock.ErrInvalid)
 	}
-	glue := client{c: c, abandoned: new(abandoned)}
+	glue := client{c: c, abandoned: new(abandoned), pipelines: new(sync.Pool)}
 	var seeds []string
 	switch cl := c.(type) {
 	case *redis.Client:
