@@ -66,7 +66,8 @@
 //     of one name apart, fences increasing, across the release and the
 //     expiry of every permit too (when the store fences);
 //     WaitPermit ([lock.PermitWaiter]) returns at once while a permit is
-//     free, blocks while all are held, wakes on a release.
+//     free, blocks while all are held, wakes on a release — of its own
+//     resource, not another's.
 //   - Semaphores and read-write locks built on the store (natively on a
 //     Permitter, from plain locks otherwise): at most the limit of
 //     workers inside through a lock.Semaphore, a writer of a

@@ -37,6 +37,8 @@ var permitRules = []rule{
 		why: "a permit's fence must exceed the fence of every permit granted before on the resource, when the store fences"},
 	{name: "WaitPermit", needs: permitWaiter, run: waitPermit,
 		why: "WaitPermit must return at once while a permit is free, block while all are held, and return when one is released, or waiting semaphores spin or sleep"},
+	{name: "WaitPermitIgnoresOtherResources", needs: permitWaiter, run: waitPermitIgnoresOtherResources,
+		why: "WaitPermit must not return for a permit released on another resource, or every release wakes every waiting semaphore: a stampede"},
 }
 
 var (
@@ -266,6 +268,32 @@ func waitPermit(t *testing.T, h *harness) {
 	default:
 	}
 	h.must("ReleasePermit(r, a0)", h.permits().ReleasePermit(h.ctx(), r, tokens[0]))
+	timer := time.NewTimer(waitLimit)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		h.must("WaitPermit(r) after ReleasePermit(r, a0)", err)
+	case <-timer.C:
+		t.Fatalf("WaitPermit(r) still blocked %v after ReleasePermit(r, a0); want it to return nil", waitLimit)
+	}
+}
+
+func waitPermitIgnoresOtherResources(t *testing.T, h *harness) {
+	w := h.store.(lock.PermitWaiter)
+	r, other := h.res("r"), h.res("other")
+	mine := h.fillPermits(r, "a", h.long)
+	theirs := h.fillPermits(other, "b", h.long)
+	done := make(chan error, 1)
+	go func() { done <- w.WaitPermit(h.ctx(), r) }()
+	h.settle()
+	h.must("ReleasePermit(other, b0)", h.permits().ReleasePermit(h.ctx(), other, theirs[0]))
+	h.settle()
+	select {
+	case err := <-done:
+		t.Fatalf("WaitPermit(r) returned %v after ReleasePermit(other, b0), while every permit of r is still held; want it to block until one of r's is released", errString(err))
+	default:
+	}
+	h.must("ReleasePermit(r, a0)", h.permits().ReleasePermit(h.ctx(), r, mine[0]))
 	timer := time.NewTimer(waitLimit)
 	defer timer.Stop()
 	select {

@@ -40,6 +40,10 @@ func init() {
 			store: func() lock.Store { return brokenstore.PermitFencesForgetEmpty() },
 			rule:  "PermitFences", wants: []string{"AcquirePermit(r, b) after every permit was released = fence 1; want a fence > 5"},
 		},
+		"permit-wait-wakes-on-any-release": {
+			store: func() lock.Store { return brokenstore.PermitWaitWakesOnAnyRelease() },
+			rule:  "WaitPermitIgnoresOtherResources", wants: []string{"WaitPermit(r) returned nil after ReleasePermit(other, b0), while every permit of r is still held"},
+		},
 		"permit-wait-misses-release": {
 			store: func() lock.Store { return brokenstore.PermitWaitMissesRelease() },
 			rule:  "WaitPermit", wants: []string{"WaitPermit(r) still blocked 5s after ReleasePermit(r, a0); want it to return nil"},

@@ -228,6 +228,35 @@ func PermitFencesForgetEmpty() *PermitStore {
 	})
 }
 
+// PermitWaitWakesOnAnyRelease wakes every WaitPermit on any
+// ReleasePermit, of whatever resource, as a store with one notification
+// channel for all: every release is a stampede of waiters.
+func PermitWaitWakesOnAnyRelease() *PermitStore {
+	var mu sync.Mutex
+	released := make(chan struct{})
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.ReleasePermit = func(ctx context.Context, resource, token string) error {
+			err := mem.ReleasePermit(ctx, resource, token)
+			mu.Lock()
+			close(released)
+			released = make(chan struct{})
+			mu.Unlock()
+			return err
+		}
+		f.WaitPermit = func(ctx context.Context, resource string) error {
+			mu.Lock()
+			next := released
+			mu.Unlock()
+			select {
+			case <-next:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
+}
+
 // PermitWaitMissesRelease wakes a WaitPermit only when its context ends
 // once every permit is held, as a store that forgot to notify on release:
 // a waiting semaphore sleeps until its deadline.
