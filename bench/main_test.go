@@ -186,3 +186,37 @@ func TestInPassOrder(t *testing.T) {
 		}
 	}
 }
+
+// A contention section in which no poller served every worker (a short
+// or starved run) has nothing to compare lockkit with: the two targets
+// against the best poller say so, rather than that a row is missing.
+func TestTargetsWithoutServingPoller(t *testing.T) {
+	cell := func(lib string, served int) contentionCell {
+		return contentionCell{Library: lib, Pass: 1, contentionResult: contentionResult{PerSec: 100, WaitP99: 10, Served: served, Workers: 16}}
+	}
+	r := &results{Sections: []*sectionResult{{
+		Key: "contention", Kind: kindContention, Pollers: []string{"poller"},
+		Contention: []contentionCell{cell("lockkit", 16), cell("poller", 15)},
+	}}}
+	var against []target
+	for _, tg := range checkTargets(r) {
+		if strings.Contains(tg.Workload, "best poller") || strings.Contains(tg.Workload, "the same poller") {
+			against = append(against, tg)
+		}
+	}
+	if len(against) != 2 {
+		t.Fatalf("%d targets against the best poller; want 2: %+v", len(against), against)
+	}
+	for _, tg := range against {
+		if tg.Measured == notMeasured || tg.Met || !strings.Contains(tg.Measured, "no poller served every worker") {
+			t.Errorf("target %q with no poller serving every worker: measured %q, met %v; want it said, and not met", tg.Workload, tg.Measured, tg.Met)
+		}
+	}
+	// With a poller that served every worker, they are measured.
+	r.Sections[0].Contention[1].Served = 16
+	for _, tg := range checkTargets(r) {
+		if strings.Contains(tg.Workload, "best poller") && tg.Measured != "1.00×" {
+			t.Errorf("target %q = %q; want 1.00×", tg.Workload, tg.Measured)
+		}
+	}
+}

@@ -210,6 +210,15 @@ func (ts *targets) contention(r *results) {
 		pairedBy(ours, bests, contentionPass, func(a, b contentionCell) float64 { return a.PerSec / b.PerSec }), "%.2f×", atLeast(0.9))
 	ts.check(sec, "14", w+", p99 wait over the same poller's", "≤ 0.5×",
 		pairedBy(ours, bests, contentionPass, func(a, b contentionCell) float64 { return a.WaitP99 / b.WaitP99 }), "%.2f×", atMost(0.5))
+	if len(ours) > 0 && len(bests) == 0 && len(pollersOf(sec)) > 0 {
+		// The rows are there, but no poller served every worker in any
+		// run (a short or starved run): there is nothing to compare with,
+		// which is a result, not a missing row (the two targets just
+		// checked).
+		for i := len(*ts) - 2; i < len(*ts); i++ {
+			(*ts)[i].Measured = "no poller served every worker in any run: nothing to compare with"
+		}
+	}
 	ts.check(sec, "14", w+", the most acquisitions by workers that called Lock later, during one wait",
 		"≤ ~10 (no worker waits more than about 10 handoffs beyond its turn)",
 		values(ours, func(c contentionCell) float64 { return float64(c.PassedOverMax) }), "%.0f", atMost(10))
