@@ -56,8 +56,12 @@ func (p *pool) init() {
 }
 
 // take returns a kept lease of secs seconds with more than margin left
-// at now, and lends it; it drops the kept leases about to expire.
-func (p *pool) take(secs int64, now time.Time) (lease, bool) {
+// at now, and lends it; it drops the kept leases about to expire. renew
+// reports whether the lease must be renewed for a lock of ttl taken at
+// now: whether etcd may expire it before now+ttl. A lease lives in etcd
+// at least until its expires, so one that expires at now+ttl or later
+// needs no renewal: etcd may only expire it later.
+func (p *pool) take(secs int64, now time.Time, ttl time.Duration) (l lease, ok, renew bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	kept := p.idle[secs]
@@ -68,11 +72,11 @@ func (p *pool) take(secs int64, now time.Time) (lease, bool) {
 		if l.expires.Sub(now) > margin {
 			p.idle[secs] = kept
 			p.lend(l)
-			return l, true
+			return l, true, l.expires.Before(now.Add(ttl))
 		}
 	}
 	delete(p.idle, secs)
-	return lease{}, false
+	return lease{}, false, false
 }
 
 // lend records that l is attached, or about to be, to one lock, and

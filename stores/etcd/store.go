@@ -175,16 +175,16 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 	}
 	for fresh := false; ; fresh = true {
 		start := time.Now()
-		l, kept := lease{}, false
+		l, kept, renew := lease{}, false, false
 		if !fresh {
-			l, kept = s.pool.take(secs, start)
+			l, kept, renew = s.pool.take(secs, start, ttl)
 		}
 		if !kept {
 			if l, err = s.grant(ctx, secs, ttl); err != nil {
 				return 0, err
 			}
 		}
-		fence, err := s.attach(ctx, key, token, l, kept, start)
+		fence, err := s.attach(ctx, key, token, l, renew, start)
 		if err == errLeaseGone && kept {
 			continue // the kept lease expired: take a fresh one
 		}
@@ -197,12 +197,14 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 var errLeaseGone = errors.New("etcd acquire: the lock's lease expired before its key was put")
 
 // attach puts key under lease l if key does not exist, and returns the
-// fence. A lease the pool kept (renew) is renewed by a keepalive sent
-// along with the transaction: the lock's TTL then counts from the renewal,
-// after start, and a keepalive is answered by the leader without a Raft
-// write. The lock is taken only if both succeed: a transaction applied
-// while the lease lived attached the key to it, and the renewal kept the
-// lease, and so the key, alive for a whole TTL.
+// fence. A kept lease that etcd may expire within the lock's TTL (renew)
+// is renewed by a keepalive sent along with the transaction: the lock's
+// TTL then counts from the renewal, after start, and a keepalive is
+// answered by the leader without a Raft write. The lock is then taken
+// only if both succeed: a transaction applied while the lease lived
+// attached the key to it, and the renewal kept the lease, and so the key,
+// alive for a whole TTL. A lease not renewed is one the pool knows to
+// live a whole TTL after start already.
 func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bool, start time.Time) (uint64, error) {
 	var renewed error
 	var wg sync.WaitGroup
@@ -230,7 +232,9 @@ func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bo
 		// it. A lease whose renewal failed is not kept: its expiry is
 		// unknown. The outcome on the lock is certain either way.
 		if renewed == nil {
-			s.pool.renewed(l.id, l.secs, start)
+			if renew {
+				s.pool.renewed(l.id, l.secs, start)
+			}
 			s.drop(ctx, l.id)
 		} else {
 			s.pool.forget(l.id)
@@ -246,7 +250,9 @@ func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bo
 		_ = s.revoke(ctx, l.id)
 		return 0, s.fail(ctx, "acquire: renew the lease", renewed)
 	}
-	s.pool.renewed(l.id, l.secs, start)
+	if renew {
+		s.pool.renewed(l.id, l.secs, start)
+	}
 	return uint64(resp.Header.Revision), nil
 }
 
