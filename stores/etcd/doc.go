@@ -94,6 +94,17 @@
 //     checks the token and the old lease.
 //   - Exists: a count-only read. TTL: a read and a lease query.
 //
+// Renewals go over LeaseKeepAlive streams that the store keeps open
+// between them (up to 64), one renewal at a time on each, rather than
+// over a stream opened per renewal (as the client's KeepAliveOnce does),
+// whose setup costs both sides more than the renewal. One at a time, as a
+// member answers the renewals of a stream in order, and a follower
+// forwards each to the leader: renewals sharing a stream would queue. A
+// renewal whose stream breaks, or whose context ends, before its answer
+// arrives returns an error, never an outcome, and its stream is closed;
+// the next renewal opens another. The streams end with the client, or
+// with Close.
+//
 // A lease is kept only when the store knows that no key is attached to it
 // — the deletion of its key reported it, or the transaction that would
 // have attached one did not — and an acquisition takes it alone, so no

@@ -33,6 +33,7 @@ type Store struct {
 	timeout time.Duration
 	hub     hub
 	pool    pool
+	renewer renewer
 }
 
 var (
@@ -111,6 +112,7 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 	s.minTTL.Store(int64(s.min / time.Second))
 	s.hub.init(s)
 	s.pool.init()
+	s.renewer = renewer{leases: s.leases, client: client}
 	return s, nil
 }
 
@@ -209,7 +211,7 @@ func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bo
 	var renewed error
 	var wg sync.WaitGroup
 	if renew {
-		wg.Go(func() { _, renewed = s.client.KeepAliveOnce(ctx, clientv3.LeaseID(l.id)) })
+		wg.Go(func() { _, renewed = s.renewer.renew(ctx, l.id) })
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -406,14 +408,14 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 		return lock.ErrNotHeld
 	}
 	start := time.Now()
-	ka, err := s.client.KeepAliveOnce(ctx, clientv3.LeaseID(kv.Lease))
+	renewed, err := s.renewer.renew(ctx, kv.Lease)
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		// Expired, and never brought back; unless the leader lags.
 		return s.leaseGone(ctx, "extend", kv.Key, kv)
 	case err != nil:
 		return s.fail(ctx, "extend", err)
-	case ka.TTL == secs:
+	case renewed == secs:
 		s.pool.renewed(kv.Lease, secs, start)
 		return nil
 	}
