@@ -72,11 +72,17 @@
 //     does not exist — one Raft write — with, sent along with it, a
 //     keepalive that renews a kept lease (answered by the leader, without
 //     a Raft write): one round trip. The lock is taken only if both
-//     succeed; its TTL counts from the renewal. With no kept lease of the
-//     TTL, a lease is granted first (a Raft write, a round trip). When the
-//     key exists, the lease is kept again. While callers of the store wait
-//     for the resource and its watch last saw the key put, the key is read
-//     first, and a held key costs that read only.
+//     succeed; its TTL counts from the renewal. A kept lease that etcd
+//     keeps a whole TTL from the acquisition's start anyway is not renewed:
+//     the store knows a time before which etcd does not expire each lease
+//     (the start of the call that granted or last renewed it, plus its
+//     TTL), and a TTL that is not whole seconds leaves that much to spare
+//     (a lease of 2s renewed for a lock of 1.5s serves another lock of
+//     1.5s for half a second). With no kept lease of the TTL, a lease is
+//     granted first (a Raft write, a round trip). When the key exists,
+//     the lease is kept again. While callers of the store wait for the
+//     resource and its watch last saw the key put, the key is read first,
+//     and a held key costs that read only.
 //   - Release: one transaction that deletes the key if it holds the token,
 //     and reports the lease the key was attached to: one Raft write. The
 //     lease is kept, or revoked if the store already keeps
@@ -87,6 +93,17 @@
 //     the lease's moves the lock to a new lease in a transaction that
 //     checks the token and the old lease.
 //   - Exists: a count-only read. TTL: a read and a lease query.
+//
+// Renewals go over LeaseKeepAlive streams that the store keeps open
+// between them (up to 64), one renewal at a time on each, rather than
+// over a stream opened per renewal (as the client's KeepAliveOnce does),
+// whose setup costs both sides more than the renewal. One at a time, as a
+// member answers the renewals of a stream in order, and a follower
+// forwards each to the leader: renewals sharing a stream would queue. A
+// renewal whose stream breaks, or whose context ends, before its answer
+// arrives returns an error, never an outcome, and its stream is closed;
+// the next renewal opens another. The streams end with the client, or
+// with Close.
 //
 // A lease is kept only when the store knows that no key is attached to it
 // — the deletion of its key reported it, or the transaction that would

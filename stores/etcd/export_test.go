@@ -1,6 +1,9 @@
 package etcd
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Watches returns the number of resources the store watches.
 func (s *Store) Watches() int {
@@ -25,4 +28,17 @@ func (s *Store) Waiting(resource string) int {
 		return len(w.waiters)
 	}
 	return 0
+}
+
+// Renew renews lease id over the store's keepalive streams.
+func (s *Store) Renew(ctx context.Context, id int64) (int64, error) {
+	return s.renewer.renew(ctx, id)
+}
+
+// IdleStreams returns the number of keepalive streams the store keeps
+// open between renewals.
+func (s *Store) IdleStreams() int {
+	s.renewer.mu.Lock()
+	defer s.renewer.mu.Unlock()
+	return len(s.renewer.idle)
 }

@@ -56,8 +56,12 @@ func (p *pool) init() {
 }
 
 // take returns a kept lease of secs seconds with more than margin left
-// at now, and lends it; it drops the kept leases about to expire.
-func (p *pool) take(secs int64, now time.Time) (lease, bool) {
+// at now, and lends it; it drops the kept leases about to expire. renew
+// reports whether the lease must be renewed for a lock of ttl taken at
+// now: whether etcd may expire it before now+ttl. A lease lives in etcd
+// at least until its expires, so one that expires at now+ttl or later
+// needs no renewal: etcd may only expire it later.
+func (p *pool) take(secs int64, now time.Time, ttl time.Duration) (l lease, ok, renew bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	kept := p.idle[secs]
@@ -68,11 +72,11 @@ func (p *pool) take(secs int64, now time.Time) (lease, bool) {
 		if l.expires.Sub(now) > margin {
 			p.idle[secs] = kept
 			p.lend(l)
-			return l, true
+			return l, true, l.expires.Before(now.Add(ttl))
 		}
 	}
 	delete(p.idle, secs)
-	return lease{}, false
+	return lease{}, false, false
 }
 
 // lend records that l is attached, or about to be, to one lock, and
@@ -151,13 +155,15 @@ func (p *pool) close() []lease {
 
 // Close revokes the leases the store keeps for its next acquisitions
 // (see WithIdleLeases), and stops keeping any: its releases revoke their
-// leases from then on. The store remains usable. It does not close the
+// leases from then on. It closes the keepalive streams the store keeps
+// open (a later renewal opens one). The store remains usable. It does not close the
 // client, and releases no lock. A lease it fails to revoke expires by
 // itself within its TTL; Close returns the first error.
 func (s *Store) Close(ctx context.Context) error {
 	if err := check(ctx, "-", "-"); err != nil {
 		return err
 	}
+	s.renewer.close()
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var first error

@@ -33,6 +33,7 @@ type Store struct {
 	timeout time.Duration
 	hub     hub
 	pool    pool
+	renewer renewer
 }
 
 var (
@@ -111,6 +112,7 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 	s.minTTL.Store(int64(s.min / time.Second))
 	s.hub.init(s)
 	s.pool.init()
+	s.renewer = renewer{leases: s.leases, client: client}
 	return s, nil
 }
 
@@ -175,16 +177,16 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 	}
 	for fresh := false; ; fresh = true {
 		start := time.Now()
-		l, kept := lease{}, false
+		l, kept, renew := lease{}, false, false
 		if !fresh {
-			l, kept = s.pool.take(secs, start)
+			l, kept, renew = s.pool.take(secs, start, ttl)
 		}
 		if !kept {
 			if l, err = s.grant(ctx, secs, ttl); err != nil {
 				return 0, err
 			}
 		}
-		fence, err := s.attach(ctx, key, token, l, kept, start)
+		fence, err := s.attach(ctx, key, token, l, renew, start)
 		if err == errLeaseGone && kept {
 			continue // the kept lease expired: take a fresh one
 		}
@@ -197,17 +199,19 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 var errLeaseGone = errors.New("etcd acquire: the lock's lease expired before its key was put")
 
 // attach puts key under lease l if key does not exist, and returns the
-// fence. A lease the pool kept (renew) is renewed by a keepalive sent
-// along with the transaction: the lock's TTL then counts from the renewal,
-// after start, and a keepalive is answered by the leader without a Raft
-// write. The lock is taken only if both succeed: a transaction applied
-// while the lease lived attached the key to it, and the renewal kept the
-// lease, and so the key, alive for a whole TTL.
+// fence. A kept lease that etcd may expire within the lock's TTL (renew)
+// is renewed by a keepalive sent along with the transaction: the lock's
+// TTL then counts from the renewal, after start, and a keepalive is
+// answered by the leader without a Raft write. The lock is then taken
+// only if both succeed: a transaction applied while the lease lived
+// attached the key to it, and the renewal kept the lease, and so the key,
+// alive for a whole TTL. A lease not renewed is one the pool knows to
+// live a whole TTL after start already.
 func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bool, start time.Time) (uint64, error) {
 	var renewed error
 	var wg sync.WaitGroup
 	if renew {
-		wg.Go(func() { _, renewed = s.client.KeepAliveOnce(ctx, clientv3.LeaseID(l.id)) })
+		wg.Go(func() { _, renewed = s.renewer.renew(ctx, l.id) })
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
@@ -230,7 +234,9 @@ func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bo
 		// it. A lease whose renewal failed is not kept: its expiry is
 		// unknown. The outcome on the lock is certain either way.
 		if renewed == nil {
-			s.pool.renewed(l.id, l.secs, start)
+			if renew {
+				s.pool.renewed(l.id, l.secs, start)
+			}
 			s.drop(ctx, l.id)
 		} else {
 			s.pool.forget(l.id)
@@ -246,7 +252,9 @@ func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bo
 		_ = s.revoke(ctx, l.id)
 		return 0, s.fail(ctx, "acquire: renew the lease", renewed)
 	}
-	s.pool.renewed(l.id, l.secs, start)
+	if renew {
+		s.pool.renewed(l.id, l.secs, start)
+	}
 	return uint64(resp.Header.Revision), nil
 }
 
@@ -400,14 +408,14 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 		return lock.ErrNotHeld
 	}
 	start := time.Now()
-	ka, err := s.client.KeepAliveOnce(ctx, clientv3.LeaseID(kv.Lease))
+	renewed, err := s.renewer.renew(ctx, kv.Lease)
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		// Expired, and never brought back; unless the leader lags.
 		return s.leaseGone(ctx, "extend", kv.Key, kv)
 	case err != nil:
 		return s.fail(ctx, "extend", err)
-	case ka.TTL == secs:
+	case renewed == secs:
 		s.pool.renewed(kv.Lease, secs, start)
 		return nil
 	}
