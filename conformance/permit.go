@@ -259,41 +259,49 @@ func waitPermit(t *testing.T, h *harness) {
 	h.must("WaitPermit(r) with no permit held", w.WaitPermit(ctx, r))
 	cancel()
 	tokens := h.fillPermits(r, "a", h.long)
-	done := make(chan error, 1)
-	go func() { done <- w.WaitPermit(h.ctx(), r) }()
+	done := startWaitPermit(h, r)
 	h.settle()
-	select {
-	case err := <-done:
-		t.Fatalf("WaitPermit(r) returned %v while every permit is held; want it to block until one is released", errString(err))
-	default:
-	}
+	stillWaitingPermit(t, done, "while every permit is held; want it to block until one is released")
 	h.must("ReleasePermit(r, a0)", h.permits().ReleasePermit(h.ctx(), r, tokens[0]))
-	timer := time.NewTimer(waitLimit)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		h.must("WaitPermit(r) after ReleasePermit(r, a0)", err)
-	case <-timer.C:
-		t.Fatalf("WaitPermit(r) still blocked %v after ReleasePermit(r, a0); want it to return nil", waitLimit)
-	}
+	awaitWaitPermit(t, h, done)
 }
 
 func waitPermitIgnoresOtherResources(t *testing.T, h *harness) {
-	w := h.store.(lock.PermitWaiter)
 	r, other := h.res("r"), h.res("other")
 	mine := h.fillPermits(r, "a", h.long)
 	theirs := h.fillPermits(other, "b", h.long)
-	done := make(chan error, 1)
-	go func() { done <- w.WaitPermit(h.ctx(), r) }()
+	done := startWaitPermit(h, r)
 	h.settle()
 	h.must("ReleasePermit(other, b0)", h.permits().ReleasePermit(h.ctx(), other, theirs[0]))
 	h.settle()
+	stillWaitingPermit(t, done, "after ReleasePermit(other, b0), while every permit of r is still held; want it to block until one of r's is released")
+	h.must("ReleasePermit(r, a0)", h.permits().ReleasePermit(h.ctx(), r, mine[0]))
+	awaitWaitPermit(t, h, done)
+}
+
+// startWaitPermit runs WaitPermit(r) in a goroutine and returns its result
+// channel.
+func startWaitPermit(h *harness, r string) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- h.store.(lock.PermitWaiter).WaitPermit(h.ctx(), r) }()
+	return done
+}
+
+// stillWaitingPermit fails the rule if a WaitPermit started with
+// startWaitPermit has returned; what says when, and what was wanted.
+func stillWaitingPermit(t *testing.T, done <-chan error, what string) {
+	t.Helper()
 	select {
 	case err := <-done:
-		t.Fatalf("WaitPermit(r) returned %v after ReleasePermit(other, b0), while every permit of r is still held; want it to block until one of r's is released", errString(err))
+		t.Fatalf("WaitPermit(r) returned %v %s", errString(err), what)
 	default:
 	}
-	h.must("ReleasePermit(r, a0)", h.permits().ReleasePermit(h.ctx(), r, mine[0]))
+}
+
+// awaitWaitPermit waits for a WaitPermit started with startWaitPermit to
+// return nil after ReleasePermit(r, a0).
+func awaitWaitPermit(t *testing.T, h *harness, done <-chan error) {
+	t.Helper()
 	timer := time.NewTimer(waitLimit)
 	defer timer.Stop()
 	select {

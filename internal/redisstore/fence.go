@@ -79,10 +79,10 @@ func (s *Store) fencedCmds(cmds *[3]Cmd, key, token string, ttl time.Duration) i
 
 // liftDue reports whether the fenced acquisitions of this store lift the
 // counter as they take their fence: on a cluster whose servers lack
-// PEXPIRETIME, and when the store has not lifted it for half of LiftAhead
-// — and so marks it lifted now. Under load, that is one acquisition in many; when
-// fences are rare, all of them, at the cost of a script rather than a
-// second round trip.
+// PEXPIRETIME, and when the store has not lifted it for half of
+// LiftAhead — and so marks it lifted now. Under load, that is one
+// acquisition in many; when fences are rare, all of them, at the cost of
+// a script rather than a second round trip.
 func (s *Store) liftDue() bool {
 	if s.noExpireTime.Load() {
 		return true
