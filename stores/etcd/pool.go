@@ -156,8 +156,8 @@ func (p *pool) close() []lease {
 // Close revokes the leases the store keeps for its next acquisitions
 // (see WithIdleLeases), and stops keeping any: its releases revoke their
 // leases from then on. It closes the keepalive streams the store keeps
-// open (a later renewal opens one). The store remains usable. It does not close the
-// client, and releases no lock. A lease it fails to revoke expires by
+// open (a later renewal opens one). The store remains usable. It does not
+// close the client, and releases no lock. A lease it fails to revoke expires by
 // itself within its TTL; Close returns the first error.
 func (s *Store) Close(ctx context.Context) error {
 	if err := check(ctx, "-", "-"); err != nil {
