@@ -326,7 +326,11 @@ func TestFaultConnectionResets(t *testing.T) {
 			cfg := f.config(4, ttl, 20*time.Millisecond, 3*time.Second, wrap)
 			cfg.Resources = []string{"a", "b"}
 			cfg.Retry = &lock.NoRetry // one attempt per call: its outcome is that attempt's
-			cfg.LockTimeout = 3 * time.Second
+			// A call whose reply is lost waits for it on its connection
+			// until the loss ends; bounding every call well inside the loss
+			// makes sure calls end while replies are lost, whatever the
+			// workers were doing when it began.
+			cfg.LockTimeout = 300 * time.Millisecond
 			cfg.Recorder = contention.NewRecorder()
 			for _, at := range []time.Duration{200, 500, 800, 2300, 2500} {
 				cfg.Faults = append(cfg.Faults, contention.Fault{
@@ -348,7 +352,7 @@ func TestFaultConnectionResets(t *testing.T) {
 			// No reply reaches a client while replies are lost: a call
 			// that ended then (well after the loss began: a reply that
 			// arrived just before takes a moment to be recorded) heard no
-			// answer. Those are the calls whose new connection timed out.
+			// answer. Those are the calls that timed out.
 			misclassified, blind := 0, 0
 			for _, op := range res.Recorder.Ops() {
 				if op.End < lossStart+100*time.Millisecond || op.End >= lossEnd {
