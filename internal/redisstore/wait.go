@@ -49,7 +49,7 @@ type waitFor struct {
 	look func(key string) Cmd
 	// wait gets a subscription in line (ARGV: its id, QueueMargin, "1"
 	// to get in at the front, "1" to get in line behind a handoff, and
-	// the number of its callers waiting or "0": see wait.lua) if key is
+	// the number of its callers waiting, "0" or "r": see wait.lua) if key is
 	// not free, and returns -2 if it is free, -3 if it is being handed
 	// to a waiter ahead (look again after handoffGrace), or the
 	// milliseconds after which to look again (-1: none).
@@ -121,8 +121,11 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		// keeps its place in the server's line (see wait.lua).
 		w := t.line.Join(front)
 		waiting := "0"
-		if again {
+		switch {
+		case again:
 			waiting = strconv.Itoa(t.line.Len())
+		case t.line.Len() == 1:
+			waiting = "r" // alone: what the subscription has in line is stale
 		}
 		register := script(what.wait, []string{key, WaitersOf(key)}, t.id, QueueMargin, flag(front), flag(behind), waiting)
 		register.Queue = true

@@ -9,13 +9,14 @@
 -- line at the front (ARGV[3] = "1"); a free permit with subscriptions in
 -- line is being handed to the first of them, so with ARGV[4] = "1" the
 -- waiter gets in line behind them and the script returns -3 (look again
--- in a moment, with ARGV[4] = "0"); and a caller that looks again keeps
--- its place (ARGV[5], see wait.lua).
+-- in a moment, with ARGV[4] = "0"); a caller that looks again keeps its
+-- place, and a subscription's only caller takes the entries its earlier
+-- callers left out of line first (ARGV[5], see wait.lua).
 --
 -- KEYS: permits (see permit_acquire.lua), waiters. ARGV: subscription id
 -- ("" to look without getting in line), queue margin (ms), "1" to get in
 -- line at the front, "1" to get in line behind a handoff, the number of
--- the subscription's callers waiting or "0".
+-- the subscription's callers waiting, "0" or "r".
 -- Returns -2 if a permit is free (nothing queued), -3 if one is being
 -- handed to a waiter ahead, otherwise the milliseconds until the first
 -- permit expires.
@@ -35,9 +36,12 @@ else
 		return ms
 	end
 end
+if ARGV[5] == 'r' then
+	redis.call('LREM', KEYS[2], 0, ARGV[1])
+end
 if ARGV[3] == '1' then
 	redis.call('LPUSH', KEYS[2], ARGV[1])
-elseif ARGV[5] == '0' or #redis.call('LPOS', KEYS[2], ARGV[1], 'COUNT', ARGV[5]) < tonumber(ARGV[5]) then
+elseif ARGV[5] == '0' or ARGV[5] == 'r' or #redis.call('LPOS', KEYS[2], ARGV[1], 'COUNT', ARGV[5]) < tonumber(ARGV[5]) then
 	redis.call('RPUSH', KEYS[2], ARGV[1])
 end
 local ttl = tonumber(ARGV[2])

@@ -18,10 +18,15 @@
 -- handoff's grace ran out) keeps the place it had: it gets in line only
 -- if its subscription is in line fewer times than it has callers waiting
 -- (ARGV[5]; "0" for a caller's first look, which always gets in line).
+-- The first look of a subscription's only caller ("r") takes the
+-- subscription's entries out of line before it gets in: they were left
+-- by callers that stopped waiting without a wake (they found the lock
+-- free, or gave up), and would otherwise wake the newcomer ahead of
+-- everyone who got in line after them, and pile up.
 --
 -- KEYS: lock, waiters. ARGV: subscription id, queue margin (ms), "1" to
 -- get in line at the front, "1" to get in line behind a handoff, the
--- number of the subscription's callers waiting or "0".
+-- number of the subscription's callers waiting, "0" or "r".
 local ms = redis.call('PTTL', KEYS[1])
 if ms == -2 then
 	if ARGV[4] ~= '1' or redis.call('LLEN', KEYS[2]) == 0 then
@@ -29,9 +34,12 @@ if ms == -2 then
 	end
 	ms = -3
 end
+if ARGV[5] == 'r' then
+	redis.call('LREM', KEYS[2], 0, ARGV[1])
+end
 if ARGV[3] == '1' then
 	redis.call('LPUSH', KEYS[2], ARGV[1])
-elseif ARGV[5] == '0' or #redis.call('LPOS', KEYS[2], ARGV[1], 'COUNT', ARGV[5]) < tonumber(ARGV[5]) then
+elseif ARGV[5] == '0' or ARGV[5] == 'r' or #redis.call('LPOS', KEYS[2], ARGV[1], 'COUNT', ARGV[5]) < tonumber(ARGV[5]) then
 	redis.call('RPUSH', KEYS[2], ARGV[1])
 end
 local ttl = tonumber(ARGV[2])

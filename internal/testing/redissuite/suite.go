@@ -121,6 +121,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitFreeReturnsAtOnce", f.testWaitFreeReturnsAtOnce},
 		{"WaitersTakeTurns", f.testWaitersTakeTurns},
 		{"WaitCanceledWaiterLeavesQueue", f.testWaitCanceledWaiterLeavesQueue},
+		{"WaitLeftEntriesDoNotWake", f.testWaitLeftEntriesDoNotWake},
 		{"WaitRechecksOnExpiry", f.testWaitRechecksOnExpiry},
 		{"WaitSeesShorterExpiry", f.testWaitSeesShorterExpiry},
 		{"WaitAfterScriptFlush", f.testWaitAfterScriptFlush},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockkit/lock/internal/redisstore"
 	"github.com/lockkit/lock/internal/testing/redistest"
+	"github.com/redis/rueidis"
 )
 
 // shardSubscribers returns how many connections are subscribed to
@@ -121,6 +122,70 @@ func (f Factory) testWaitCanceledWaiterLeavesQueue(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("second WaitRelease not woken by the release after the first left")
+	}
+}
+
+// testWaitLeftEntriesDoNotWake: a caller that stopped waiting without a
+// wake (as a locker's bounded wait does) leaves its subscription's entry
+// in line while the subscription lingers; when the caller waits again,
+// that stale entry must not wake it ahead of a caller of another process
+// that got in line after the entry and has waited longer. (Which
+// subscription a release woke is seen on its channel: waiters look again
+// now and then, so who returns first proves nothing.)
+func (f Factory) testWaitLeftEntriesDoNotWake(t *testing.T) {
+	srv := redistest.Start(t)
+	a := f.Server(t, srv, redisstore.WithPrefix("stale:"))
+	b := f.Server(t, srv, redisstore.WithPrefix("stale:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const queue = "stale:{r}:waiters"
+	wait := func(s Store, ctx context.Context) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.WaitRelease(ctx, "r") }()
+		return done
+	}
+	first, cancelFirst := context.WithCancel(ctx)
+	defer cancelFirst()
+	firstDone := wait(a, first)
+	eventually(t, "a in line", func() bool { n, err := srv.Do("LLEN", queue).AsInt64(); return err == nil && n == 1 })
+	_ = wait(b, ctx)
+	eventually(t, "b in line", func() bool { n, err := srv.Do("LLEN", queue).AsInt64(); return err == nil && n == 2 })
+	bEntry, err := srv.Do("LINDEX", queue, "-1").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hear what b's subscription hears.
+	listener := srv.NewClient(t)
+	woke := make(chan struct{}, 1)
+	go func() {
+		_ = listener.Receive(ctx, listener.B().Ssubscribe().Channel(redisstore.ChannelOf("stale:{r}", bEntry)).Build(), func(rueidis.PubSubMessage) {
+			select {
+			case woke <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	eventually(t, "listening", func() bool { return shardSubscribers(t, srv, "stale:{r}") == 3 })
+
+	cancelFirst()
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a's first WaitRelease after its ctx was canceled = %v", err)
+	}
+	_ = wait(a, ctx) // at once: a's subscription lingers, with its entry
+	eventually(t, "a back in line", func() bool {
+		last, err := srv.Do("LINDEX", queue, "-1").ToString()
+		return err == nil && last != bEntry
+	})
+	if err := a.Release(ctx, "r", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woke:
+	case <-time.After(5 * time.Second):
+		line, _ := srv.Do("LRANGE", queue, "0", "-1").AsStrSlice()
+		t.Fatalf("the release did not wake b, first in line since a stopped waiting (line after it: %q, b is %q)", line, bEntry)
 	}
 }
 
