@@ -3,6 +3,7 @@ package contention_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -278,6 +279,39 @@ func TestFaultWindow(t *testing.T) {
 			t.Errorf("recovery = %v (recovered %v), want within the 5ms pause", rep.Recovery, rep.Recovered)
 		}
 	})
+}
+
+// A fault that ends after the run's Duration (a failover slower than
+// planned) leaves no time to see the recovery, unless the run awaits it.
+func TestAwaitRecovery(t *testing.T) {
+	for _, await := range []time.Duration{0, time.Second} {
+		t.Run(fmt.Sprint("await=", await), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := memory.New()
+				rep, _ := run(t, "await-recovery", contention.Config{
+					Workers: 2, NewLocker: single(store), Retry: &lock.NoRetry, Pause: 5 * time.Millisecond,
+					TTL: 100 * time.Millisecond, Hold: 10 * time.Millisecond, Duration: time.Second,
+					AwaitRecovery: await,
+					Faults: []contention.Fault{{
+						// It ends at 1203ms, past Duration, and off the workers' 5ms steps.
+						Name: "slow failover", At: 500 * time.Millisecond,
+						Inject: func() error {
+							store.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errors.New("down"), Times: memory.Always})
+							time.Sleep(703 * time.Millisecond)
+							store.ClearFaults()
+							return nil
+						},
+					}},
+				})
+				if await > 0 && (!rep.Recovered || rep.Recovery > 5*time.Millisecond) {
+					t.Errorf("AwaitRecovery %v: recovery = %v (recovered %v); want the workers' next attempt, within their 5ms pause", await, rep.Recovery, rep.Recovered)
+				}
+				if await == 0 && rep.Recovered {
+					t.Errorf("without AwaitRecovery: recovered after a fault that ended past Duration (%v); the run should have ended with the fault", rep.Recovery)
+				}
+			})
+		})
+	}
 }
 
 // A fault the run ends before is an error: a scenario that injected

@@ -70,6 +70,13 @@ type Config struct {
 	// (calls under way finish, bounded by LockTimeout and Hold).
 	Duration time.Duration
 
+	// AwaitRecovery, if positive, makes a run with Duration go on past
+	// it, for at most this long, until a Lock succeeds after the last
+	// fault ended: a fault that takes longer to inject than planned (a
+	// failover on a loaded machine) still leaves time to see the
+	// recovery that the report's Recovered asks for.
+	AwaitRecovery time.Duration
+
 	// LocksPerWorker, if positive, ends a worker after that many
 	// successful acquisitions. Duration or LocksPerWorker is required.
 	LocksPerWorker int
@@ -218,6 +225,8 @@ func (c *Config) setDefaults() error {
 		return bad("Pause is %v: want >= 0", c.Pause)
 	case c.LockTimeout < 0:
 		return bad("LockTimeout is %v: want >= 0", c.LockTimeout)
+	case c.AwaitRecovery < 0:
+		return bad("AwaitRecovery is %v: want >= 0", c.AwaitRecovery)
 	case c.Duration < 0 || c.LocksPerWorker < 0:
 		return bad("Duration (%v) and LocksPerWorker (%d) must not be negative", c.Duration, c.LocksPerWorker)
 	case c.Duration == 0 && c.LocksPerWorker == 0:
@@ -445,6 +454,7 @@ func (r *runner) conduct(ctx context.Context, start time.Time, workersDone <-cha
 		}
 		switch {
 		case e.fault < 0:
+			r.awaitRecovery(ctx, workersDone)
 			r.halt()
 		case e.heal:
 			if healed[e.fault] != nil {
@@ -468,6 +478,30 @@ func (r *runner) conduct(ctx context.Context, start time.Time, workersDone <-cha
 	// Every event passed (the run ends with the workers when it has no
 	// Duration).
 	<-workersDone
+}
+
+// awaitRecovery waits, for at most cfg.AwaitRecovery, until a Lock has
+// succeeded after the last fault that ended, if any did.
+func (r *runner) awaitRecovery(ctx context.Context, workersDone <-chan struct{}) {
+	rec := r.cfg.Recorder
+	last, ended := time.Duration(0), false
+	for _, w := range rec.Windows() {
+		if w.End >= 0 {
+			last, ended = max(last, w.End), true
+		}
+	}
+	if r.cfg.AwaitRecovery <= 0 || !ended {
+		return
+	}
+	const every = 10 * time.Millisecond
+	for deadline := time.Now().Add(r.cfg.AwaitRecovery); time.Now().Before(deadline); {
+		if _, found := Recovery(rec.Ops(), last); found {
+			return
+		}
+		if !r.waitUntil(ctx, time.Now().Add(every), workersDone) {
+			return
+		}
+	}
 }
 
 func rank(e event) int {

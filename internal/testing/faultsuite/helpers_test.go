@@ -639,13 +639,20 @@ func (s *scenario) mixedBackend(rs []*redistest.Server, ms []*memcachetest.Serve
 }
 
 // config returns the workload of a backend: its lockers, server reads and
-// quorum.
+// quorum. A run goes on past duration until it sees a lock granted after
+// its last fault (within awaitRecovery): a fault that takes longer than
+// planned to inject or heal on a loaded machine (a failover, a restart)
+// must not leave the run without time to recover.
 func (b *backend) config(workers int, ttl, hold, duration time.Duration) contention.Config {
 	return contention.Config{
 		Workers: workers, NewLocker: b.newLocker, TTL: ttl, Hold: hold, Duration: duration,
-		ServerTTL: b.serverTTL, Quorum: b.quorum,
+		AwaitRecovery: awaitRecovery, ServerTTL: b.serverTTL, Quorum: b.quorum,
 	}
 }
+
+// awaitRecovery bounds how long a run waits past its duration for a lock
+// granted after its last fault.
+const awaitRecovery = 10 * time.Second
 
 // prebuilt makes the lockers of n clients now — connections included —
 // and returns a NewLocker handing them out, for scenarios that slow the
