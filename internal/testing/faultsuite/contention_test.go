@@ -72,7 +72,9 @@ func TestContention(t *testing.T) {
 			cfg := b.config(8, bc.ttl, 2*time.Millisecond, 2*time.Second)
 			cfg.Resources = []string{"a", "b"}
 			rep, res := s.run(cfg)
-			if rep.Acquisitions < 40 || rep.MaxHolders != 1 || rep.ValidityChecked == 0 || res.Writes == 0 {
+			// At least one lock per worker, however slow the machine: a
+			// count within the run's time would be a speed threshold.
+			if rep.Acquisitions < 8 || rep.MaxHolders != 1 || rep.ValidityChecked == 0 || res.Writes == 0 {
 				t.Errorf("the workload did not run as configured: %s", rep.Line())
 			}
 			s.finish(rep, bc.ttl+time.Second, b.count)
