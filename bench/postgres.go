@@ -129,7 +129,62 @@ func openLockkitPostgres(e env, noFence bool) (client, error) {
 	if err == nil {
 		err = s.Migrate(ctx)
 	}
+	if err == nil {
+		err = warmConnections(pool, func(ctx context.Context) error {
+			name, token := e.prefix+"warm-up", "warm-up"
+			var err error
+			if noFence {
+				err = s.Acquire(ctx, name, token, e.ttl)
+			} else {
+				_, err = s.AcquireFenced(ctx, name, token, e.ttl)
+			}
+			if err == nil {
+				err = s.Release(ctx, name, token)
+			}
+			return err
+		})
+	}
 	return singleClient(s, err, e, e.options(noFence, nil), nil)
+}
+
+// warmConnections runs pair once on every connection of pool, so that a
+// cell does not measure the first use of its table on each: a session
+// prepares the cell's statements and loads its table, index and
+// sequence into its caches (about a millisecond). The harness's warm-up,
+// one pair per worker in turn, finds the pool's last released connection
+// idle every time (the pool hands out the most recently released one)
+// and so warms one connection of 64. Holding every other connection, it
+// leaves pair one idle connection to run on.
+func warmConnections(pool *pgxpool.Pool, pair func(context.Context) error) error {
+	ctx := context.Background()
+	conns := make([]*pgxpool.Conn, 0, pool.Config().MaxConns)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for range cap(conns) {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	for i := range conns {
+		conns[i].Release() // the only idle connection: pair runs on it
+		conns[i] = nil
+		if err := pair(ctx); err != nil {
+			return err
+		}
+		c, err := pool.Acquire(ctx) // the same one again
+		if err != nil {
+			return err
+		}
+		conns[i] = c
+	}
+	return nil
 }
 
 // rawPostgres is the floor: the two statements of a lock with a TTL on
@@ -154,6 +209,17 @@ func openRawPostgres(e env) (client, error) {
 	lockSQL := "INSERT INTO " + table + " AS l VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond') " +
 		"ON CONFLICT (resource) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp()"
 	unlockSQL := "DELETE FROM " + table + " WHERE resource = $1 AND token = $2"
+	err = warmConnections(pool, func(ctx context.Context) error {
+		name, token := e.prefix+"warm-up", "warm-up"
+		if _, err := pool.Exec(ctx, lockSQL, name, token, e.ttl.Microseconds()); err != nil {
+			return err
+		}
+		_, err := pool.Exec(ctx, unlockSQL, name, token)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	return clientFuncs{
 		w: func() worker {
 			return &rawPostgres{pool: pool, lockSQL: lockSQL, unlockSQL: unlockSQL, token: rawToken(), ttlMicros: e.ttl.Microseconds()}

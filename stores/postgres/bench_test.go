@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,23 +20,28 @@ import (
 
 // The benchmarks measure lock+unlock pairs on the shared server (fsync
 // off: they compare the statements, not the disk), 8 goroutines per
-// core, each on a resource of its own, through the store, through a
-// lock.SingleLocker, and with the raw statements a hand-written lock
-// would send (the floor). bench/ compares them side by side. Besides
-// pairs/s, each reports the CPU time a pair cost the client (this
-// process) and the server (its processes, from /proc on Linux): on a
-// shared machine these vary less than the rate does. It also reports the
-// WAL a pair wrote, which does not vary with the machine's load: a
-// fence adds to it the sequence's record, once every 32 fences.
+// core (GOMAXPROCS: -cpu 8 on 2 cores gives bench/'s 64) on as many
+// connections, each goroutine taking a fresh resource name for every
+// pair, through the store, through a lock.SingleLocker, and with the raw
+// statements a hand-written lock would send (the floor). bench/ compares
+// them side by side. Besides pairs/s, each reports the CPU time a pair
+// cost the client (this process) and the server (its processes, from
+// /proc on Linux): on a shared machine these vary less than the rate
+// does; and how often the server's processes went to sleep per pair
+// (voluntary context switches): waiting for the client's next statement,
+// about 2 per pair, and for any lock that other sessions hold, so that a
+// queue on a lock (the fences' sequence, say) shows as more. It also
+// reports the WAL a pair wrote, which does not vary with the machine's
+// load: a fence adds to it the sequence's record, once every 32 fences.
 
 const benchParallelism = 8
 
 // benchPool returns a pool with every connection open, so that the
 // benchmarks do not measure the start of backend processes.
 func benchPool(b *testing.B) *pgxpool.Pool {
-	const conns = 2 * benchParallelism
+	conns := benchParallelism * runtime.GOMAXPROCS(0)
 	pool := poolOf(b, sharedURL(b), func(c *pgxpool.Config) {
-		c.MaxConns = conns
+		c.MaxConns = int32(conns)
 		c.ConnConfig.ConnectTimeout = 30 * time.Second
 	})
 	held := make([]*pgxpool.Conn, conns)
@@ -114,13 +120,13 @@ func pairs(b *testing.B, pool *pgxpool.Pool, pair func(resource, token string) e
 	b.ReportAllocs()
 	b.SetParallelism(benchParallelism)
 	data := pgtest.Shared(b).Data
-	client, server, wal := processCPU(), serverCPU(data), walPosition(b, pool)
+	client, server, wal := processCPU(), serverUsage(data), walPosition(b, pool)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		id := strconv.FormatInt(ids.Add(1), 10)
-		resource, token := "bench/"+id, "token-"+id
-		for pb.Next() {
-			if err := pair(resource, token); err != nil {
+		prefix, token := []byte("bench/"+id+"/"), "token-"+id
+		for n := 0; pb.Next(); n++ {
+			if err := pair(string(strconv.AppendInt(prefix, int64(n), 10)), token); err != nil {
 				b.Error(err)
 				return
 			}
@@ -128,8 +134,10 @@ func pairs(b *testing.B, pool *pgxpool.Pool, pair func(resource, token string) e
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
 	b.ReportMetric(float64((processCPU()-client).Microseconds())/float64(b.N), "client-µs/pair")
-	if server > 0 {
-		b.ReportMetric(float64((serverCPU(data)-server).Microseconds())/float64(b.N), "server-µs/pair")
+	if server.cpu > 0 {
+		used := serverUsage(data)
+		b.ReportMetric(float64((used.cpu-server.cpu).Microseconds())/float64(b.N), "server-µs/pair")
+		b.ReportMetric(float64(used.sleeps-server.sleeps)/float64(b.N), "server-sleeps/pair")
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(walPosition(b, pool)-wal)/float64(b.N), "WAL-B/pair")
@@ -156,18 +164,24 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// serverCPU returns the CPU time the server of data directory data has
-// used: its postmaster's and its children's (backends, background
-// workers), from /proc, in clock ticks of 10ms; 0 without /proc.
-func serverCPU(data string) time.Duration {
+// usage is what the server's processes have used so far.
+type usage struct {
+	cpu    time.Duration // CPU time, in clock ticks of 10ms
+	sleeps int64         // voluntary context switches
+}
+
+// serverUsage returns what the server of data directory data has used:
+// its postmaster and its children (backends, background workers), from
+// /proc; zero without /proc.
+func serverUsage(data string) (u usage) {
 	pidFile, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
 	if err != nil {
-		return 0
+		return u
 	}
 	postmaster, _, _ := strings.Cut(string(pidFile), "\n")
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return u
 	}
 	var ticks int64
 	for _, d := range dirs {
@@ -184,6 +198,14 @@ func serverCPU(data string) time.Duration {
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
 		stime, _ := strconv.ParseInt(f[12], 10, 64)
 		ticks += utime + stime
+		status, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "status"))
+		for line := range strings.Lines(string(status)) {
+			if n, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+				v, _ := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+				u.sleeps += v
+			}
+		}
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	u.cpu = time.Duration(ticks) * 10 * time.Millisecond
+	return u
 }
