@@ -68,10 +68,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := hold(context.WithoutCancel(ctx), "campaign", e.locker, held, e.ttl, e.o, termMargin)
-	if err != nil {
-		return nil, err
-	}
+	h := hold(context.WithoutCancel(ctx), "campaign", e.locker, held, e.ttl, e.o, termMargin)
 	return &Term{h: h, fence: held.Fence}, nil
 }
 

@@ -65,10 +65,7 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	if err != nil {
 		return err
 	}
-	h, err := hold(ctx, op, locker, held, ttl, o, 0)
-	if err != nil {
-		return err
-	}
+	h := hold(ctx, op, locker, held, ttl, o, 0)
 	defer func() {
 		if rest := o.minInterval - time.Since(began); rest > 0 {
 			h.halt()

@@ -16,7 +16,11 @@ import (
 // Each extension sets the TTL to ttl from the moment it is made, every
 // third of the lock's validity (ttl less the drift allowance; see
 // [Lock.ValidUntil]) unless [ExtendEvery] says otherwise; an interval that
-// is not shorter than the validity is refused. fn's context is canceled:
+// is not shorter than the validity is refused. (With a Locker of another
+// package, a wrapper of ours say, whose validity Run cannot know in
+// advance, the interval must be shorter than ttl, and the first extension
+// comes early enough for the validity the acquisition left, however slow
+// it was.) fn's context is canceled:
 //   - with cause [ErrLost] when an extension reports the lock not held, or
 //     when the lock's validity runs out before an extension succeeded
 //     (extensions keep failing, or the store cannot extend locks): from
@@ -49,10 +53,7 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 	if err != nil {
 		return err
 	}
-	h, err := hold(ctx, op, locker, held, ttl, o, 0)
-	if err != nil {
-		return err
-	}
+	h := hold(ctx, op, locker, held, ttl, o, 0)
 	defer func() {
 		cause, uerr := h.release(ctx)
 		err = runResult(err, cause, uerr)
@@ -75,6 +76,12 @@ func checkRun(op string, locker Locker, resource string, ttl time.Duration, o ca
 	}
 	validity, known := validityOf(locker, ttl)
 	if !known {
+		// Another package's Locker: its validity is known only once a
+		// lock is held (see hold), but the interval must be shorter than
+		// ttl whatever it is.
+		if limit := ttl - margin(ttl, divisor); ttl > 0 && o.extendEvery >= limit {
+			return invalidf(op, resource, "ExtendEvery is %v: want less than the ttl (%v)", o.extendEvery, limit)
+		}
 		return nil
 	}
 	if divisor > 0 && validity/time.Duration(divisor) <= 0 {
@@ -115,26 +122,27 @@ type holding struct {
 }
 
 // hold starts keeping held, just acquired with ttl, extended within ctx
-// as Run does. The holder's context ends at the lock's validity less a
-// divisor-th of its validity (no margin when divisor is 0). If the
-// extension interval does not fit that validity (a Locker whose validity
-// hold learns only now), it releases held and returns an ErrInvalid.
-func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Duration, o callOptions, divisor int) (*holding, error) {
+// as Run does, at the interval checkRun accepted. The holder's context
+// ends at the lock's validity less a divisor-th of its validity (no
+// margin when divisor is 0).
+func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Duration, o callOptions, divisor int) *holding {
 	acquired := time.Now()
 	validity, known := validityOf(locker, ttl)
 	if !known {
 		// Another Locker (a wrapper of ours, say): the validity left
-		// right after acquisition is as close as we can know it.
+		// right after acquisition is as close as we can know it. A slow
+		// acquisition shortens it, so the interval was held against the
+		// ttl (checkRun), and the first extension comes in time (below).
 		validity = held.ValidUntil.Sub(acquired)
 	}
 	margin := margin(validity, divisor)
 	every := o.extendEvery
-	if err := checkExtendEvery(op, held.Resource, every, validity-margin); err != nil {
-		_ = locker.Unlock(context.WithoutCancel(ctx), held)
-		return nil, err
-	}
 	if every == 0 {
 		every = max((validity-margin)/3, minDelay)
+	}
+	first := every
+	if !known {
+		first = min(every, max((validity-margin)/2, minDelay))
 	}
 	inner, cancel := context.WithCancelCause(ctx)
 	h := &holding{ctx: inner, cancel: cancel, stopHold: func() {}, exited: make(chan struct{})}
@@ -144,7 +152,7 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 		h.ctx, h.stopHold = context.WithDeadlineCause(inner, maxHoldAt,
 			fmt.Errorf("%w: %q held for %v", ErrMaxHold, held.Resource, o.maxHold))
 	}
-	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, every: every, margin: margin, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
+	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, first: first, every: every, margin: margin, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
 	h.ctx = runContext{Context: h.ctx, k: h.k}
 	unwatch := watch(held, h.k)
 	go func() {
@@ -152,7 +160,7 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 		defer unwatch()
 		h.k.run(ctx)
 	}()
-	return h, nil
+	return h
 }
 
 // halt stops the keeper and waits for it: no extension may outlive it.
@@ -245,7 +253,8 @@ type keeper struct {
 	op        string // "run", "runonce", "campaign": the operation in its events
 	locker    Locker
 	ttl       time.Duration
-	every     time.Duration
+	first     time.Duration // until the first extension
+	every     time.Duration // between the starts of the extensions after it
 	margin    time.Duration // the holder's context ends this long before the lock's validity
 	maxHoldAt time.Time
 	lost      context.CancelCauseFunc
@@ -271,7 +280,7 @@ func (k *keeper) end(l Lock) time.Time { return l.ValidUntil.Add(-k.margin) }
 func (k *keeper) valid() bool { return time.Now().Before(k.end(k.current())) }
 
 func (k *keeper) run(ctx context.Context) {
-	next := time.NewTimer(k.every)
+	next := time.NewTimer(k.first)
 	defer next.Stop()
 	// The end of the validity is watched apart from the extensions, which
 	// may be stuck in a store call.

@@ -355,3 +355,50 @@ func TestRunStopsExtendingOnceTheValidityRanOut(t *testing.T) {
 		wantIs(t, "Run()", err, lock.ErrLost)
 	})
 }
+
+// slowLocker is a Locker of another package (a wrapper, as users write for
+// metrics) whose Lock takes long after the lock was granted: the validity
+// it leaves is shorter than the TTL says.
+type slowLocker struct {
+	lock.Locker
+	after time.Duration
+}
+
+func (s slowLocker) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.LockOption) (lock.Lock, error) {
+	l, err := s.Locker.Lock(ctx, resource, ttl, opts...)
+	time.Sleep(s.after)
+	return l, err
+}
+
+// Run over such a Locker cannot know the validity before it holds a lock:
+// it refuses only an interval not shorter than the ttl (before anything
+// is sent), and extends early when a slow acquisition left less validity
+// than the interval, instead of refusing the interval once it holds the
+// lock (an error that came and went with the machine's load).
+func TestRunSlowForeignLocker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCounting("c")
+		l := slowLocker{Locker: mustSingle(t, c, nil), after: 250 * time.Millisecond} // leaves ~45ms of 300
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			for range 10 { // 3× the TTL
+				time.Sleep(100 * time.Millisecond)
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
+				}
+			}
+			return nil
+		}, lock.ExtendEvery(100*time.Millisecond))
+		if err != nil {
+			t.Fatalf("Run over a slow wrapper with ExtendEvery 100ms of a 300ms TTL = %v; want nil", err)
+		}
+		before := c.calls.Load()
+		err = lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(context.Context, lock.Lock) error { return nil },
+			lock.ExtendEvery(300*time.Millisecond))
+		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "ExtendEvery is 300ms") {
+			t.Errorf("Run over a wrapper with ExtendEvery = the TTL: %v; want ErrInvalid naming ExtendEvery", err)
+		}
+		if c.calls.Load() != before {
+			t.Errorf("Run with an invalid ExtendEvery sent %d acquisitions; want none", c.calls.Load()-before)
+		}
+	})
+}
