@@ -31,13 +31,14 @@
 //     Operations).
 //   - [lock.TTLReader]: TTL, the remaining time of the lock's lease in
 //     whole seconds.
-//   - [lock.HolderReader]: Holder, one linearizable read of the lock's
-//     key: the public part of the holder's token (lock.Options.Holder).
+//   - [lock.HolderReader]: Holder, one linearizable read of the
+//     resource's keys: the public part of the holder's token
+//     (lock.Options.Holder).
 //   - [lock.Fencer]: AcquireFenced; the fence is the revision at which the
 //     lock's key was created.
-//   - [lock.Waiter]: WaitRelease, woken by an etcd watch on the lock's
-//     key: one watch per resource and process, whatever the number of
-//     waiters, and one waiter woken per release.
+//   - [lock.Waiter]: WaitRelease, woken by an etcd watch on the
+//     resource's keys: one watch per resource and process, whatever the
+//     number of waiters, and one waiter woken per release.
 //   - [lock.Granular]: TTLGranularity returns zero, as etcd never expires
 //     a lease early (see TTLs).
 //
@@ -54,6 +55,18 @@
 //     (1.5 MiB by default) fails with etcd's error, before anything
 //     changes.
 //
+// # Keys
+//
+// A lock's key is its holder's alone: the store's prefix, the resource's
+// name, two NUL bytes, and the token — "lock/invoice/42\x00\x00<token>".
+// A NUL byte in a name is written as NUL 0x01, so that no resource's keys
+// start with another's. An acquisition puts its key only if no key of
+// the resource exists (etcd compares over the whole range of the
+// resource's keys in the transaction), so a resource has one key at
+// most, and a release deletes its own key without a condition: the
+// deletion tells whether the token held the lock. A key holds an empty
+// value.
+//
 // # Operations
 //
 // Each lock has a lease of its own while it is held: a lock's TTL is its
@@ -68,8 +81,8 @@
 // an answer lost after the request was sent is reported as an error, never
 // taken for an outcome.
 //
-//   - Acquire: a transaction that puts the key under the lease if the key
-//     does not exist — one Raft write — with, sent along with it, a
+//   - Acquire: a transaction that puts the lock's key under the lease if
+//     the resource has no key — one Raft write — with, sent along with it, a
 //     keepalive that renews a kept lease (answered by the leader, without
 //     a Raft write): one round trip. The lock is taken only if both
 //     succeed; its TTL counts from the renewal. A kept lease that etcd
@@ -81,17 +94,17 @@
 //     1.5s for half a second). With no kept lease of the TTL, a lease is
 //     granted first (a Raft write, a round trip). When the key exists,
 //     the lease is kept again. While callers of the store wait for the
-//     resource and its watch last saw the key put, the key is read first,
-//     and a held key costs that read only.
-//   - Release: one transaction that deletes the key if it holds the token,
-//     and reports the lease the key was attached to: one Raft write. The
-//     lease is kept, or revoked if the store already keeps
-//     WithIdleLeases of them or did not lend it (a lock taken through
-//     another store).
-//   - Extend: read the key, and renew its lease (a keepalive, answered by
-//     the leader without a Raft write). Extending with another TTL than
-//     the lease's moves the lock to a new lease in a transaction that
-//     checks the token and the old lease.
+//     resource and its watch last saw a key put, the resource is read
+//     first, and a held resource costs that read only.
+//   - Release: one deletion of the lock's key — one Raft write, and
+//     cheaper for etcd than a transaction, which reads before it writes.
+//     The lease the key was attached to is kept, or revoked if the store
+//     already keeps WithIdleLeases of them or did not lend it (a lock
+//     taken through another store, whose lease the deletion reports).
+//   - Extend: read the lock's key, and renew its lease (a keepalive,
+//     answered by the leader without a Raft write). Extending with another
+//     TTL than the lease's moves the lock to a new lease in a transaction
+//     that checks the old lease.
 //   - Exists: a count-only read. TTL: a read and a lease query.
 //
 // Renewals go over LeaseKeepAlive streams that the store keeps open

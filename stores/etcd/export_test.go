@@ -24,7 +24,7 @@ func SetLinger(d time.Duration) (restore func()) {
 func (s *Store) Waiting(resource string) int {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
-	if w := s.hub.watches[s.key(resource)]; w != nil {
+	if w := s.hub.watches[s.scope(resource)]; w != nil {
 		return len(w.waiters)
 	}
 	return 0
@@ -41,4 +41,10 @@ func (s *Store) IdleStreams() int {
 	s.renewer.mu.Lock()
 	defer s.renewer.mu.Unlock()
 	return len(s.renewer.idle)
+}
+
+// LockKey returns the key of the lock on resource held by token in a
+// store of prefix.
+func LockKey(prefix, resource, token string) string {
+	return (&Store{prefix: prefix}).key(resource, token)
 }

@@ -26,7 +26,7 @@ func TestKeptLeaseRenewed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := leaseOf(t, client, "kept-renewed/r")
+	kept := leaseOf(t, client, etcd.LockKey("kept-renewed/", "r", "a"))
 	if err := s.Release(ctx, "r", "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestKeptLeaseRenewed(t *testing.T) {
 	if err != nil || next <= fence {
 		t.Fatalf("AcquireFenced(r, b) after the release = %d, %v; want a fence > %d", next, err, fence)
 	}
-	if got := leaseOf(t, client, "kept-renewed/r"); got != kept {
+	if got := leaseOf(t, client, etcd.LockKey("kept-renewed/", "r", "b")); got != kept {
 		t.Errorf("the second lock's lease is %x; want %x, the first lock's, kept", got, kept)
 	}
 	if now, keys := timeToLive(t, client, kept); now <= left || keys != 1 {
@@ -67,7 +67,7 @@ func TestKeptLeaseGone(t *testing.T) {
 	if err := s.Acquire(ctx, "r", "b", 5*time.Second); err != nil {
 		t.Fatalf("Acquire(r, b) with the kept lease gone = %v; want nil", err)
 	}
-	if got := leaseOf(t, client, "kept-gone/r"); got == kept {
+	if got := leaseOf(t, client, etcd.LockKey("kept-gone/", "r", "b")); got == kept {
 		t.Errorf("the lock's lease is %x, the revoked one", got)
 	}
 	if err := s.Release(ctx, "r", "b"); err != nil {
@@ -166,5 +166,5 @@ func acquire(t *testing.T, s *etcd.Store, client *clientv3.Client, prefix string
 	if err := s.Acquire(ctxFor(t, 10*time.Second), "r", "a", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	return leaseOf(t, client, prefix+"r")
+	return leaseOf(t, client, etcd.LockKey(prefix, "r", "a"))
 }
