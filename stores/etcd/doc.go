@@ -64,8 +64,8 @@
 // the resource exists (etcd compares over the whole range of the
 // resource's keys in the transaction), so a resource has one key at
 // most, and a release deletes its own key without a condition: the
-// deletion tells whether the token held the lock. A key holds an empty
-// value.
+// deletion tells whether the token held the lock. A key's value is the
+// lock's TTL in whole seconds, rounded up, which TTL reports at most.
 //
 // # Operations
 //
@@ -76,7 +76,11 @@
 // revoking a lease per lock costs two Raft writes, so the store reuses
 // leases instead: a released lock's lease, which no key is attached to any
 // more, is kept by the store and taken by its next acquisition of the same
-// TTL, which renews it. The store picks each lease's ID itself, at random,
+// TTL, which renews it. A lease lasts a tenth longer than its lock's TTL,
+// rounded down to whole seconds (its slack: a second for a lock of 10s to
+// 19s, none below 10s), so that the locks taken within that much of the
+// lease's grant or last renewal need no renewal: a lease serves many short
+// locks in a row for one renewal. The store picks each lease's ID itself, at random,
 // and calls etcd's lease API without the client's automatic resending, so
 // an answer lost after the request was sent is reported as an error, never
 // taken for an outcome.
@@ -89,9 +93,11 @@
 //     keeps a whole TTL from the acquisition's start anyway is not renewed:
 //     the store knows a time before which etcd does not expire each lease
 //     (the start of the call that granted or last renewed it, plus its
-//     TTL), and a TTL that is not whole seconds leaves that much to spare
-//     (a lease of 2s renewed for a lock of 1.5s serves another lock of
-//     1.5s for half a second). With no kept lease of the TTL, a lease is
+//     TTL), and a lease's slack, or a TTL that is not whole seconds,
+//     leaves that much to spare (a lease of 11s renewed for a lock of 10s
+//     serves other locks of 10s for a second without a renewal, and a
+//     lease of 2s renewed for a lock of 1.5s for half a second). With no
+//     kept lease of the TTL, a lease is
 //     granted first (a Raft write, a round trip). When the key exists,
 //     the lease is kept again. While callers of the store wait for the
 //     resource and its watch last saw a key put, the resource is read
@@ -135,8 +141,10 @@
 // # TTLs
 //
 // Leases count whole seconds: TTLs are rounded up to whole seconds, so a
-// lock may outlive its TTL by up to a second, plus the half second in
-// which the leader notices expired leases. A lease never expires early:
+// lock may outlive its TTL by up to a second, plus its lease's slack (a
+// tenth of the TTL, in whole seconds rounded down: a second for a lock of
+// 10s to 19s), plus the half second in which the leader notices expired
+// leases. A lease never expires early:
 // the leader counts its TTL from the moment it grants or renews it, after
 // the caller's clock started, and a new leader extends every lease by an
 // election timeout. So the lockers need take no granularity off a lock's

@@ -20,6 +20,15 @@ func SetLinger(d time.Duration) (restore func()) {
 	return func() { linger = old }
 }
 
+// SetSlack gives the leases of the stores made from now on slack seconds
+// of slack, whatever their TTL, and returns the function that restores
+// the default. Not for parallel tests.
+func SetSlack(slack int64) (restore func()) {
+	old := slackOf
+	slackOf = func(int64) int64 { return slack }
+	return func() { slackOf = old }
+}
+
 // Waiting returns the number of callers waiting for resource.
 func (s *Store) Waiting(resource string) int {
 	s.hub.mu.Lock()
@@ -48,3 +57,6 @@ func (s *Store) IdleStreams() int {
 func LockKey(prefix, resource, token string) string {
 	return (&Store{prefix: prefix}).key(resource, token)
 }
+
+// Renewals returns the number of renewals the store has sent.
+func (s *Store) Renewals() int64 { return s.renewer.sent.Load() }

@@ -51,6 +51,38 @@ func TestKeptLeaseRenewed(t *testing.T) {
 	}
 }
 
+// A lock's lease lasts longer than its TTL by its slack, so that the
+// locks taken within the slack of the lease's grant need no renewal: a
+// lease of slack enough serves lock after lock without one. Without
+// slack, every lock after the first renews the kept lease.
+func TestSlackSavesRenewals(t *testing.T) {
+	client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
+	for _, c := range []struct {
+		slack    int64
+		renewals int64
+	}{{100, 0}, {0, 4}} {
+		restore := etcd.SetSlack(c.slack)
+		s := newStore(t, client)
+		restore()
+		ctx := ctxFor(t, 30*time.Second)
+		for i := range 5 {
+			token := fmt.Sprint("t", i)
+			if err := s.Acquire(ctx, "r", token, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if d, held, err := s.TTL(ctx, "r"); err != nil || !held || d > 5*time.Second {
+				t.Errorf("TTL(r) of a 5s lock with a lease of %ds of slack = %v, %v, %v; want at most 5s", c.slack, d, held, err)
+			}
+			if err := s.Release(ctx, "r", token); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := s.Renewals(); got != c.renewals {
+			t.Errorf("%d renewals for 5 locks of 5s in a row with %ds of slack; want %d", got, c.slack, c.renewals)
+		}
+	}
+}
+
 // A kept lease found gone (it expired, or was revoked) costs the
 // acquisition a fresh lease, not the lock.
 func TestKeptLeaseGone(t *testing.T) {

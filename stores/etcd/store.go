@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ type Store struct {
 	minTTL  atomic.Int64  // whole seconds; raised when the cluster grants longer leases than asked
 	min     time.Duration // as given to WithMinTTL, checked by New
 	timeout time.Duration
+	slackOf func(secs int64) int64
 	hub     hub
 	pool    pool
 	renewer renewer
@@ -97,7 +99,7 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil etcd client", lock.ErrInvalid)
 	}
-	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL}
+	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL, slackOf: slackOf}
 	s.pool.max = DefaultIdleLeases
 	for _, o := range opts {
 		o(s)
@@ -128,9 +130,10 @@ func (s *Store) MinTTL() time.Duration { return time.Duration(s.minTTL.Load()) *
 // never expires before its TTL, counted by the leader from the moment it
 // grants or renews the lease, which is after the caller's clock started
 // (a new leader even adds an election timeout to every lease). TTLs are
-// whole seconds, rounded up, so a lock may outlive its TTL by up to a
-// second, plus the half second in which the leader notices expired
-// leases; it never expires early.
+// whole seconds, rounded up, and a lease lasts a tenth longer than its
+// lock (in whole seconds, rounded down), so a lock may outlive its TTL by
+// up to a second plus that tenth, plus the half second in which the
+// leader notices expired leases; it never expires early.
 func (s *Store) TTLGranularity() time.Duration { return 0 }
 
 // The keys of the locks on a resource start with the resource's scope:
@@ -207,7 +210,7 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 				return 0, err
 			}
 		}
-		fence, err := s.attach(ctx, scope, key, l, renew, start)
+		fence, err := s.attach(ctx, scope, key, wholeSeconds(ttl), l, renew, start)
 		if err == errLeaseGone && kept {
 			continue // the kept lease expired: take a fresh one
 		}
@@ -219,8 +222,8 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 // nothing, as the lease it named no longer exists.
 var errLeaseGone = errors.New("etcd acquire: the lock's lease expired before its key was put")
 
-// attach puts key under lease l if no key in scope exists, and returns
-// the fence. A kept lease that etcd may expire within the lock's TTL (renew)
+// attach puts key, holding the lock's TTL of secs seconds, under lease l
+// if no key in scope exists, and returns the fence. A kept lease that etcd may expire within the lock's TTL (renew)
 // is renewed by a keepalive sent along with the transaction: the lock's
 // TTL then counts from the renewal, after start, and a keepalive is
 // answered by the leader without a Raft write. The lock is then taken
@@ -228,7 +231,7 @@ var errLeaseGone = errors.New("etcd acquire: the lock's lease expired before its
 // attached the key to it, and the renewal kept the lease, and so the key,
 // alive for a whole TTL. A lease not renewed is one the pool knows to
 // live a whole TTL after start already.
-func (s *Store) attach(ctx context.Context, scope, key string, l lease, renew bool, start time.Time) (uint64, error) {
+func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lease, renew bool, start time.Time) (uint64, error) {
 	var renewed error
 	var wg sync.WaitGroup
 	if renew {
@@ -236,7 +239,7 @@ func (s *Store) attach(ctx context.Context, scope, key string, l lease, renew bo
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(scope), "=", 0).WithPrefix()).
-		Then(clientv3.OpPut(key, "", clientv3.WithLease(clientv3.LeaseID(l.id)))).
+		Then(clientv3.OpPut(key, strconv.FormatInt(secs, 10), clientv3.WithLease(clientv3.LeaseID(l.id)))).
 		Commit()
 	wg.Wait()
 	switch {
@@ -454,7 +457,7 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.LeaseValue(key), "=", kv.Lease)).
-		Then(clientv3.OpPut(key, "", clientv3.WithLease(clientv3.LeaseID(l.id)))).
+		Then(clientv3.OpPut(key, strconv.FormatInt(wholeSeconds(ttl), 10), clientv3.WithLease(clientv3.LeaseID(l.id)))).
 		Commit()
 	if err != nil {
 		// Either lease may hold the key: neither is kept.
@@ -486,7 +489,8 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 
 // TTL implements [lock.TTLReader]: the remaining time of the lock's
 // lease, in whole seconds rounded down, as etcd reports it (a lock in its
-// last second reads 0).
+// last second reads 0), and at most the lock's TTL, rounded up to whole
+// seconds: the lease's slack is not the lock's.
 func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, error) {
 	ctx, cancel, err := s.begin(ctx, resource, "-")
 	if err != nil {
@@ -513,7 +517,11 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 		}
 		return 0, false, nil // expired since the key was read
 	}
-	return time.Duration(resp.TTL) * time.Second, true, nil
+	left := resp.TTL
+	if secs, err := strconv.ParseInt(string(kv.Value), 10, 64); err == nil {
+		left = min(left, secs) // a lease lasts longer than its lock by its slack
+	}
+	return time.Duration(left) * time.Second, true, nil
 }
 
 // leaseGone is called when the leader did not find the lease of kv, the
@@ -553,21 +561,34 @@ func (s *Store) holder(ctx context.Context, scope string) (*mvccpb.KeyValue, err
 	return resp.Kvs[0], nil
 }
 
-// seconds converts ttl to the whole seconds of a lease, rounding up, and
-// refuses a TTL the cluster cannot honour.
+// slackOf returns the slack of the lease of a lock of secs seconds: how
+// many seconds longer than the lock's TTL (rounded up to whole seconds)
+// its lease lasts. It is a tenth of the TTL, rounded down: a second for a
+// lock of 10s to 19s, none below 10s. A lease serves the locks taken
+// within its slack of its grant or last renewal without a renewal of its
+// own. A variable for the tests, read by New.
+var slackOf = func(secs int64) int64 { return secs / 10 }
+
+// seconds returns the whole seconds of the lease of a lock of ttl — ttl
+// rounded up, plus its slack — and refuses a TTL the cluster cannot
+// honour.
 func (s *Store) seconds(ttl time.Duration) (int64, error) {
 	if ttl <= 0 {
 		return 0, fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
 	}
-	secs := int64((ttl + time.Second - 1) / time.Second)
+	secs := wholeSeconds(ttl)
 	if min := s.minTTL.Load(); secs < min {
 		return 0, fmt.Errorf("%w: ttl is %v: etcd grants leases of at least %ds on this store (see WithMinTTL)", lock.ErrInvalid, ttl, min)
 	}
-	if secs > clientv3.MaxLeaseTTL {
-		return 0, fmt.Errorf("%w: ttl is %v: etcd grants leases of at most %ds", lock.ErrInvalid, ttl, clientv3.MaxLeaseTTL)
+	if secs += s.slackOf(secs); secs > clientv3.MaxLeaseTTL {
+		return 0, fmt.Errorf("%w: ttl is %v: etcd grants leases of at most %ds, and a lock's lease lasts a tenth longer than its TTL", lock.ErrInvalid, ttl, clientv3.MaxLeaseTTL)
 	}
 	return secs, nil
 }
+
+// wholeSeconds returns ttl in whole seconds, rounded up: the TTL a lock's
+// key holds, as its value, so that TTL reports no more than that.
+func wholeSeconds(ttl time.Duration) int64 { return int64((ttl + time.Second - 1) / time.Second) }
 
 // begin validates the arguments of a call and its context, and bounds
 // the context by the store's timeout; the caller must call cancel.
