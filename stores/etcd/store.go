@@ -223,10 +223,11 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 var errLeaseGone = errors.New("etcd acquire: the lock's lease expired before its key was put")
 
 // attach puts key, holding the lock's TTL of secs seconds, under lease l
-// if no key in scope exists, and returns the fence. A kept lease that etcd may expire within the lock's TTL (renew)
-// is renewed by a keepalive sent along with the transaction: the lock's
-// TTL then counts from the renewal, after start, and a keepalive is
-// answered by the leader without a Raft write. The lock is then taken
+// if no key in scope exists, and returns the fence. A kept lease that
+// etcd may expire within the lock's TTL (renew) is renewed by a keepalive
+// sent along with the transaction: the lock's TTL then counts from the
+// renewal, after start, and a keepalive is answered by the leader
+// without a Raft write. The lock is then taken
 // only if both succeed: a transaction applied while the lease lived
 // attached the key to it, and the renewal kept the lease, and so the key,
 // alive for a whole TTL. A lease not renewed is one the pool knows to
@@ -415,12 +416,12 @@ func (s *Store) deleteLeaseless(ctx context.Context, op, key string, modRev int6
 	return resp.Succeeded, nil
 }
 
-// Extend implements [lock.Extender]. It reads the key and, if it holds
-// token, renews the lease it is attached to. A lease keeps the TTL it was
-// granted with, so extending with another TTL (in whole seconds) moves
-// the lock to a new lease of that TTL, in a transaction that checks that
-// the key still holds token under the old lease, and then drops the old
-// one: four round trips instead of two.
+// Extend implements [lock.Extender]. It reads the lock's key (token's
+// own) and, if it exists, renews the lease it is attached to. A lease
+// keeps the TTL it was granted with, so extending with another TTL (in
+// whole seconds) moves the lock to a new lease of that TTL, in a
+// transaction that checks that the key is still attached to the old
+// lease, and then drops the old one: four round trips instead of two.
 func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
 	secs, err := s.seconds(ttl)
 	if err != nil {
