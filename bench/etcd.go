@@ -158,10 +158,11 @@ func (w *etcdWorker) tryLock(ctx context.Context, name string) (bool, error) {
 func (w *etcdWorker) lock(ctx context.Context, name string) error { return w.forName(name).Lock(ctx) }
 func (w *etcdWorker) unlock(ctx context.Context) error            { return w.m.Unlock(ctx) }
 
-// rawEtcd is the least a compare-and-delete lock costs on etcd: a put
-// if the key is absent, attached to a lease the client shares among its
-// keys (granted once), and a delete if the key holds the token — two
-// transactions. It has no TTL of its own per lock.
+// rawEtcd is the least a lock costs on etcd: a key of the holder's own
+// under the name's scope, put by a transaction if the scope holds no key,
+// attached to a lease the client shares among its keys (granted once), and
+// a plain delete of that key, which is the holder's alone. It has no TTL
+// of its own per lock.
 type rawEtcd struct {
 	c          *clientv3.Client
 	lease      clientv3.LeaseID
@@ -192,10 +193,11 @@ func openRawEtcd(e env) (client, error) {
 }
 
 func (m *rawEtcd) tryLock(ctx context.Context, name string) (bool, error) {
-	m.key = name
+	scope := name + "\x00\x00"
+	m.key = scope + m.token
 	resp, err := m.c.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(m.key), "=", 0)).
-		Then(clientv3.OpPut(m.key, m.token, clientv3.WithLease(m.lease))).
+		If(clientv3.Compare(clientv3.CreateRevision(scope), "=", 0).WithPrefix()).
+		Then(clientv3.OpPut(m.key, "", clientv3.WithLease(m.lease))).
 		Commit()
 	return err == nil && resp.Succeeded, err
 }
@@ -205,11 +207,8 @@ func (m *rawEtcd) lock(ctx context.Context, name string) error {
 }
 
 func (m *rawEtcd) unlock(ctx context.Context) error {
-	resp, err := m.c.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(m.key), "=", m.token)).
-		Then(clientv3.OpDelete(m.key)).
-		Commit()
-	if err == nil && !resp.Succeeded {
+	resp, err := m.c.Delete(ctx, m.key)
+	if err == nil && resp.Deleted == 0 {
 		err = errNotReleased
 	}
 	return err

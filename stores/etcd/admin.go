@@ -16,7 +16,7 @@ func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error)
 		return false, err
 	}
 	defer cancel()
-	return s.revokeHolder(ctx, "force release", s.key(resource), func(*mvccpb.KeyValue) bool { return true })
+	return s.revokeHolder(ctx, "force release", s.scope(resource), func(*mvccpb.KeyValue) bool { return true })
 }
 
 // LastFence returns the fence of the lock that holds resource — the last
@@ -30,7 +30,7 @@ func (s *Store) LastFence(ctx context.Context, resource string) (uint64, bool, e
 		return 0, false, err
 	}
 	defer cancel()
-	kv, err := s.get(ctx, s.key(resource))
+	kv, err := s.holder(ctx, s.scope(resource))
 	if err != nil || kv == nil {
 		return 0, false, s.fail(ctx, "last fence", err)
 	}

@@ -27,7 +27,7 @@ func TestForceReleaseAndLastFence(t *testing.T) {
 	if f, ok, err := s.LastFence(ctx, "r"); err != nil || !ok || f != fence {
 		t.Errorf("LastFence(r) while held = %d, %v, %v; want the holder's fence %d", f, ok, err, fence)
 	}
-	lease := leaseOf(t, client, "admin/r")
+	lease := leaseOf(t, client, etcd.LockKey("admin/", "r", "a"))
 	if held, err := s.ForceRelease(ctx, "r"); err != nil || !held {
 		t.Errorf("ForceRelease(r) of a held resource = %v, %v; want true, nil", held, err)
 	}

@@ -31,13 +31,14 @@
 //     Operations).
 //   - [lock.TTLReader]: TTL, the remaining time of the lock's lease in
 //     whole seconds.
-//   - [lock.HolderReader]: Holder, one linearizable read of the lock's
-//     key: the public part of the holder's token (lock.Options.Holder).
+//   - [lock.HolderReader]: Holder, one linearizable read of the
+//     resource's keys: the public part of the holder's token
+//     (lock.Options.Holder).
 //   - [lock.Fencer]: AcquireFenced; the fence is the revision at which the
 //     lock's key was created.
-//   - [lock.Waiter]: WaitRelease, woken by an etcd watch on the lock's
-//     key: one watch per resource and process, whatever the number of
-//     waiters, and one waiter woken per release.
+//   - [lock.Waiter]: WaitRelease, woken by an etcd watch on the
+//     resource's keys: one watch per resource and process, whatever the
+//     number of waiters, and one waiter woken per release.
 //   - [lock.Granular]: TTLGranularity returns zero, as etcd never expires
 //     a lease early (see TTLs).
 //
@@ -54,6 +55,18 @@
 //     (1.5 MiB by default) fails with etcd's error, before anything
 //     changes.
 //
+// # Keys
+//
+// A lock's key is its holder's alone: the store's prefix, the resource's
+// name, two NUL bytes, and the token — "lock/invoice/42\x00\x00<token>".
+// A NUL byte in a name is written as NUL 0x01, so that no resource's keys
+// start with another's. An acquisition puts its key only if no key of
+// the resource exists (etcd compares over the whole range of the
+// resource's keys in the transaction), so a resource has one key at
+// most, and a release deletes its own key without a condition: the
+// deletion tells whether the token held the lock. A key's value is the
+// lock's TTL in whole seconds, rounded up, which TTL reports at most.
+//
 // # Operations
 //
 // Each lock has a lease of its own while it is held: a lock's TTL is its
@@ -63,35 +76,41 @@
 // revoking a lease per lock costs two Raft writes, so the store reuses
 // leases instead: a released lock's lease, which no key is attached to any
 // more, is kept by the store and taken by its next acquisition of the same
-// TTL, which renews it. The store picks each lease's ID itself, at random,
+// TTL, which renews it. A lease lasts a tenth longer than its lock's TTL,
+// rounded down to whole seconds (its slack: a second for a lock of 10s to
+// 19s, none below 10s), so that the locks taken within that much of the
+// lease's grant or last renewal need no renewal: a lease serves many short
+// locks in a row for one renewal. The store picks each lease's ID itself, at random,
 // and calls etcd's lease API without the client's automatic resending, so
 // an answer lost after the request was sent is reported as an error, never
 // taken for an outcome.
 //
-//   - Acquire: a transaction that puts the key under the lease if the key
-//     does not exist — one Raft write — with, sent along with it, a
+//   - Acquire: a transaction that puts the lock's key under the lease if
+//     the resource has no key — one Raft write — with, sent along with it, a
 //     keepalive that renews a kept lease (answered by the leader, without
 //     a Raft write): one round trip. The lock is taken only if both
 //     succeed; its TTL counts from the renewal. A kept lease that etcd
 //     keeps a whole TTL from the acquisition's start anyway is not renewed:
 //     the store knows a time before which etcd does not expire each lease
 //     (the start of the call that granted or last renewed it, plus its
-//     TTL), and a TTL that is not whole seconds leaves that much to spare
-//     (a lease of 2s renewed for a lock of 1.5s serves another lock of
-//     1.5s for half a second). With no kept lease of the TTL, a lease is
+//     TTL), and a lease's slack, or a TTL that is not whole seconds,
+//     leaves that much to spare (a lease of 11s renewed for a lock of 10s
+//     serves other locks of 10s for a second without a renewal, and a
+//     lease of 2s renewed for a lock of 1.5s for half a second). With no
+//     kept lease of the TTL, a lease is
 //     granted first (a Raft write, a round trip). When the key exists,
 //     the lease is kept again. While callers of the store wait for the
-//     resource and its watch last saw the key put, the key is read first,
-//     and a held key costs that read only.
-//   - Release: one transaction that deletes the key if it holds the token,
-//     and reports the lease the key was attached to: one Raft write. The
-//     lease is kept, or revoked if the store already keeps
-//     WithIdleLeases of them or did not lend it (a lock taken through
-//     another store).
-//   - Extend: read the key, and renew its lease (a keepalive, answered by
-//     the leader without a Raft write). Extending with another TTL than
-//     the lease's moves the lock to a new lease in a transaction that
-//     checks the token and the old lease.
+//     resource and its watch last saw a key put, the resource is read
+//     first, and a held resource costs that read only.
+//   - Release: one deletion of the lock's key — one Raft write, and
+//     cheaper for etcd than a transaction, which reads before it writes.
+//     The lease the key was attached to is kept, or revoked if the store
+//     already keeps WithIdleLeases of them or did not lend it (a lock
+//     taken through another store, whose lease the deletion reports).
+//   - Extend: read the lock's key, and renew its lease (a keepalive,
+//     answered by the leader without a Raft write). Extending with another
+//     TTL than the lease's moves the lock to a new lease in a transaction
+//     that checks the old lease.
 //   - Exists: a count-only read. TTL: a read and a lease query.
 //
 // Renewals go over LeaseKeepAlive streams that the store keeps open
@@ -122,8 +141,10 @@
 // # TTLs
 //
 // Leases count whole seconds: TTLs are rounded up to whole seconds, so a
-// lock may outlive its TTL by up to a second, plus the half second in
-// which the leader notices expired leases. A lease never expires early:
+// lock may outlive its TTL by up to a second, plus its lease's slack (a
+// tenth of the TTL, in whole seconds rounded down: a second for a lock of
+// 10s to 19s), plus the half second in which the leader notices expired
+// leases. A lease never expires early:
 // the leader counts its TTL from the moment it grants or renews it, after
 // the caller's clock started, and a new leader extends every lease by an
 // election timeout. So the lockers need take no granularity off a lock's

@@ -20,11 +20,20 @@ func SetLinger(d time.Duration) (restore func()) {
 	return func() { linger = old }
 }
 
+// SetSlack gives the leases of the stores made from now on slack seconds
+// of slack, whatever their TTL, and returns the function that restores
+// the default. Not for parallel tests.
+func SetSlack(slack int64) (restore func()) {
+	old := slackOf
+	slackOf = func(int64) int64 { return slack }
+	return func() { slackOf = old }
+}
+
 // Waiting returns the number of callers waiting for resource.
 func (s *Store) Waiting(resource string) int {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
-	if w := s.hub.watches[s.key(resource)]; w != nil {
+	if w := s.hub.watches[s.scope(resource)]; w != nil {
 		return len(w.waiters)
 	}
 	return 0
@@ -42,3 +51,12 @@ func (s *Store) IdleStreams() int {
 	defer s.renewer.mu.Unlock()
 	return len(s.renewer.idle)
 }
+
+// LockKey returns the key of the lock on resource held by token in a
+// store of prefix.
+func LockKey(prefix, resource, token string) string {
+	return (&Store{prefix: prefix}).key(resource, token)
+}
+
+// Renewals returns the number of renewals the store has sent.
+func (s *Store) Renewals() int64 { return s.renewer.sent.Load() }

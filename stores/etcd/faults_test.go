@@ -152,12 +152,11 @@ func (s *scenario) config(workers int, ttl, duration time.Duration) contention.C
 }
 
 // serverTTL reads the remaining time of a lock's lease, rounded up to
-// whole seconds (etcd reports it rounded down), if its key holds the
-// lock's token.
+// whole seconds (etcd reports it rounded down), if its key exists.
 func serverTTL(ctx context.Context, c *clientv3.Client, prefix string, l lock.Lock) ([]time.Duration, error) {
-	key := prefix + l.Resource
+	key := etcd.LockKey(prefix, l.Resource, l.Token)
 	resp, err := c.Get(ctx, key)
-	if err != nil || len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != l.Token {
+	if err != nil || len(resp.Kvs) == 0 {
 		return nil, err
 	}
 	lease := resp.Kvs[0].Lease

@@ -10,7 +10,7 @@ import (
 var _ lock.HolderReader = (*Store)(nil)
 
 // Holder implements [lock.HolderReader] with one linearizable read of the
-// lock's key: the public part of the holder's token (lock.HolderOf), or
+// resource's scope: the public part of the holder's token (lock.HolderOf), or
 // false if the key is gone (released, or its lease expired).
 func (s *Store) Holder(ctx context.Context, resource string) (string, bool, error) {
 	ctx, cancel, err := s.begin(ctx, resource, "-")
@@ -18,7 +18,8 @@ func (s *Store) Holder(ctx context.Context, resource string) (string, bool, erro
 		return "", false, err
 	}
 	defer cancel()
-	kv, err := s.get(ctx, s.key(resource))
+	scope := s.scope(resource)
+	kv, err := s.holder(ctx, scope)
 	switch {
 	case err != nil:
 		return "", false, s.fail(ctx, "holder", err)
@@ -27,5 +28,5 @@ func (s *Store) Holder(ctx context.Context, resource string) (string, bool, erro
 	case kv.Lease == 0:
 		return "", false, fmt.Errorf("etcd: holder: key %q has no lease: not a lock of this package", kv.Key)
 	}
-	return lock.HolderOf(string(kv.Value)), true, nil
+	return lock.HolderOf(tokenOf(scope, kv.Key)), true, nil
 }

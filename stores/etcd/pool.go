@@ -38,6 +38,7 @@ type pool struct {
 	idle   map[int64][]lease // by TTL in seconds, the most recently kept last
 	size   int               // leases in idle, all TTLs together
 	lent   map[int64]lease   // by ID: leases attached, or about to be, to one lock each
+	byKey  map[string]int64  // the lent leases by the key of their lock
 	sweep  int               // len(lent) at which to forget the lent leases that expired
 	closed bool
 }
@@ -47,21 +48,23 @@ type lease struct {
 	id      int64
 	secs    int64     // its TTL
 	expires time.Time // on the store's clock, no later than it does in etcd
+	key     string    // of the lock it is lent to
 }
 
 func (p *pool) init() {
 	p.idle = make(map[int64][]lease)
 	p.lent = make(map[int64]lease)
+	p.byKey = make(map[string]int64)
 	p.sweep = 64
 }
 
 // take returns a kept lease of secs seconds with more than margin left
-// at now, and lends it; it drops the kept leases about to expire. renew
+// at now, and lends it to the lock of key; it drops the kept leases about to expire. renew
 // reports whether the lease must be renewed for a lock of ttl taken at
 // now: whether etcd may expire it before now+ttl. A lease lives in etcd
 // at least until its expires, so one that expires at now+ttl or later
 // needs no renewal: etcd may only expire it later.
-func (p *pool) take(secs int64, now time.Time, ttl time.Duration) (l lease, ok, renew bool) {
+func (p *pool) take(key string, secs int64, now time.Time, ttl time.Duration) (l lease, ok, renew bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	kept := p.idle[secs]
@@ -71,6 +74,7 @@ func (p *pool) take(secs int64, now time.Time, ttl time.Duration) (l lease, ok, 
 		p.size--
 		if l.expires.Sub(now) > margin {
 			p.idle[secs] = kept
+			l.key = key
 			p.lend(l)
 			return l, true, l.expires.Before(now.Add(ttl))
 		}
@@ -85,14 +89,34 @@ func (p *pool) take(secs int64, now time.Time, ttl time.Duration) (l lease, ok, 
 func (p *pool) lend(l lease) {
 	if len(p.lent) >= p.sweep {
 		now := time.Now()
-		for id, l := range p.lent {
+		for _, l := range p.lent {
 			if now.After(l.expires) {
-				delete(p.lent, id)
+				p.unlend(l.id)
 			}
 		}
 		p.sweep = max(64, 2*len(p.lent))
 	}
 	p.lent[l.id] = l
+	p.byKey[l.key] = l.id
+}
+
+// unlend forgets the lent lease id.
+func (p *pool) unlend(id int64) {
+	if l, ok := p.lent[id]; ok {
+		delete(p.lent, id)
+		if p.byKey[l.key] == id {
+			delete(p.byKey, l.key)
+		}
+	}
+}
+
+// leaseOf returns the lease the store lent to the lock of key, if it
+// knows it.
+func (p *pool) leaseOf(key string) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id, ok := p.byKey[key]
+	return id, ok
 }
 
 // granted lends a lease the store has just been granted.
@@ -123,7 +147,8 @@ func (p *pool) keep(id int64) bool {
 	if !ok {
 		return false
 	}
-	delete(p.lent, id)
+	p.unlend(id)
+	l.key = ""
 	if p.closed || p.size >= p.max {
 		return false
 	}
@@ -137,7 +162,7 @@ func (p *pool) keep(id int64) bool {
 func (p *pool) forget(id int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.lent, id)
+	p.unlend(id)
 }
 
 // close stops keeping leases and returns the kept ones.

@@ -26,7 +26,7 @@ func TestKeptLeaseRenewed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := leaseOf(t, client, "kept-renewed/r")
+	kept := leaseOf(t, client, etcd.LockKey("kept-renewed/", "r", "a"))
 	if err := s.Release(ctx, "r", "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestKeptLeaseRenewed(t *testing.T) {
 	if err != nil || next <= fence {
 		t.Fatalf("AcquireFenced(r, b) after the release = %d, %v; want a fence > %d", next, err, fence)
 	}
-	if got := leaseOf(t, client, "kept-renewed/r"); got != kept {
+	if got := leaseOf(t, client, etcd.LockKey("kept-renewed/", "r", "b")); got != kept {
 		t.Errorf("the second lock's lease is %x; want %x, the first lock's, kept", got, kept)
 	}
 	if now, keys := timeToLive(t, client, kept); now <= left || keys != 1 {
@@ -48,6 +48,38 @@ func TestKeptLeaseRenewed(t *testing.T) {
 	}
 	if err := s.Release(ctx, "r", "b"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A lock's lease lasts longer than its TTL by its slack, so that the
+// locks taken within the slack of the lease's grant need no renewal: a
+// lease of slack enough serves lock after lock without one. Without
+// slack, every lock after the first renews the kept lease.
+func TestSlackSavesRenewals(t *testing.T) {
+	client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
+	for _, c := range []struct {
+		slack    int64
+		renewals int64
+	}{{100, 0}, {0, 4}} {
+		restore := etcd.SetSlack(c.slack)
+		s := newStore(t, client)
+		restore()
+		ctx := ctxFor(t, 30*time.Second)
+		for i := range 5 {
+			token := fmt.Sprint("t", i)
+			if err := s.Acquire(ctx, "r", token, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if d, held, err := s.TTL(ctx, "r"); err != nil || !held || d > 5*time.Second {
+				t.Errorf("TTL(r) of a 5s lock with a lease of %ds of slack = %v, %v, %v; want at most 5s", c.slack, d, held, err)
+			}
+			if err := s.Release(ctx, "r", token); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := s.Renewals(); got != c.renewals {
+			t.Errorf("%d renewals for 5 locks of 5s in a row with %ds of slack; want %d", got, c.slack, c.renewals)
+		}
 	}
 }
 
@@ -67,7 +99,7 @@ func TestKeptLeaseGone(t *testing.T) {
 	if err := s.Acquire(ctx, "r", "b", 5*time.Second); err != nil {
 		t.Fatalf("Acquire(r, b) with the kept lease gone = %v; want nil", err)
 	}
-	if got := leaseOf(t, client, "kept-gone/r"); got == kept {
+	if got := leaseOf(t, client, etcd.LockKey("kept-gone/", "r", "b")); got == kept {
 		t.Errorf("the lock's lease is %x, the revoked one", got)
 	}
 	if err := s.Release(ctx, "r", "b"); err != nil {
@@ -166,5 +198,5 @@ func acquire(t *testing.T, s *etcd.Store, client *clientv3.Client, prefix string
 	if err := s.Acquire(ctxFor(t, 10*time.Second), "r", "a", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	return leaseOf(t, client, prefix+"r")
+	return leaseOf(t, client, etcd.LockKey(prefix, "r", "a"))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -29,6 +30,7 @@ type renewer struct {
 	mu     sync.Mutex
 	idle   []*keepalive // most recently used last
 	gen    int          // incremented by close: older streams are not kept
+	sent   atomic.Int64 // renewals sent, for the tests
 }
 
 // keepalive is one LeaseKeepAlive stream, carrying one renewal at a time.
@@ -45,6 +47,7 @@ type keepalive struct {
 // closed, never used again.
 func (r *renewer) renew(ctx context.Context, id int64) (int64, error) {
 	k := r.take()
+	r.sent.Add(1)
 	stop := context.AfterFunc(ctx, k.cancel)
 	resp, err := k.renew(r.leases, id)
 	if !stop() {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,7 @@ type Store struct {
 	minTTL  atomic.Int64  // whole seconds; raised when the cluster grants longer leases than asked
 	min     time.Duration // as given to WithMinTTL, checked by New
 	timeout time.Duration
+	slackOf func(secs int64) int64
 	hub     hub
 	pool    pool
 	renewer renewer
@@ -96,7 +99,7 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil etcd client", lock.ErrInvalid)
 	}
-	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL}
+	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL, slackOf: slackOf}
 	s.pool.max = DefaultIdleLeases
 	for _, o := range opts {
 		o(s)
@@ -127,16 +130,37 @@ func (s *Store) MinTTL() time.Duration { return time.Duration(s.minTTL.Load()) *
 // never expires before its TTL, counted by the leader from the moment it
 // grants or renews the lease, which is after the caller's clock started
 // (a new leader even adds an election timeout to every lease). TTLs are
-// whole seconds, rounded up, so a lock may outlive its TTL by up to a
-// second, plus the half second in which the leader notices expired
-// leases; it never expires early.
+// whole seconds, rounded up, and a lease lasts a tenth longer than its
+// lock (in whole seconds, rounded down), so a lock may outlive its TTL by
+// up to a second plus that tenth, plus the half second in which the
+// leader notices expired leases; it never expires early.
 func (s *Store) TTLGranularity() time.Duration { return 0 }
 
-// key returns the etcd key of resource.
-func (s *Store) key(resource string) string { return s.prefix + resource }
+// The keys of the locks on a resource start with the resource's scope:
+// the store's prefix, the resource's name with every NUL byte written as
+// NUL 0x01, and two NUL bytes. A lock's key is its scope and its token,
+// so that a key is its holder's alone: a release deletes it without
+// reading it, and no two resources' scopes overlap, as an escaped name
+// never holds two NUL bytes in a row nor ends with one.
+const scopeEnd = "\x00\x00"
+
+// scope returns the start of the keys of the locks on resource.
+func (s *Store) scope(resource string) string {
+	if strings.IndexByte(resource, 0) >= 0 {
+		resource = strings.ReplaceAll(resource, "\x00", "\x00\x01")
+	}
+	return s.prefix + resource + scopeEnd
+}
+
+// key returns the key of the lock on resource held by token.
+func (s *Store) key(resource, token string) string { return s.scope(resource) + token }
+
+// tokenOf returns the token of the lock whose key is key, in scope.
+func tokenOf(scope string, key []byte) string { return string(key[len(scope):]) }
 
 // Acquire implements [lock.Store]: a lease of its own for the lock, and a
-// transaction that puts the key under that lease if it does not exist.
+// transaction that puts the lock's key under that lease if no key of a
+// lock on resource exists.
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
 	_, err := s.acquire(ctx, resource, token, ttl)
 	return err
@@ -159,15 +183,15 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 		return 0, err
 	}
 	defer cancel()
-	key := s.key(resource)
-	if s.hub.held(key) {
+	scope, key := s.scope(resource), s.key(resource, token)
+	if s.hub.held(scope) {
 		// Callers of this store wait for the resource, and the last its
 		// watch saw was the key put: an attempt would likely find it held,
 		// for a write. A linearizable read finds it held for one read, and
 		// is a true answer: the key was held at a moment within this call.
 		// A waiter woken by the key's deletion goes straight to the
 		// transaction.
-		kv, err := s.get(ctx, key)
+		kv, err := s.holder(ctx, scope)
 		if err != nil {
 			return 0, s.fail(ctx, "acquire", err)
 		}
@@ -179,14 +203,14 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 		start := time.Now()
 		l, kept, renew := lease{}, false, false
 		if !fresh {
-			l, kept, renew = s.pool.take(secs, start, ttl)
+			l, kept, renew = s.pool.take(key, secs, start, ttl)
 		}
 		if !kept {
-			if l, err = s.grant(ctx, secs, ttl); err != nil {
+			if l, err = s.grant(ctx, key, secs, ttl); err != nil {
 				return 0, err
 			}
 		}
-		fence, err := s.attach(ctx, key, token, l, renew, start)
+		fence, err := s.attach(ctx, scope, key, wholeSeconds(ttl), l, renew, start)
 		if err == errLeaseGone && kept {
 			continue // the kept lease expired: take a fresh one
 		}
@@ -198,24 +222,25 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 // nothing, as the lease it named no longer exists.
 var errLeaseGone = errors.New("etcd acquire: the lock's lease expired before its key was put")
 
-// attach puts key under lease l if key does not exist, and returns the
-// fence. A kept lease that etcd may expire within the lock's TTL (renew)
-// is renewed by a keepalive sent along with the transaction: the lock's
-// TTL then counts from the renewal, after start, and a keepalive is
-// answered by the leader without a Raft write. The lock is then taken
+// attach puts key, holding the lock's TTL of secs seconds, under lease l
+// if no key in scope exists, and returns the fence. A kept lease that
+// etcd may expire within the lock's TTL (renew) is renewed by a keepalive
+// sent along with the transaction: the lock's TTL then counts from the
+// renewal, after start, and a keepalive is answered by the leader
+// without a Raft write. The lock is then taken
 // only if both succeed: a transaction applied while the lease lived
 // attached the key to it, and the renewal kept the lease, and so the key,
 // alive for a whole TTL. A lease not renewed is one the pool knows to
 // live a whole TTL after start already.
-func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bool, start time.Time) (uint64, error) {
+func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lease, renew bool, start time.Time) (uint64, error) {
 	var renewed error
 	var wg sync.WaitGroup
 	if renew {
 		wg.Go(func() { _, renewed = s.renewer.renew(ctx, l.id) })
 	}
 	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, token, clientv3.WithLease(clientv3.LeaseID(l.id)))).
+		If(clientv3.Compare(clientv3.CreateRevision(scope), "=", 0).WithPrefix()).
+		Then(clientv3.OpPut(key, strconv.FormatInt(secs, 10), clientv3.WithLease(clientv3.LeaseID(l.id)))).
 		Commit()
 	wg.Wait()
 	switch {
@@ -260,8 +285,9 @@ func (s *Store) attach(ctx context.Context, key, token string, l lease, renew bo
 
 // grant grants a lease of secs seconds with an ID of the store's choosing
 // (so that a lost answer leaves no lease the store cannot name), checks
-// that the cluster granted no more than asked, and lends it to a lock.
-func (s *Store) grant(ctx context.Context, secs int64, ttl time.Duration) (lease, error) {
+// that the cluster granted no more than asked, and lends it to the lock
+// of key.
+func (s *Store) grant(ctx context.Context, key string, secs int64, ttl time.Duration) (lease, error) {
 	for range 2 {
 		id := rand.Int64N(1<<63-1) + 1
 		start := time.Now()
@@ -279,7 +305,7 @@ func (s *Store) grant(ctx context.Context, secs int64, ttl time.Duration) (lease
 			raise(&s.minTTL, resp.TTL)
 			return lease{}, fmt.Errorf("%w: ttl %v is below the cluster's minimum lease TTL of %ds", lock.ErrInvalid, ttl, resp.TTL)
 		}
-		l := lease{id: id, secs: secs, expires: start.Add(time.Duration(secs) * time.Second)}
+		l := lease{id: id, secs: secs, expires: start.Add(time.Duration(secs) * time.Second), key: key}
 		s.pool.granted(l)
 		return l, nil
 	}
@@ -315,49 +341,56 @@ func raise(v *atomic.Int64, n int64) {
 	}
 }
 
-// Release implements [lock.Store]: one transaction that deletes the key
-// if it holds token, and reports the lease it was attached to. That lease
-// holds nothing now: the store keeps it for another lock (see
-// WithIdleLeases), or revokes it.
+// Release implements [lock.Store]: one deletion of the lock's key, which
+// is token's alone, so that the deletion needs no condition: it deleted
+// a key if and only if token held resource. The lease the key was
+// attached to holds nothing now: the store keeps it for another lock
+// (see WithIdleLeases), or revokes it. The deletion reports that lease
+// only for a lock this store did not take, as the store knows the leases
+// of its own.
 func (s *Store) Release(ctx context.Context, resource, token string) error {
 	ctx, cancel, err := s.begin(ctx, resource, token)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	key := s.key(resource)
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(key), "=", token)).
-		Then(clientv3.OpDelete(key, clientv3.WithPrevKV())).
-		Commit()
+	key := s.key(resource, token)
+	id, lent := s.pool.leaseOf(key)
+	var opts []clientv3.OpOption
+	if !lent {
+		opts = append(opts, clientv3.WithPrevKV())
+	}
+	resp, err := s.client.Delete(ctx, key, opts...)
 	switch {
 	case err != nil:
 		return s.fail(ctx, "release", err)
-	case !resp.Succeeded:
+	case resp.Deleted == 0:
 		return lock.ErrNotHeld
 	}
-	for _, kv := range resp.Responses[0].GetResponseDeleteRange().PrevKvs {
-		if kv.Lease != 0 {
-			s.drop(ctx, kv.Lease)
-		}
+	for _, kv := range resp.PrevKvs {
+		id = kv.Lease
+	}
+	if id != 0 {
+		s.drop(ctx, id)
 	}
 	return nil
 }
 
-// revokeHolder reads key and, if it exists and holds reports true for it,
-// revokes its lease (or deletes it, if it has none); it reports whether
-// it did. An Extend with another TTL moves a lock to a new lease: a lease
-// found gone is looked for again under the key, a few times.
-func (s *Store) revokeHolder(ctx context.Context, op, key string, holds func(*mvccpb.KeyValue) bool) (bool, error) {
+// revokeHolder reads the key of the lock in scope and, if there is one
+// and holds reports true for it, revokes its lease (or deletes it, if it
+// has none); it reports whether it did. An Extend with another TTL moves
+// a lock to a new lease: a lease found gone is looked for again under the
+// scope, a few times.
+func (s *Store) revokeHolder(ctx context.Context, op, scope string, holds func(*mvccpb.KeyValue) bool) (bool, error) {
 	for range 3 {
-		kv, err := s.get(ctx, key)
+		kv, err := s.holder(ctx, scope)
 		switch {
 		case err != nil:
 			return false, s.fail(ctx, op, err)
 		case kv == nil || !holds(kv):
 			return false, nil
 		case kv.Lease == 0:
-			return s.deleteLeaseless(ctx, op, key, kv.ModRevision)
+			return s.deleteLeaseless(ctx, op, string(kv.Key), kv.ModRevision)
 		}
 		err = s.revoke(ctx, kv.Lease)
 		if err == nil {
@@ -383,12 +416,12 @@ func (s *Store) deleteLeaseless(ctx context.Context, op, key string, modRev int6
 	return resp.Succeeded, nil
 }
 
-// Extend implements [lock.Extender]. It reads the key and, if it holds
-// token, renews the lease it is attached to. A lease keeps the TTL it was
-// granted with, so extending with another TTL (in whole seconds) moves
-// the lock to a new lease of that TTL, in a transaction that checks that
-// the key still holds token under the old lease, and then drops the old
-// one: four round trips instead of two.
+// Extend implements [lock.Extender]. It reads the lock's key (token's
+// own) and, if it exists, renews the lease it is attached to. A lease
+// keeps the TTL it was granted with, so extending with another TTL (in
+// whole seconds) moves the lock to a new lease of that TTL, in a
+// transaction that checks that the key is still attached to the old
+// lease, and then drops the old one: four round trips instead of two.
 func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
 	secs, err := s.seconds(ttl)
 	if err != nil {
@@ -399,12 +432,12 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 		return err
 	}
 	defer cancel()
-	key := s.key(resource)
+	key := s.key(resource, token)
 	kv, err := s.get(ctx, key)
 	if err != nil {
 		return s.fail(ctx, "extend", err)
 	}
-	if kv == nil || string(kv.Value) != token || kv.Lease == 0 {
+	if kv == nil || kv.Lease == 0 {
 		return lock.ErrNotHeld
 	}
 	start := time.Now()
@@ -419,13 +452,13 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 		s.pool.renewed(kv.Lease, secs, start)
 		return nil
 	}
-	l, err := s.grant(ctx, secs, ttl)
+	l, err := s.grant(ctx, key, secs, ttl)
 	if err != nil {
 		return err
 	}
 	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(key), "=", token), clientv3.Compare(clientv3.LeaseValue(key), "=", kv.Lease)).
-		Then(clientv3.OpPut(key, token, clientv3.WithLease(clientv3.LeaseID(l.id)))).
+		If(clientv3.Compare(clientv3.LeaseValue(key), "=", kv.Lease)).
+		Then(clientv3.OpPut(key, strconv.FormatInt(wholeSeconds(ttl), 10), clientv3.WithLease(clientv3.LeaseID(l.id)))).
 		Commit()
 	if err != nil {
 		// Either lease may hold the key: neither is kept.
@@ -448,7 +481,7 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 		return false, err
 	}
 	defer cancel()
-	resp, err := s.client.Get(ctx, s.key(resource), clientv3.WithCountOnly())
+	resp, err := s.client.Get(ctx, s.scope(resource), clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return false, s.fail(ctx, "exists", err)
 	}
@@ -457,14 +490,15 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 
 // TTL implements [lock.TTLReader]: the remaining time of the lock's
 // lease, in whole seconds rounded down, as etcd reports it (a lock in its
-// last second reads 0).
+// last second reads 0), and at most the lock's TTL, rounded up to whole
+// seconds: the lease's slack is not the lock's.
 func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, error) {
 	ctx, cancel, err := s.begin(ctx, resource, "-")
 	if err != nil {
 		return 0, false, err
 	}
 	defer cancel()
-	kv, err := s.get(ctx, s.key(resource))
+	kv, err := s.holder(ctx, s.scope(resource))
 	if err != nil {
 		return 0, false, s.fail(ctx, "ttl", err)
 	}
@@ -484,7 +518,11 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 		}
 		return 0, false, nil // expired since the key was read
 	}
-	return time.Duration(resp.TTL) * time.Second, true, nil
+	left := resp.TTL
+	if secs, err := strconv.ParseInt(string(kv.Value), 10, 64); err == nil {
+		left = min(left, secs) // a lease lasts longer than its lock by its slack
+	}
+	return time.Duration(left) * time.Second, true, nil
 }
 
 // leaseGone is called when the leader did not find the lease of kv, the
@@ -513,21 +551,45 @@ func (s *Store) get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
 	return resp.Kvs[0], nil
 }
 
-// seconds converts ttl to the whole seconds of a lease, rounding up, and
-// refuses a TTL the cluster cannot honour.
+// holder reads the key of the lock in scope, linearizably; it returns nil
+// if resource is free. Acquisitions put a key in a scope only when it has
+// none, so there is at most one.
+func (s *Store) holder(ctx context.Context, scope string) (*mvccpb.KeyValue, error) {
+	resp, err := s.client.Get(ctx, scope, clientv3.WithPrefix(), clientv3.WithLimit(1))
+	if err != nil || len(resp.Kvs) == 0 {
+		return nil, err
+	}
+	return resp.Kvs[0], nil
+}
+
+// slackOf returns the slack of the lease of a lock of secs seconds: how
+// many seconds longer than the lock's TTL (rounded up to whole seconds)
+// its lease lasts. It is a tenth of the TTL, rounded down: a second for a
+// lock of 10s to 19s, none below 10s. A lease serves the locks taken
+// within its slack of its grant or last renewal without a renewal of its
+// own. A variable for the tests, read by New.
+var slackOf = func(secs int64) int64 { return secs / 10 }
+
+// seconds returns the whole seconds of the lease of a lock of ttl — ttl
+// rounded up, plus its slack — and refuses a TTL the cluster cannot
+// honour.
 func (s *Store) seconds(ttl time.Duration) (int64, error) {
 	if ttl <= 0 {
 		return 0, fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
 	}
-	secs := int64((ttl + time.Second - 1) / time.Second)
+	secs := wholeSeconds(ttl)
 	if min := s.minTTL.Load(); secs < min {
 		return 0, fmt.Errorf("%w: ttl is %v: etcd grants leases of at least %ds on this store (see WithMinTTL)", lock.ErrInvalid, ttl, min)
 	}
-	if secs > clientv3.MaxLeaseTTL {
-		return 0, fmt.Errorf("%w: ttl is %v: etcd grants leases of at most %ds", lock.ErrInvalid, ttl, clientv3.MaxLeaseTTL)
+	if secs += s.slackOf(secs); secs > clientv3.MaxLeaseTTL {
+		return 0, fmt.Errorf("%w: ttl is %v: etcd grants leases of at most %ds, and a lock's lease lasts a tenth longer than its TTL", lock.ErrInvalid, ttl, clientv3.MaxLeaseTTL)
 	}
 	return secs, nil
 }
+
+// wholeSeconds returns ttl in whole seconds, rounded up: the TTL a lock's
+// key holds, as its value, so that TTL reports no more than that.
+func wholeSeconds(ttl time.Duration) int64 { return int64((ttl + time.Second - 1) / time.Second) }
 
 // begin validates the arguments of a call and its context, and bounds
 // the context by the store's timeout; the caller must call cancel.

@@ -185,14 +185,14 @@ func TestExtendWithAnotherTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := leaseOf(t, client, "extend-ttl/r")
+	first := leaseOf(t, client, etcd.LockKey("extend-ttl/", "r", "a"))
 	if err := s.Extend(ctx, "r", "a", 5*time.Second); err != nil {
 		t.Fatalf("Extend(r, a, 5s) of a 1s lock = %v; want nil", err)
 	}
 	if d, held, err := s.TTL(ctx, "r"); err != nil || !held || d < 3*time.Second {
 		t.Errorf("TTL(r) after Extend(r, a, 5s) = %v, %v, %v; want more than 3s", d, held, err)
 	}
-	second := leaseOf(t, client, "extend-ttl/r")
+	second := leaseOf(t, client, etcd.LockKey("extend-ttl/", "r", "a"))
 	if second == first || attached(t, client, first) > 0 {
 		t.Errorf("the lock's lease is %x after the extension, %x before, which holds %d keys; want a new lease, and the old one empty", second, first, attached(t, client, first))
 	}

@@ -29,9 +29,9 @@ func TestTakeRenewsUnlessLongEnough(t *testing.T) {
 		var p pool
 		p.init()
 		p.max = 1
-		p.granted(lease{id: 1, secs: 2, expires: now.Add(c.left)})
+		p.granted(lease{id: 1, secs: 2, expires: now.Add(c.left), key: "k"})
 		p.keep(1)
-		l, ok, renew := p.take(2, now, ttl)
+		l, ok, renew := p.take("k", 2, now, ttl)
 		if !ok || l.id != 1 || renew != c.renew {
 			t.Errorf("take(2s, now, %v) of a lease with %v left = %x, %v, renew %v; want it, renew %v", ttl, c.left, l.id, ok, renew, c.renew)
 		}
@@ -39,9 +39,9 @@ func TestTakeRenewsUnlessLongEnough(t *testing.T) {
 	var p pool
 	p.init()
 	p.max = 1
-	p.granted(lease{id: 1, secs: 2, expires: now.Add(margin)})
+	p.granted(lease{id: 1, secs: 2, expires: now.Add(margin), key: "k"})
 	p.keep(1)
-	if _, ok, _ := p.take(2, now, ttl); ok {
+	if _, ok, _ := p.take("k", 2, now, ttl); ok {
 		t.Errorf("take(2s) of a lease with %v left = ok; want it dropped, as it may expire before its renewal arrives", margin)
 	}
 }

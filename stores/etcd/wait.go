@@ -23,16 +23,17 @@ type hub struct {
 	s       *Store
 	linger  time.Duration
 	mu      sync.Mutex
-	watches map[string]*watch // by key
+	watches map[string]*watch // by the resources' scopes
 }
 
-// watch follows one key for the callers waiting for its release. Its
+// watch follows the scope of one resource (its lock's scope, whichever
+// holder's it is) for the callers waiting for its release. Its
 // fields other than ready are guarded by the hub's mutex.
 type watch struct {
-	ready   chan struct{} // closed once the key was read and the watch started, or that failed (err)
+	ready   chan struct{} // closed once the scope was read and the watch started, or that failed (err)
 	err     error         // why the watch failed to start or ended
 	ended   bool          // no longer in the hub: waiters must not join
-	held    bool          // the key existed at the last revision seen
+	held    bool          // a lock's key existed at the last revision seen
 	waiters []*waiter     // in arrival order
 	stop    context.CancelFunc
 	idle    *time.Timer // ends the watch when it finds no waiter (see expire)
@@ -54,8 +55,8 @@ func (h *hub) init(s *Store) {
 // WaitRelease implements [lock.Waiter]. It returns nil at once if
 // resource is free, and otherwise waits until the lock's key is deleted
 // (released, or its lease expired) or ctx ends. The callers waiting for
-// one resource share one watch, which starts at the revision at which the
-// key was read, so no release after that read is missed; each deletion
+// one resource share one watch of its scope, which starts at the revision
+// at which the scope was read, so no release after that read is missed; each deletion
 // wakes one caller, the longest waiting (a caller that leaves passes a
 // wake it received on to the next). The watch requires a leader: on a
 // member cut off from the cluster it ends, and the callers get an error.
@@ -64,7 +65,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		return err
 	}
 	h := &s.hub
-	w, err := h.open(ctx, s.key(resource))
+	w, err := h.open(ctx, s.scope(resource))
 	if err != nil {
 		return err
 	}
@@ -96,16 +97,16 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	return ctx.Err()
 }
 
-// open returns the running watch of key, starting it if there is none.
-func (h *hub) open(ctx context.Context, key string) (*watch, error) {
+// open returns the running watch of scope, starting it if there is none.
+func (h *hub) open(ctx context.Context, scope string) (*watch, error) {
 	for {
 		h.mu.Lock()
-		w := h.watches[key]
+		w := h.watches[scope]
 		if w == nil {
 			w = &watch{ready: make(chan struct{})}
-			h.watches[key] = w
+			h.watches[scope] = w
 			h.mu.Unlock()
-			h.start(ctx, key, w)
+			h.start(ctx, scope, w)
 		} else {
 			h.mu.Unlock()
 		}
@@ -125,30 +126,33 @@ func (h *hub) open(ctx context.Context, key string) (*watch, error) {
 	}
 }
 
-// start reads whether key exists and watches it from the next revision.
-func (h *hub) start(ctx context.Context, key string, w *watch) {
+// start reads whether a key exists in scope, and watches the scope from
+// the next revision.
+func (h *hub) start(ctx context.Context, scope string, w *watch) {
 	defer close(w.ready)
 	ctx, cancel := h.s.bound(ctx)
 	defer cancel()
-	resp, err := h.s.client.Get(ctx, key, clientv3.WithCountOnly())
+	resp, err := h.s.client.Get(ctx, scope, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		h.mu.Lock()
-		h.end(key, w, h.s.fail(ctx, "wait", err))
+		h.end(scope, w, h.s.fail(ctx, "wait", err))
 		h.mu.Unlock()
 		return
 	}
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-	events := h.s.client.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1))
+	events := h.s.client.Watch(wctx, scope, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	h.mu.Lock()
 	w.held = resp.Count > 0
 	w.stop = stop
-	w.idle = time.AfterFunc(h.linger, func() { h.expire(key, w) })
+	w.idle = time.AfterFunc(h.linger, func() { h.expire(scope, w) })
 	h.mu.Unlock()
-	go h.follow(key, w, events)
+	go h.follow(scope, w, events)
 }
 
-// follow applies the events of w's key until the watch ends.
-func (h *hub) follow(key string, w *watch, events clientv3.WatchChan) {
+// follow applies the events of w's scope until the watch ends: a
+// deletion frees the resource (a scope holds one key at most), a put
+// takes it.
+func (h *hub) follow(scope string, w *watch, events clientv3.WatchChan) {
 	err := errWatchEnded
 	for resp := range events {
 		if resp.Err() != nil {
@@ -168,41 +172,42 @@ func (h *hub) follow(key string, w *watch, events clientv3.WatchChan) {
 		h.mu.Unlock()
 	}
 	h.mu.Lock()
-	h.end(key, w, err)
+	h.end(scope, w, err)
 	h.mu.Unlock()
 }
 
-// held reports whether the hub watches key (callers of the store wait
-// for it, or did a moment ago) and the last it saw was the key existing.
-func (h *hub) held(key string) bool {
+// held reports whether the hub watches scope (callers of the store wait
+// for its resource, or did a moment ago) and the last it saw was a key in
+// it.
+func (h *hub) held(scope string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w := h.watches[key]
+	w := h.watches[scope]
 	return w != nil && w.held
 }
 
 // expire ends w if it has no waiter, and otherwise looks again after
 // h.linger: a watch ends between one and two lingers after its last
 // waiter left.
-func (h *hub) expire(key string, w *watch) {
+func (h *hub) expire(scope string, w *watch) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(w.waiters) > 0 {
 		w.idle.Reset(h.linger)
 		return
 	}
-	h.end(key, w, errWatchEnded)
+	h.end(scope, w, errWatchEnded)
 }
 
 // end removes w from the hub, stops its watch and tells its waiters why.
 // Called with the mutex held; a second call does nothing.
-func (h *hub) end(key string, w *watch, err error) {
+func (h *hub) end(scope string, w *watch, err error) {
 	if w.ended {
 		return
 	}
 	w.ended, w.err = true, err
-	if h.watches[key] == w {
-		delete(h.watches, key)
+	if h.watches[scope] == w {
+		delete(h.watches, scope)
 	}
 	if w.stop != nil {
 		w.stop()
