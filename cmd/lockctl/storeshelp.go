@@ -34,7 +34,8 @@ all, or a number above half).
       An etcd cluster, through the client URLs of its members (port 2379
       by default): a lock holds while a majority of them lives, and its
       fence is an etcd revision. TTLs round up to whole seconds, at least
-      2s (etcd's shortest lease with its default election timeout).
+      2s (etcd's shortest lease with its default election timeout); from
+      10s on, a lease lasts a tenth longer than its lock.
       USER and PASSWORD are etcd's own auth; etcds:// is the same over TLS.
   postgres://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]...][/DATABASE][?PARAMS]
   postgresql://...

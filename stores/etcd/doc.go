@@ -144,7 +144,9 @@
 // lock may outlive its TTL by up to a second, plus its lease's slack (a
 // tenth of the TTL, in whole seconds rounded down: a second for a lock of
 // 10s to 19s), plus the half second in which the leader notices expired
-// leases. A lease never expires early:
+// leases (WithoutLeaseSlack drops the slack, at the cost of a renewal
+// for every acquisition that takes a kept lease). A lease never expires
+// early:
 // the leader counts its TTL from the moment it grants or renews it, after
 // the caller's clock started, and a new leader extends every lease by an
 // election timeout. So the lockers need take no granularity off a lock's

@@ -59,10 +59,11 @@ func TestSlackSavesRenewals(t *testing.T) {
 	client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
 	for _, c := range []struct {
 		slack    int64
+		opts     []etcd.Option
 		renewals int64
-	}{{100, 0}, {0, 4}} {
+	}{{100, nil, 0}, {0, nil, 4}, {100, []etcd.Option{etcd.WithoutLeaseSlack()}, 4}} {
 		restore := etcd.SetSlack(c.slack)
-		s := newStore(t, client)
+		s := newStore(t, client, c.opts...)
 		restore()
 		ctx := ctxFor(t, 30*time.Second)
 		for i := range 5 {
@@ -78,7 +79,7 @@ func TestSlackSavesRenewals(t *testing.T) {
 			}
 		}
 		if got := s.Renewals(); got != c.renewals {
-			t.Errorf("%d renewals for 5 locks of 5s in a row with %ds of slack; want %d", got, c.slack, c.renewals)
+			t.Errorf("%d renewals for 5 locks of 5s in a row with %ds of slack (%d options); want %d", got, c.slack, len(c.opts), c.renewals)
 		}
 	}
 }

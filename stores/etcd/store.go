@@ -91,6 +91,14 @@ func WithMinTTL(d time.Duration) Option { return func(s *Store) { s.min = d } }
 // is still alive. Its outcome is unknown, as with any failed call.
 func WithTimeout(d time.Duration) Option { return func(s *Store) { s.timeout = d } }
 
+// WithoutLeaseSlack makes every lease last its lock's TTL, rounded up to
+// whole seconds, and no more: the lock of a holder that died frees up to
+// a tenth of its TTL sooner (see the package doc's TTLs), and every
+// acquisition that takes a kept lease renews it.
+func WithoutLeaseSlack() Option { return func(s *Store) { s.slackOf = noSlack } }
+
+func noSlack(int64) int64 { return 0 }
+
 // New returns a store that keeps its locks in the etcd cluster client
 // talks to. The caller owns client: the store never closes it. The
 // client's zap logger reports the calls that fail and are retried; give
