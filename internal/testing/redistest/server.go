@@ -65,7 +65,9 @@ func StartN(t testing.TB, n int) []*Server {
 }
 
 // launch starts a server in dir, with extra arguments, on a free port; it
-// tries a few ports in case another process takes the one it picked.
+// tries a few ports in case another process takes the one it picked (the
+// server then fails to start, or the admin client reaches the other
+// process).
 func launch(path, dir string, extra ...string) (*Server, error) {
 	var err error
 	for range 3 {
@@ -99,8 +101,12 @@ func launch(path, dir string, extra ...string) (*Server, error) {
 			AlwaysPipelining: true,
 		})
 		if err != nil {
+			// Another process may have taken the port between freePort
+			// and the server's bind: the readiness check then reached
+			// that process, and our server exited. Try another port.
 			p.Kill()
-			return nil, fmt.Errorf("admin client for %s: %w", p.Name, err)
+			err = fmt.Errorf("admin client for %s: %w", p.Name, err)
+			continue
 		}
 		return s, nil
 	}
