@@ -40,7 +40,9 @@
 // whose answer came within the TTL); A's release or expiry came before
 // B's SET succeeded; and B's INCR ran after B's SET, as one connection
 // runs commands in order. So B's INCR ran after A's: fence(B) > fence(A).
-// A refused SET also runs its INCR, which only skips a value.
+// A refused SET also runs its INCR, which only skips a value. A lock that
+// A's release reserved for a woken waiter B (see ReservationPrefix) is
+// taken by B's claim script in place of the SET: the same argument holds.
 //
 // Why fences keep increasing when the counter is lost or behind — a
 // restart without persistence, a failover to a replica that had not
@@ -103,7 +105,8 @@
 //
 // See Store.WaitRelease: a caller subscribes to a shard channel of its
 // own, gets in line in the lock's waiters' queue, and a release pops the
-// first in line and publishes on that one channel. A lock waiter also
+// first in line, reserves the lock for it (see ReservationPrefix) and
+// publishes on that one channel. A lock waiter also
 // looks again now and then (firstRelook).
 //
 // # Permits

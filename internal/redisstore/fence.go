@@ -38,7 +38,7 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 	b := batches.Get().(*batch)
 	defer batches.Put(b)
 	for {
-		n := s.fencedCmds((*[3]Cmd)(b.cmds[:3]), key, token, ttl)
+		n := s.fencedCmds((*[3]Cmd)(b.cmds[:3]), true, key, token, ttl)
 		s.client.DoMulti(ctx, b.cmds[:n], b.replies[:n], false)
 		fence, err := s.fenced(ctx, b.cmds[:n], ttl, b.replies[:n])
 		if err != errNoSetGet {
@@ -57,14 +57,18 @@ type batch struct {
 var batches = sync.Pool{New: func() any { return new(batch) }}
 
 // fencedCmds writes the commands of a fenced acquisition of the lock at
-// key into cmds and returns how many there are: SET NX PX GET and INCR of
+// key into cmds and returns how many there are: SET NX PX GET (or, with
+// claim, what take returns) and INCR of
 // the counter, then on a cluster PEXPIRETIME (the clock of the counter's
 // master) — or, when this store has not lifted the counter for a while
 // (it is then likely behind the clock: few fences are taken), the lift
 // script in place of INCR and PEXPIRETIME, which takes the fence lifted:
 // one round trip either way.
-func (s *Store) fencedCmds(cmds *[3]Cmd, key, token string, ttl time.Duration) int {
+func (s *Store) fencedCmds(cmds *[3]Cmd, claim bool, key, token string, ttl time.Duration) int {
 	cmds[0] = s.setNX(key, token, ttl)
+	if claim {
+		cmds[0] = s.take(key, token, ttl)
+	}
 	if s.liftDue() {
 		cmds[1] = script(liftScript, []string{s.counterKey(key)}, "0", liftAheadArg)
 		return 2
@@ -108,6 +112,17 @@ func (s *Store) counterKey(key string) string { return CounterKey(key, s.cluster
 // is behind the server's clock.
 func (s *Store) fenced(ctx context.Context, cmds []Cmd, ttl time.Duration, r []Reply) (uint64, error) {
 	key := cmds[0].Keys[0]
+	if cmds[0].Script != nil && r[0].noScript() {
+		// The claim script was not loaded: it took nothing, and the INCR
+		// after it only skipped a value. Claim in full, then take a
+		// fence that follows the claim.
+		claim := cmds[0]
+		claim.Full = true
+		if err := s.acquired(ctx, &claim, s.do(ctx, claim)); err != nil {
+			return 0, err
+		}
+		return s.lift(ctx, s.counterKey(key), 0)
+	}
 	if err := s.acquired(ctx, &cmds[0], r[0]); err != nil {
 		return 0, err
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // handoffs gives a waiter that a release woke a head start on the store
-// that released.
+// that released, where the release does not reserve the lock for it (see
+// reserves: under the restart guard or WithWaitReplicas) and for permits.
 //
 // When a Release wakes a waiter (the release script popped one from the
 // queue), the waiter needs about a round trip to hear of it and ask for

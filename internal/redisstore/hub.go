@@ -47,6 +47,22 @@ func (h *subscriptions) acquired(s *Store, key string) {
 	}
 }
 
+// woken returns the id of the subscription to releases of the lock at
+// key through s if a release woke one of its callers that has not
+// acquired the lock since, and "" otherwise.
+func (h *subscriptions) woken(s *Store, key string) string {
+	if h.n.Load() == 0 {
+		return ""
+	}
+	h.mu.Lock()
+	t := h.topics[topicKey{s.subOwner, key}]
+	h.mu.Unlock()
+	if t == nil || t.woken.Load() <= 0 {
+		return ""
+	}
+	return t.id
+}
+
 // Subscriptions returns the number of subscriptions to releases the
 // process holds, for tests checking that none is left behind.
 func Subscriptions() int {
@@ -180,8 +196,11 @@ func (h *subscriptions) subscribe(s *Store, k topicKey, pass *Script) *topic {
 // receive runs the subscription until it is dropped or breaks.
 func (h *subscriptions) receive(ctx context.Context, t *topic) {
 	err := t.store.client.Subscribe(ctx, t.channel, t.confirmed, func() {
-		if t.line.WakeOne(t.handOn) {
-			t.woken.Add(1)
+		// Counted before the wake: the woken caller's acquisition claims
+		// the lock the release reserved for this subscription (see take).
+		t.woken.Add(1)
+		if !t.line.WakeOne(t.handOn) {
+			t.woken.Add(-1)
 		}
 	})
 	if err != nil {
@@ -227,14 +246,15 @@ func (t *topic) drop() {
 }
 
 // handOn passes a wake this subscription cannot use to the next
-// subscription in line, if the lock is still free. It runs in a goroutine
+// subscription in line, if the lock is still free or reserved for this
+// one (see ReservationPrefix). It runs in a goroutine
 // of its own: wakes arrive on the client's reader, which must not wait
 // for a command.
 func (t *topic) handOn() {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 		defer cancel()
-		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock)})
+		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock)}, ReservationPrefix+t.id, ReservationPrefix, reservationTTLArg)
 	}()
 }
 

@@ -23,7 +23,7 @@ func (s *Store) acquireReplicated(ctx context.Context, fenced bool, key, token s
 	defer batches.Put(b)
 	n := 1
 	if fenced {
-		n = s.fencedCmds((*[3]Cmd)(b.cmds[:3]), key, token, ttl)
+		n = s.fencedCmds((*[3]Cmd)(b.cmds[:3]), false, key, token, ttl)
 	} else {
 		b.cmds[0] = s.setNX(key, token, ttl)
 	}
@@ -53,7 +53,7 @@ func (s *Store) acquireReplicated(ctx context.Context, fenced bool, key, token s
 	} else if err = s.replicated(waited); err == nil {
 		return fence, nil
 	}
-	return 0, s.undo(ctx, err, script(releaseScript, []string{key, WaitersOf(key)}, token))
+	return 0, s.undo(ctx, err, s.releaseCmd(key, WaitersOf(key), token))
 }
 
 // waitReplicasCmd returns the WAIT that follows a replicated acquisition.

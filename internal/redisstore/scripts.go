@@ -45,6 +45,9 @@ var (
 	waitScript = load("wait")
 	// passScript hands a wake nobody used to the next in line.
 	passScript = load("pass")
+	// claimScript takes a lock that is free or reserved for a woken
+	// subscription.
+	claimScript = load("claim")
 	// leaveScript takes a dropped subscription out of line.
 	leaveScript = load("leave")
 	// extendScript is compare-and-extend.
@@ -61,6 +64,6 @@ var (
 
 // Scripts returns every script of the store, for tests.
 func Scripts() []*Script {
-	return []*Script{releaseScript, waitScript, passScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript,
+	return []*Script{releaseScript, waitScript, passScript, claimScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript,
 		permitAcquireScript, permitReleaseScript, permitExtendScript, permitCountScript, permitWaitScript, permitPassScript}
 }

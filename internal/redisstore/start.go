@@ -147,9 +147,9 @@ func (s *Store) commands(sc *startedCall) int {
 			sc.cmds[0] = s.guardedCmd(true, sc.key, c.Token, c.TTL)
 			return 1
 		}
-		return s.fencedCmds(&sc.cmds, sc.key, c.Token, c.TTL)
+		return s.fencedCmds(&sc.cmds, false, sc.key, c.Token, c.TTL)
 	case lock.CallRelease:
-		sc.cmds[0] = script(releaseScript, []string{sc.key, WaitersOf(sc.key)}, c.Token)
+		sc.cmds[0] = script(releaseScript, []string{sc.key, WaitersOf(sc.key)}, c.Token) // no reservation: see reserves
 	case lock.CallExtend:
 		sc.cmds[0] = script(extendScript, []string{sc.key}, c.Token, s.ttlArg(c.TTL))
 	case lock.CallRaiseFence:

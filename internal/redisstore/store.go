@@ -95,8 +95,8 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 		if s.replicas > 0 {
 			_, err = s.acquireReplicated(ctx, false, key, token, ttl)
 		} else {
-			cmd := s.setNX(key, token, ttl)
-			err = s.acquired(ctx, &cmd, s.do(ctx, cmd))
+			cmd := s.take(key, token, ttl)
+			err = s.acquired(ctx, &cmd, s.run(ctx, cmd))
 		}
 		if err != errNoSetGet {
 			return err
@@ -117,12 +117,13 @@ func (s *Store) setNX(key, token string, ttl time.Duration) Cmd {
 // which ran nothing: send the acquisition again, without GET.
 var errNoSetGet = errors.New("the server does not take SET with both NX and GET")
 
-// acquired returns the outcome of set, a SET NX of setNX, whose reply is
-// r. With GET, the reply is nil if the lock was free (and is now taken)
-// and the holder's token otherwise; a key of another type is a WRONGTYPE
-// error. Without GET, a refusal is followed by a GET (see refused).
+// acquired returns the outcome of set, a SET NX of setNX or the claim
+// script of take, whose reply is r. With GET (and from the claim), the
+// reply is nil if the lock was free (and is now taken) and the holder's
+// token otherwise; a key of another type is a WRONGTYPE error. Without
+// GET, a refusal is followed by a GET (see refused).
 func (s *Store) acquired(ctx context.Context, set *Cmd, r Reply) error {
-	key, token, get := set.Keys[0], set.Args[0], set.NArgs == 5
+	key, token, get := set.Keys[0], set.Args[0], set.NArgs == 5 || set.Script != nil
 	var err error
 	switch {
 	case get && r.serverErr("ERR syntax error"):
@@ -174,15 +175,18 @@ func (s *Store) refused(ctx context.Context, key, token string, resent bool) err
 }
 
 // Release implements [lock.Store]: a compare-and-delete script, one round
-// trip, that also wakes the first waiter in line (see WaitRelease).
+// trip, that also wakes the first waiter in line and hands it the lock
+// (see WaitRelease and ReservationPrefix).
 func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err := s.check(ctx, resource, token, 1); err != nil {
 		return err
 	}
 	lockKey, waitersKey := LockAndWaiters(s.prefix, resource)
-	start := time.Now()
-	r := s.eval(ctx, releaseScript, []string{lockKey, waitersKey}, token)
-	return s.released(ctx, lockKey, start, r)
+	var start time.Time // a reservation needs no head start: see handoffs
+	if !s.reserves() {
+		start = time.Now()
+	}
+	return s.released(ctx, lockKey, start, s.run(ctx, s.releaseCmd(lockKey, waitersKey, token)))
 }
 
 // released returns the outcome of the release script on lockKey, sent at

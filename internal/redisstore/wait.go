@@ -21,9 +21,10 @@ import (
 // waiters look again now and then (see firstRelook).
 //
 // A release wakes exactly one caller across every process: it pops the
-// first subscription in line and publishes on that subscription's channel
-// alone, so waiters take turns in the order they got in line and nobody
-// else hears of it. Callers of one process waiting for the same resource
+// first subscription in line, reserves the lock for it (see
+// ReservationPrefix: no other caller can take it meanwhile) and publishes
+// on that subscription's channel alone, so waiters take turns in the
+// order they got in line and nobody else hears of it. Callers of one process waiting for the same resource
 // share one subscription, which wakes them longest-waiting first. A wake
 // that finds no caller left is handed on to the next subscription in
 // line. The subscription is dropped (out of the queue, unsubscribed) a

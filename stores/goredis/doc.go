@@ -29,7 +29,7 @@
 // lock.Fencer and lock.FenceRaiser, lock.Waiter, lock.Permitter and
 // lock.PermitWaiter (semaphores and read-write locks natively),
 // lock.ResourceValidator, lock.Starter (calls started together go out as
-// one pipeline), the head start of a waiter woken by a release, and the
+// one pipeline), the handoff of a released lock to the waiter it wakes, and the
 // administrative ForceRelease and LastFence. What go-redis makes
 // different:
 //   - A pipeline, and each command, holds a connection of the client's

@@ -139,14 +139,23 @@
 // then after twice as long each time, up to every second, keeping its
 // place in line. Waiters of one process share a subscription, which stays a moment
 // after the last returns (the lockers come back after each attempt) and
-// wakes them longest-waiting first. A caller that releases a resource to a
-// waiter and asks for it again at once, as a loop of Lock and Unlock does,
-// would beat the woken waiter to it about half the time; so the store
-// that released it delays that acquisition by about a round trip (as long
-// as the release took, within a millisecond of it), and the lock goes
-// round in turn. A woken waiter that finds the lock taken all the same
-// (by a caller that did not wait in line: the lockers bound each wait by
-// their retry delay, and retry when it ends) gets back in line at the
+// wakes them longest-waiting first. A release that wakes a waiter hands
+// it the lock: it sets the lock to a reservation for the woken
+// subscription (lockkit:handoff: and its id, for 100ms), which every
+// other caller's SET NX finds taken — the releaser's too, when it asks
+// again at once, as a loop of Lock and Unlock does — and which only the
+// woken process's acquisition takes (a script that treats its own
+// reservation as free). So the lock goes round in the order the waiters
+// got in line, across processes. Until it is taken, Exists reports the
+// lock held and Holder reports "", true; a reservation nobody takes (the
+// woken process died, or its caller gave up) lapses after its 100ms, and
+// one whose subscription has no caller left is handed on to the next in
+// line at once. Under the restart guard or WithWaitReplicas, and for the
+// calls of a lock.MultiLocker (Start), releases delete the lock as
+// before, and the store that released delays its own next acquisition of
+// it by about a round trip instead, so that the woken waiter gets there
+// first. A woken waiter that finds the lock taken all the same
+// (its reservation lapsed, or nothing reserved it) gets back in line at the
 // front, not the end, so it keeps its turn. Releases by versions of this package
 // that published on the lock key itself are not heard: their waiters fall
 // back to the lockers' retry delay. On Redis before 7, Release still works

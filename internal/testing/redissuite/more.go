@@ -481,48 +481,102 @@ func (f Factory) testCanceledLockLeavesNothing(t *testing.T) {
 	t.Logf("%d of 3000 Lock calls canceled", canceled)
 }
 
-// testReleaseHandsOff: a Release that wakes a waiter records a head start
-// for the resource (see redisstore's handoffs), through either adapter;
-// one that wakes nobody does not.
+// testReleaseHandsOff: a Release that wakes a waiter hands it the lock,
+// through either adapter: the lock is reserved for the waiter's
+// subscription, refused to every other caller (the releaser too), read as
+// held without a holder part, and taken by the waiter's acquisition —
+// fenced or not. A permit's release records a head start instead (see
+// redisstore's handoffs); a release that wakes nobody does neither.
 func (f Factory) testReleaseHandsOff(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx := ctxFor(t, 30*time.Second)
-	releaser := f.Server(t, srv, redisstore.WithPrefix("handoff:"))
-	waiter := f.Server(t, srv, redisstore.WithPrefix("handoff:"))
-	engine := f.Engine(releaser)
-	if err := releaser.Acquire(ctx, "r", "a", time.Minute); err != nil {
-		t.Fatal(err)
+	for _, fenced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fenced=%v", fenced), func(t *testing.T) {
+			srv := redistest.Start(t)
+			ctx := ctxFor(t, 30*time.Second)
+			releaser := f.Server(t, srv, redisstore.WithPrefix("handoff:"))
+			waiter := f.Server(t, srv, redisstore.WithPrefix("handoff:"))
+			if err := releaser.Acquire(ctx, "r", "a", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := releaser.Release(ctx, "r", "a"); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := srv.Do("EXISTS", "handoff:{r}").AsInt64(); err != nil || n != 0 {
+				t.Fatalf("EXISTS of the lock after a release that woke nobody = %d, %v; want 0", n, err)
+			}
+			if err := releaser.Acquire(ctx, "r", "a", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			woken := make(chan error, 1)
+			go func() { woken <- waiter.WaitRelease(ctx, "r") }()
+			eventually(t, "in line", func() bool {
+				n, err := srv.Do("LLEN", "handoff:{r}:waiters").AsInt64()
+				return err == nil && n == 1
+			})
+			id, err := srv.Do("LINDEX", "handoff:{r}:waiters", "0").ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := releaser.Release(ctx, "r", "a"); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := srv.Do("GET", "handoff:{r}").ToString(); err != nil || got != redisstore.ReservationPrefix+id {
+				t.Fatalf("the lock after a release that woke a waiter holds %q, %v; want %q: reserved for the waiter", got, err, redisstore.ReservationPrefix+id)
+			}
+			if err := releaser.Acquire(ctx, "r", "b", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
+				t.Fatalf("Acquire(r, b) by the releaser while the lock is reserved for a woken waiter = %v; want ErrNotAcquired", err)
+			}
+			if who, held, err := releaser.Holder(ctx, "r"); err != nil || who != "" || !held {
+				t.Fatalf("Holder(r) while reserved = %q, %v, %v; want \"\", true, nil", who, held, err)
+			}
+			if err := <-woken; err != nil {
+				t.Fatalf("WaitRelease = %v", err)
+			}
+			if fenced {
+				if _, err := waiter.AcquireFenced(ctx, "r", "w", time.Minute); err != nil {
+					t.Fatalf("the woken waiter's AcquireFenced(r, w) = %v; want nil", err)
+				}
+			} else if err := waiter.Acquire(ctx, "r", "w", time.Minute); err != nil {
+				t.Fatalf("the woken waiter's Acquire(r, w) = %v; want nil", err)
+			}
+			if got, err := srv.Do("GET", "handoff:{r}").ToString(); err != nil || got != "w" {
+				t.Fatalf("the lock after the woken waiter's acquisition holds %q, %v; want \"w\"", got, err)
+			}
+			if n := redisstore.PendingHandoffs(f.Engine(releaser)); n != 0 {
+				t.Fatalf("a release that reserved the lock recorded %d head starts; want 0", n)
+			}
+		})
 	}
-	if err := releaser.Release(ctx, "r", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if n := redisstore.PendingHandoffs(engine); n != 0 {
-		t.Fatalf("a release that woke nobody recorded %d head starts; want 0", n)
-	}
-	if err := releaser.Acquire(ctx, "r", "a", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	woken := make(chan error, 1)
-	go func() { woken <- waiter.WaitRelease(ctx, "r") }()
-	eventually(t, "in line", func() bool {
-		n, err := srv.Do("LLEN", "handoff:{r}:waiters").AsInt64()
-		return err == nil && n == 1
+	t.Run("permit", func(t *testing.T) {
+		srv := redistest.Start(t)
+		ctx := ctxFor(t, 30*time.Second)
+		releaser := f.Server(t, srv, redisstore.WithPrefix("handoff:"))
+		waiter := f.Server(t, srv, redisstore.WithPrefix("handoff:"))
+		if _, err := releaser.AcquirePermit(ctx, "r", "a", 1, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		woken := make(chan error, 1)
+		go func() { woken <- waiter.WaitPermit(ctx, "r") }()
+		eventually(t, "in line", func() bool {
+			n, err := srv.Do("LLEN", redisstore.WaitersOf(redisstore.PermitsKey("handoff:", "r"))).AsInt64()
+			return err == nil && n == 1
+		})
+		if err := releaser.ReleasePermit(ctx, "r", "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-woken; err != nil {
+			t.Fatalf("WaitPermit = %v", err)
+		}
+		if n := redisstore.PendingHandoffs(f.Engine(releaser)); n != 1 {
+			t.Fatalf("a permit's release that woke a waiter recorded %d head starts; want 1", n)
+		}
 	})
-	if err := releaser.Release(ctx, "r", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-woken; err != nil {
-		t.Fatalf("WaitRelease = %v", err)
-	}
-	if n := redisstore.PendingHandoffs(engine); n != 1 {
-		t.Fatalf("a release that woke a waiter recorded %d head starts; want 1", n)
-	}
 }
 
 // testWokenWaiterKeepsItsTurn: a waiter that a release woke, but that
-// finds the lock taken by a caller that did not wait in line, gets back
-// in line at the front: the next release wakes it, not the waiter that
-// was behind it (issue 14: waiters lost their place under contention).
+// finds the lock taken by a caller that did not wait in line (the
+// reservation the release made for it lapsed first), gets back in line at
+// the front: the next release wakes it, not the waiter that was behind it
+// (issue 14: waiters lost their place under contention).
 func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 30*time.Second)
@@ -554,7 +608,14 @@ func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
 	if err := <-aDone; err != nil {
 		t.Fatalf("the first waiter's WaitRelease = %v", err)
 	}
-	// A caller that did not wait takes the lock before the woken waiter.
+	// The reservation lapses before the woken waiter acquires (as under
+	// a long pause), and a caller that did not wait takes the lock.
+	if err := holder.Acquire(ctx, "r", "barger", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("a barger's Acquire while the lock is reserved for the woken waiter = %v; want ErrNotAcquired", err)
+	}
+	if err := srv.Do("DEL", "turn:{r}").Error(); err != nil {
+		t.Fatal(err)
+	}
 	if err := holder.Acquire(ctx, "r", "barger", time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -430,8 +430,9 @@ func (f Factory) testWaitOneWakeAcrossProcesses(t *testing.T) {
 	cycle()
 	woken("the second waiter, after the second release", second)
 
-	// A wake for a caller that left goes on to the next in line.
-	if err := a.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+	// A wake for a caller that left goes on to the next in line. (The
+	// lock is the woken waiter's: reserved for it by the release.)
+	if err := b.Acquire(ctx, "r", "holder", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	leaving, leave := context.WithCancel(ctx)

@@ -1,0 +1,63 @@
+package redisstore
+
+import "time"
+
+// A release that wakes a waiter hands it the lock: the release script
+// sets the lock to a reservation for the woken subscription
+// (ReservationPrefix followed by its id) for ReservationTTL, in place of
+// deleting it. A SET NX of any other caller then finds the lock taken and
+// gets in line behind the waiters, so the lock goes round in the order
+// the waiters got in line, across processes; the woken process takes it
+// with the claim script, which accepts its own reservation as free. A
+// wake the subscription cannot use (no caller waits any more) hands the
+// reservation on to the next in line (pass.lua); one nobody claims (the
+// woken process died, or its caller gave up after the wake) lapses after
+// ReservationTTL, and the lock is free again.
+//
+// Until claimed, the lock reads as held (Exists) by a holder without a
+// holder part (Holder: "", true). Stores under the restart guard or
+// WithWaitReplicas do not reserve: their releases delete the lock, and
+// the head start of handoffs keeps the releaser from taking the woken
+// waiter's turn. Nor do the calls started with Start, a MultiLocker's:
+// its stores' lines have different heads, and reservations for
+// different processes on different stores would leave no majority to
+// anyone until they lapse.
+
+// ReservationPrefix begins the value of a lock reserved for a woken
+// subscription.
+const ReservationPrefix = "lockkit:handoff:"
+
+// ReservationTTL is how long a reservation lasts unclaimed: long enough
+// for a woken process to take the lock under load (a handoff takes well
+// under a millisecond on a quiet network), short enough that a process
+// that died with its subscription in line delays the others little.
+const ReservationTTL = 100 * time.Millisecond
+
+var reservationTTLArg = itoa(Millis(ReservationTTL))
+
+// reserves reports whether s's releases hand the lock to the waiter they
+// wake, and its acquisitions claim the reservations for their process.
+func (s *Store) reserves() bool { return s.guard == 0 && s.replicas == 0 }
+
+// releaseCmd returns the release of the lock at key, whose waiters'
+// queue is waiters, held under token: the release script, with the
+// reservation's arguments if s reserves.
+func (s *Store) releaseCmd(key, waiters, token string) Cmd {
+	if s.reserves() {
+		return script(releaseScript, []string{key, waiters}, token, ReservationPrefix, reservationTTLArg)
+	}
+	return script(releaseScript, []string{key, waiters}, token)
+}
+
+// take returns the acquisition of the lock at key: SET NX PX GET (see
+// setNX), or, while a release has woken a caller of the process's
+// subscription to the lock and s reserves, the claim script, which also
+// takes the lock reserved for that subscription and answers alike.
+func (s *Store) take(key, token string, ttl time.Duration) Cmd {
+	if s.reserves() {
+		if id := hub.woken(s, key); id != "" {
+			return script(claimScript, []string{key}, token, s.ttlArg(ttl), ReservationPrefix+id)
+		}
+	}
+	return s.setNX(key, token, ttl)
+}
