@@ -35,6 +35,11 @@ const ReservationTTL = 100 * time.Millisecond
 
 var reservationTTLArg = itoa(Millis(ReservationTTL))
 
+// SetReservationTTL makes s's releases reserve a lock for d instead of
+// ReservationTTL: for tests that must see a reservation before it lapses
+// on a loaded machine.
+func SetReservationTTL(s *Store, d time.Duration) { s.reservationArg = itoa(Millis(d)) }
+
 // reserves reports whether s's releases hand the lock to the waiter they
 // wake, and its acquisitions claim the reservations for their process.
 func (s *Store) reserves() bool { return s.guard == 0 && s.replicas == 0 }
@@ -44,7 +49,7 @@ func (s *Store) reserves() bool { return s.guard == 0 && s.replicas == 0 }
 // reservation's arguments if s reserves.
 func (s *Store) releaseCmd(key, waiters, token string) Cmd {
 	if s.reserves() {
-		return script(releaseScript, []string{key, waiters}, token, ReservationPrefix, reservationTTLArg)
+		return script(releaseScript, []string{key, waiters}, token, ReservationPrefix, s.reservationArg)
 	}
 	return script(releaseScript, []string{key, waiters}, token)
 }

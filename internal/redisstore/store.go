@@ -32,6 +32,7 @@ type Store struct {
 	pipe            pipeline                    // calls started with Start
 	maxSenders      int                         // batches of started calls in flight at once: see Batcher
 	handoffs        handoffs                    // resources this store just released to a waiter
+	reservationArg  string                      // how long a release reserves a lock for the woken waiter, in ms
 }
 
 var (
@@ -53,7 +54,7 @@ func New(client Client, kind, defaultName string, owner any, opts []Option) (*St
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, cluster: client.Cluster(), kind: kind, config: c, guardArg: itoa(Millis(c.guard))}
+	s := &Store{client: client, cluster: client.Cluster(), kind: kind, config: c, guardArg: itoa(Millis(c.guard)), reservationArg: reservationTTLArg}
 	if s.name == "" {
 		s.name = defaultName
 	}

@@ -494,6 +494,7 @@ func (f Factory) testReleaseHandsOff(t *testing.T) {
 			ctx := ctxFor(t, 30*time.Second)
 			releaser := f.Server(t, srv, redisstore.WithPrefix("handoff:"))
 			waiter := f.Server(t, srv, redisstore.WithPrefix("handoff:"))
+			redisstore.SetReservationTTL(f.Engine(releaser), time.Minute) // not to lapse under load
 			if err := releaser.Acquire(ctx, "r", "a", time.Minute); err != nil {
 				t.Fatal(err)
 			}
@@ -583,6 +584,7 @@ func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
 	holder := f.Server(t, srv, redisstore.WithPrefix("turn:"))
 	a := f.Server(t, srv, redisstore.WithPrefix("turn:"))
 	b := f.Server(t, srv, redisstore.WithPrefix("turn:"))
+	redisstore.SetReservationTTL(f.Engine(holder), time.Minute) // it lapses when the test says
 	inLine := func(n int64) {
 		t.Helper()
 		eventually(t, "in line", func() bool {
@@ -609,7 +611,8 @@ func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
 		t.Fatalf("the first waiter's WaitRelease = %v", err)
 	}
 	// The reservation lapses before the woken waiter acquires (as under
-	// a long pause), and a caller that did not wait takes the lock.
+	// a long pause: DEL stands for it), and a caller that did not wait
+	// takes the lock.
 	if err := holder.Acquire(ctx, "r", "barger", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
 		t.Fatalf("a barger's Acquire while the lock is reserved for the woken waiter = %v; want ErrNotAcquired", err)
 	}
