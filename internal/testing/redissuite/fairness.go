@@ -19,10 +19,13 @@ const (
 )
 
 // maxPassedOver bounds how many acquisitions by workers that asked later
-// one Lock may see while it waits. Served in turn, a waiter sees none; a
-// releaser that re-locks at once may take the lock before the waiter it
-// woke, when the scheduler wakes the waiter late (17–32 seen with -race on
-// a loaded 2-core machine). A waiter that leaves the line — to sleep out
+// one Lock may see while it waits. Served in turn, a waiter sees none;
+// but the line's order is that in which callers got in line, a round trip
+// after their refused attempt, not that of their Lock calls, and a caller
+// the scheduler delays in between is passed by those that got in line
+// meanwhile (3–18 seen with -race; 17–32 before a release reserved the
+// lock for the waiter it woke, when a releaser that re-locked at once
+// could take it first). A waiter that leaves the line — to sleep out
 // a retry delay, or to take a lock that is being handed to another — is
 // passed over by everyone who keeps coming back: 199–338 seen before the
 // fix.
