@@ -18,7 +18,7 @@ import (
 // One URL is one cluster: a lock held by a majority of its members. The
 // user and password authenticate with etcd's own auth.
 
-var etcdParams = []string{"prefix", "name", "dial_timeout", "timeout", "min_ttl"}
+var etcdParams = []string{"prefix", "name", "dial_timeout", "timeout", "min_ttl", "lease_slack"}
 
 func init() {
 	schemes["etcd"] = func(u *storeURL) (*storeSpec, error) { return parseEtcd(u, false) }
@@ -86,6 +86,11 @@ func parseEtcd(u *storeURL, useTLS bool) (*storeSpec, error) {
 			return nil, u.bad("query parameter min_ttl", "%v: want whole seconds, as etcd's leases count", d)
 		}
 		opts = append(opts, etcd.WithMinTTL(d))
+	}
+	if slack, err := u.boolParam("lease_slack"); err != nil {
+		return nil, err
+	} else if _, set := u.param("lease_slack"); set && !slack {
+		opts = append(opts, etcd.WithoutLeaseSlack())
 	}
 
 	spec := &storeSpec{display: u.display, name: name, kind: "etcd", fences: true}

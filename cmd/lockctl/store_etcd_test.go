@@ -42,6 +42,7 @@ func TestParseEtcdURLs(t *testing.T) {
 		{"etcd://h?min_ttl=1500ms", []string{"query parameter min_ttl", "whole seconds"}},
 		{"etcd://h?timeout=0s", []string{"query parameter timeout"}},
 		{"etcd://h?prefx=a", []string{"query parameter prefx", "unknown", "prefix"}},
+		{"etcd://h?lease_slack=some", []string{"query parameter lease_slack", "true or false"}},
 	} {
 		_, err := parseStore(tc.url)
 		if err == nil {
@@ -78,6 +79,36 @@ func TestEtcd(t *testing.T) {
 		var rep benchReport
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 0 || rep.Pairs == 0 || rep.Errors != 0 {
 			t.Errorf("lockctl %q: exit %d, %v, %+v, stderr %q; want pairs and no error", args, code, err, rep, stderr)
+		}
+	})
+	// A lock of 20s held by lockctl acquire has a lease of 22s (a tenth
+	// of slack), or of 20s with lease_slack=false.
+	t.Run("lease_slack", func(t *testing.T) {
+		client, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		for _, tc := range []struct {
+			param string
+			want  int64
+		}{{"", 22}, {"&lease_slack=false", 20}, {"&lease_slack=true", 22}} {
+			store := "etcd://" + strings.Join(c.Endpoints(), ",") + "?prefix=slack/&min_ttl=1s" + tc.param
+			code, stdout, stderr := lockctl(t, nil, "acquire", "--ttl", "20s", "--store", store, "r")
+			if code != 0 {
+				t.Fatalf("acquire on %s: exit %d, stderr %q", store, code, stderr)
+			}
+			resp, err := client.Get(t.Context(), "slack/", clientv3.WithPrefix())
+			if err != nil || len(resp.Kvs) != 1 {
+				t.Fatalf("keys under slack/ = %v, %v; want the lock's one", resp, err)
+			}
+			ttl, err := client.TimeToLive(t.Context(), clientv3.LeaseID(resp.Kvs[0].Lease))
+			if err != nil || ttl.GrantedTTL != tc.want {
+				t.Errorf("acquire --ttl 20s on %s: lease granted for %+v, %v; want %ds", store, ttl, err, tc.want)
+			}
+			if code, _, stderr := lockctlIn(t, stdout, "release", "--store", store, "--lock", "-"); code != 0 {
+				t.Fatalf("release on %s: exit %d, stderr %q", store, code, stderr)
+			}
 		}
 	})
 	t.Run("status and release", func(t *testing.T) {

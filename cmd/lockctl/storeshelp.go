@@ -81,6 +81,10 @@ etcd parameters (and the TLS parameters above, with etcds://):
                       request timeout
   min_ttl=D           the shortest TTL accepted, whole seconds (default 2s):
                       1.5 times the cluster's election timeout, rounded up
+  lease_slack=false   leases last their lock's TTL exactly: a dead holder's
+                      lock frees at its TTL, not up to a tenth later (the
+                      default keeps leases of locks of 10s or more a tenth
+                      longer, so that most acquisitions renew none)
 postgres parameters:
   table=T             the locks' table (default lockkit_locks)
   schema=S            its schema (default: the search_path's)
