@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -233,31 +234,21 @@ func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, out []rediss
 // pipeline sends cmds, of one slot if pinned to a node, in one pipeline.
 func (c client) pipeline(ctx context.Context, cmds []redisstore.Cmd, out []redisstore.Reply, exclusive bool) {
 	node, err := c.node(ctx, firstKey(&cmds[0]), exclusive)
-	xs := make([]sent, len(cmds))
+	var short [4]sent // the usual pipeline: on the stack, unless run needs it
+	xs := short[:0]
 	for i := range cmds {
-		xs[i] = build(ctx, &cmds[i])
+		xs = append(xs, build(ctx, &cmds[i]))
 	}
-	if err == nil {
-		err = c.run(ctx, &cmds[0], func() {
-			// A pipeline of c.c is kept for the next call once its Exec
-			// has returned and emptied it — here, in f, also when run
-			// stopped waiting for f.
-			own := node == processor(c.c)
-			var p redis.Pipeliner
-			if own {
-				p, _ = c.pipelines.Get().(redis.Pipeliner)
-			}
-			if p == nil {
-				p = node.Pipeline()
-			}
-			for _, x := range xs {
-				_ = p.Process(ctx, x.wrapped())
-			}
-			_, _ = p.Exec(ctx)
-			if own {
-				c.pipelines.Put(p)
-			}
-		})
+	switch {
+	case err != nil:
+	case c.bounded(ctx):
+		if err = c.abandoned.wait(ctx, firstKey(&cmds[0])); err == nil {
+			c.exec(ctx, node, xs)
+		}
+	default:
+		kept := slices.Clone(xs) // f may outlive this call: see run
+		err = c.run(ctx, &cmds[0], func() { c.exec(ctx, node, kept) })
+		xs = kept
 	}
 	for i, x := range xs {
 		if err != nil {
@@ -265,6 +256,27 @@ func (c client) pipeline(ctx context.Context, cmds []redisstore.Cmd, out []redis
 			continue
 		}
 		out[i] = x.reply()
+	}
+}
+
+// exec sends xs in one pipeline of node. A pipeline of c.c is kept for
+// the next call once its Exec has returned and emptied it — also when run
+// stopped waiting for exec.
+func (c client) exec(ctx context.Context, node processor, xs []sent) {
+	own := node == processor(c.c)
+	var p redis.Pipeliner
+	if own {
+		p, _ = c.pipelines.Get().(redis.Pipeliner)
+	}
+	if p == nil {
+		p = node.Pipeline()
+	}
+	for _, x := range xs {
+		_ = p.Process(ctx, x.wrapped())
+	}
+	_, _ = p.Exec(ctx)
+	if own {
+		c.pipelines.Put(p)
 	}
 }
 

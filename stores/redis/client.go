@@ -112,27 +112,48 @@ func (c client) doQueued(ctx context.Context, cmd *redisstore.Cmd) redisstore.Re
 // to one connection in one go; with exclusive, on a dedicated connection,
 // which reports a cluster redirect as an error rather than following it.
 func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, replies []redisstore.Reply, exclusive bool) {
-	// A new slice every time: when ctx ends first, the client still holds
-	// the commands until it has written them.
-	built := make([]rueidis.Completed, 0, len(cmds))
+	b := builts.Get().(*built)
+	list := b.cmds[:0]
 	for i := range cmds {
-		built = append(built, c.build(&cmds[i]))
+		list = append(list, c.build(&cmds[i]))
 	}
 	var results []rueidis.RedisResult
 	if exclusive {
 		var err error
-		if results, err = c.dedicated(ctx, built); err != nil {
+		if results, err = c.dedicated(ctx, list); err != nil {
 			for i := range replies {
 				replies[i] = redisstore.Reply{Err: err}
 			}
-			return
+			return // b is dropped: the client may hold list
 		}
 	} else {
-		results = c.c.DoMulti(ctx, built...)
+		results = c.c.DoMulti(ctx, list...)
 	}
+	answered := true
 	for i, r := range results {
 		replies[i] = reply(r)
+		answered = answered && r.NonRedisError() == nil
 	}
+	if answered {
+		b.put(list)
+	}
+}
+
+// built is the slice DoMulti hands the client its commands in, pooled.
+// The client keeps the slice until it has written the commands: when ctx
+// ends first, it returns an error for each command and writes them
+// later. So a slice goes back to the pool only once every command has the
+// server's answer, the rule by which the client itself recycles its
+// commands (those with another outcome it keeps and drops).
+type built struct{ cmds []rueidis.Completed }
+
+var builts = sync.Pool{New: func() any { return new(built) }}
+
+// put returns b to the pool with list, the slice it handed out, emptied.
+func (b *built) put(list []rueidis.Completed) {
+	clear(list) // the commands: the client recycles them
+	b.cmds = list[:0]
+	builts.Put(b)
 }
 
 // dedicated sends cmds on a dedicated connection.
