@@ -65,9 +65,10 @@ var batches = sync.Pool{New: func() any { return new(batch) }}
 // script in place of INCR and PEXPIRETIME, which takes the fence lifted:
 // one round trip either way.
 func (s *Store) fencedCmds(cmds *[3]Cmd, claim bool, key, token string, ttl time.Duration) int {
-	cmds[0] = s.setNX(key, token, ttl)
 	if claim {
 		cmds[0] = s.take(key, token, ttl)
+	} else {
+		cmds[0] = s.setNX(key, token, ttl)
 	}
 	if s.liftDue() {
 		cmds[1] = script(liftScript, []string{s.counterKey(key)}, "0", liftAheadArg)
