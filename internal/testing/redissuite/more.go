@@ -657,6 +657,63 @@ func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
 	}
 }
 
+// testUnclaimedReservationLapses: a waiter that a release woke but that
+// never takes the lock (its process died, or its caller gave up) holds
+// up the others only until the reservation lapses: the next in line is
+// woken (by its own look at the lock once the reservation's TTL is up)
+// and takes it.
+func (f Factory) testUnclaimedReservationLapses(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("lapse:"))
+	gone := f.Server(t, srv, redisstore.WithPrefix("lapse:"))
+	next := f.Server(t, srv, redisstore.WithPrefix("lapse:"))
+	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	inLine := func(n int64) {
+		t.Helper()
+		eventually(t, "in line", func() bool {
+			got, err := srv.Do("LLEN", "lapse:{r}:waiters").AsInt64()
+			return err == nil && got == n
+		})
+	}
+	goneDone, nextDone := make(chan error, 1), make(chan error, 1)
+	go func() { goneDone <- gone.WaitRelease(ctx, "r") }()
+	inLine(1)
+	go func() { nextDone <- next.WaitRelease(ctx, "r") }()
+	inLine(2)
+	if err := holder.Release(ctx, "r", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-goneDone; err != nil {
+		t.Fatalf("the first waiter's WaitRelease = %v", err)
+	}
+	// The first waiter never acquires. The second must get the lock all
+	// the same, once the reservation lapses.
+	select {
+	case err := <-nextDone:
+		if err != nil {
+			t.Fatalf("the second waiter's WaitRelease = %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the second waiter still waits: a reservation nobody claimed held the lock")
+	}
+	for {
+		err := next.Acquire(ctx, "r", "n", time.Minute)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, lock.ErrNotAcquired) {
+			t.Fatalf("the second waiter's Acquire = %v", err)
+		}
+		// Woken by a look while the reservation was still there: wait again.
+		if err := next.WaitRelease(ctx, "r"); err != nil {
+			t.Fatalf("the second waiter's WaitRelease = %v", err)
+		}
+	}
+}
+
 // testConformanceBeforeRedis7 runs the kit, and the WRONGTYPE checks, on
 // stores that speak as they do to a server before Redis 7.0: a refusal
 // read with GET, every fence lifted by a script.

@@ -131,6 +131,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitStoresShareClient", f.testWaitStoresShareClient},
 		{"WaitOneWakeAcrossProcesses", f.testWaitOneWakeAcrossProcesses},
 		{"WokenWaiterKeepsItsTurn", f.testWokenWaiterKeepsItsTurn},
+		{"UnclaimedReservationLapses", f.testUnclaimedReservationLapses},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
 		{"Fairness", f.testFairness},
 		{"Faults", f.testFaults},

@@ -374,6 +374,7 @@ func (f Factory) testWaitOneWakeAcrossProcesses(t *testing.T) {
 	srv := redistest.Start(t)
 	a := f.Server(t, srv, redisstore.WithPrefix("line:"))
 	b := f.Server(t, srv, redisstore.WithPrefix("line:"))
+	redisstore.SetReservationTTL(f.Engine(a), time.Minute) // it must be handed on, not lapse
 	ctx := ctxFor(t, 30*time.Second)
 	inLine := func(n int64) {
 		t.Helper()
@@ -446,4 +447,9 @@ func (f Factory) testWaitOneWakeAcrossProcesses(t *testing.T) {
 	}
 	cycle() // pops the entry of the caller that left
 	woken("the waiter behind a caller that left", next)
+	// The reservation went on with the wake: the lock is the woken
+	// waiter's, not the subscription's that had no caller.
+	if err := b.Acquire(ctx, "r", "next", time.Minute); err != nil {
+		t.Fatalf("Acquire by the waiter a handed-on wake woke = %v; want nil", err)
+	}
 }
