@@ -18,8 +18,8 @@ import "time"
 // holder part (Holder: "", true). Stores under the restart guard or
 // WithWaitReplicas do not reserve: their releases delete the lock, and
 // the head start of handoffs keeps the releaser from taking the woken
-// waiter's turn. Nor do the calls started with Start, a MultiLocker's:
-// its stores' lines have different heads, and reservations for
+// waiter's turn. The calls started with Start, a MultiLocker's, do
+// neither: its stores' lines have different heads, and reservations for
 // different processes on different stores would leave no majority to
 // anyone until they lapse.
 

@@ -150,13 +150,16 @@
 // lock held and Holder reports "", true; a reservation nobody takes (the
 // woken process died, or its caller gave up) lapses after its 100ms, and
 // one whose subscription has no caller left is handed on to the next in
-// line at once. Under the restart guard or WithWaitReplicas, and for the
-// calls of a lock.MultiLocker (Start), releases delete the lock as
-// before, and the store that released delays its own next acquisition of
-// it by about a round trip instead, so that the woken waiter gets there
-// first. A woken waiter that finds the lock taken all the same
+// line at once. Under the restart guard or WithWaitReplicas, releases
+// delete the lock as before, and the store that released delays its own
+// next acquisition of it by about a round trip instead, so that the woken
+// waiter gets there first; the calls of a lock.MultiLocker (Start) do
+// neither. A woken waiter that finds the lock taken all the same
 // (its reservation lapsed, or nothing reserved it) gets back in line at the
-// front, not the end, so it keeps its turn. Releases by versions of this package
+// front, not the end, so it keeps its turn. A waiter of a version of
+// this package that does not claim reservations gets a lock reserved for
+// it only once the reservation lapses: upgrade the processes of a server
+// together. Releases by versions of this package
 // that published on the lock key itself are not heard: their waiters fall
 // back to the lockers' retry delay. On Redis before 7, Release still works
 // (the script calls SPUBLISH with pcall) and WaitRelease reports
