@@ -37,7 +37,7 @@ var reservationTTLArg = itoa(Millis(ReservationTTL))
 
 // SetReservationTTL makes s's releases reserve a lock for d instead of
 // ReservationTTL: for tests that must see a reservation before it lapses
-// on a loaded machine.
+// on a loaded machine. Call it before s is used.
 func SetReservationTTL(s *Store, d time.Duration) { s.reservationArg = itoa(Millis(d)) }
 
 // reserves reports whether s's releases hand the lock to the waiter they

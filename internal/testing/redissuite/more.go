@@ -509,10 +509,7 @@ func (f Factory) testReleaseHandsOff(t *testing.T) {
 			}
 			woken := make(chan error, 1)
 			go func() { woken <- waiter.WaitRelease(ctx, "r") }()
-			eventually(t, "in line", func() bool {
-				n, err := srv.Do("LLEN", "handoff:{r}:waiters").AsInt64()
-				return err == nil && n == 1
-			})
+			waitersInLine(t, srv, "handoff:{r}", 1)
 			id, err := srv.Do("LINDEX", "handoff:{r}:waiters", "0").ToString()
 			if err != nil {
 				t.Fatal(err)
@@ -557,10 +554,7 @@ func (f Factory) testReleaseHandsOff(t *testing.T) {
 		}
 		woken := make(chan error, 1)
 		go func() { woken <- waiter.WaitPermit(ctx, "r") }()
-		eventually(t, "in line", func() bool {
-			n, err := srv.Do("LLEN", redisstore.WaitersOf(redisstore.PermitsKey("handoff:", "r"))).AsInt64()
-			return err == nil && n == 1
-		})
+		waitersInLine(t, srv, redisstore.PermitsKey("handoff:", "r"), 1)
 		if err := releaser.ReleasePermit(ctx, "r", "a"); err != nil {
 			t.Fatal(err)
 		}
@@ -585,13 +579,6 @@ func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
 	a := f.Server(t, srv, redisstore.WithPrefix("turn:"))
 	b := f.Server(t, srv, redisstore.WithPrefix("turn:"))
 	redisstore.SetReservationTTL(f.Engine(holder), time.Minute) // it lapses when the test says
-	inLine := func(n int64) {
-		t.Helper()
-		eventually(t, "in line", func() bool {
-			got, err := srv.Do("LLEN", "turn:{r}:waiters").AsInt64()
-			return err == nil && got == n
-		})
-	}
 	wait := func(s Store) <-chan error {
 		done := make(chan error, 1)
 		go func() { done <- s.WaitRelease(ctx, "r") }()
@@ -601,9 +588,9 @@ func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	aDone := wait(a)
-	inLine(1)
+	waitersInLine(t, srv, "turn:{r}", 1)
 	bDone := wait(b)
-	inLine(2)
+	waitersInLine(t, srv, "turn:{r}", 2)
 	if err := holder.Release(ctx, "r", "h"); err != nil {
 		t.Fatal(err)
 	}
@@ -626,7 +613,7 @@ func (f Factory) testWokenWaiterKeepsItsTurn(t *testing.T) {
 		t.Fatalf("the woken waiter's Acquire after a barger = %v; want ErrNotAcquired", err)
 	}
 	aDone = wait(a) // back in line: at the front
-	inLine(2)
+	waitersInLine(t, srv, "turn:{r}", 2)
 	if first, err := srv.Do("LINDEX", "turn:{r}:waiters", "0").ToString(); err != nil {
 		t.Fatal(err)
 	} else if last, _ := srv.Do("LINDEX", "turn:{r}:waiters", "1").ToString(); first == last {
@@ -671,18 +658,11 @@ func (f Factory) testUnclaimedReservationLapses(t *testing.T) {
 	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	inLine := func(n int64) {
-		t.Helper()
-		eventually(t, "in line", func() bool {
-			got, err := srv.Do("LLEN", "lapse:{r}:waiters").AsInt64()
-			return err == nil && got == n
-		})
-	}
 	goneDone, nextDone := make(chan error, 1), make(chan error, 1)
 	go func() { goneDone <- gone.WaitRelease(ctx, "r") }()
-	inLine(1)
+	waitersInLine(t, srv, "lapse:{r}", 1)
 	go func() { nextDone <- next.WaitRelease(ctx, "r") }()
-	inLine(2)
+	waitersInLine(t, srv, "lapse:{r}", 2)
 	if err := holder.Release(ctx, "r", "h"); err != nil {
 		t.Fatal(err)
 	}

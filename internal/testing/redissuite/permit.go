@@ -561,9 +561,9 @@ func waitFor(ctx context.Context, s Store, r string) <-chan error {
 	return done
 }
 
-// permitWaitersInLine waits until the waiters' queue of the permits at
-// key holds n entries.
-func permitWaitersInLine(t *testing.T, srv *redistest.Server, key string, n int64) {
+// waitersInLine waits until the waiters' queue of the lock or the
+// permits at key holds n entries.
+func waitersInLine(t *testing.T, srv *redistest.Server, key string, n int64) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%d in line", n), func() bool {
 		got, err := srv.Do("LLEN", key+redisstore.WaitersSuffix).AsInt64()
@@ -676,9 +676,9 @@ func (f Factory) testPermitWaitAcrossProcesses(t *testing.T) {
 	key := redisstore.PermitsKey("pwx:", "r")
 	acquirePermits(t, ctx, a, "r", 2, 2, time.Minute)
 	waits := []<-chan error{waitFor(ctx, a, "r")}
-	permitWaitersInLine(t, srv, key, 1)
+	waitersInLine(t, srv, key, 1)
 	waits = append(waits, waitFor(ctx, b, "r"))
-	permitWaitersInLine(t, srv, key, 2)
+	waitersInLine(t, srv, key, 2)
 	returned := make([]bool, 2)
 	if err := a.ReleasePermit(ctx, "r", "tok0"); err != nil {
 		t.Fatal(err)
@@ -714,7 +714,7 @@ func (f Factory) testPermitWaitExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := waitFor(ctx, s, "r")
-	permitWaitersInLine(t, srv, redisstore.PermitsKey("pwe:", "r"), 1)
+	waitersInLine(t, srv, redisstore.PermitsKey("pwe:", "r"), 1)
 	if err := s.ExtendPermit(ctx, "r", "short", 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -739,7 +739,7 @@ func (f Factory) testPermitWaitSeesShorterExpiry(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	done := waitFor(wctx, s, "r")
-	permitWaitersInLine(t, srv, redisstore.PermitsKey("pws:", "r"), 1)
+	waitersInLine(t, srv, redisstore.PermitsKey("pws:", "r"), 1)
 	if err := s.ExtendPermit(ctx, "r", "holder", 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
