@@ -87,9 +87,22 @@ const pollGrace = 250 * time.Millisecond
 func pollDelay(r Retry, waited time.Duration) time.Duration {
 	d := r.Delay
 	for w := waited - pollGrace; w > 0 && d < r.MaxDelay; w -= pollGrace {
-		d *= 2
+		d = doubled(d, r.MaxDelay)
 	}
-	d = min(d, max(r.MaxDelay, r.Delay))
+	return jittered(d)
+}
+
+// doubled returns twice d, at most limit (d < limit), without overflowing
+// however long the durations.
+func doubled(d, limit time.Duration) time.Duration {
+	if d > limit/2 {
+		return limit
+	}
+	return 2 * d
+}
+
+// jittered returns a wait drawn at random from [d/2, d].
+func jittered(d time.Duration) time.Duration {
 	half := d / 2
 	return half + time.Duration(rand.Int64N(int64(d-half)+1))
 }
@@ -105,13 +118,9 @@ func (r Retry) last(n int) bool { return r.Attempts != Forever && n+1 >= r.Attem
 func (r Retry) delay(n int) time.Duration {
 	d := r.Delay
 	for i := 0; i < n && d < r.MaxDelay; i++ {
-		d *= 2
+		d = doubled(d, r.MaxDelay)
 	}
-	if r.MaxDelay > r.Delay && d > r.MaxDelay {
-		d = r.MaxDelay
-	}
-	half := d / 2
-	return half + time.Duration(rand.Int64N(int64(d-half)+1))
+	return jittered(d)
 }
 
 // retryLoop runs the engine's attempts as retry allows, pausing between
