@@ -6,8 +6,10 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -48,5 +50,59 @@ func TestAuditRetryBackoffSaturates(t *testing.T) {
 				wantIs(t, call, err, lock.ErrNotAcquired)
 			})
 		})
+	}
+}
+
+type nilPtrHook struct{ events []lock.Event }
+
+func (h *nilPtrHook) Observe(_ context.Context, e lock.Event) { h.events = append(h.events, e) }
+
+type nilPtrTokens struct{ prefix string }
+
+func (g *nilPtrTokens) Token() (string, error) { return g.prefix + "t", nil }
+
+type nilPtrQuorum struct{ extra int }
+
+func (q *nilPtrQuorum) Met(granted, total int) bool { return granted > total/2+q.extra }
+
+// A nil pointer in an option's interface is an invalid option, refused by
+// the constructor and named, as a nil store is: not a panic at the first
+// call.
+func TestAuditTypedNilOptionsRefused(t *testing.T) {
+	_, stores := memStores(3)
+	cases := []struct {
+		option string
+		run    func() error
+	}{
+		{"Options.Hook", func() error {
+			_, err := lock.NewSingle(stores[0], &lock.Options{Hook: (*nilPtrHook)(nil)})
+			return err
+		}},
+		{"Options.Tokens", func() error {
+			_, err := lock.NewSingle(stores[0], &lock.Options{Tokens: (*nilPtrTokens)(nil)})
+			return err
+		}},
+		{"Options.Tokens", func() error {
+			_, err := lock.NewMulti(stores, &lock.Options{Tokens: (*nilPtrTokens)(nil)})
+			return err
+		}},
+		{"Options.Quorum", func() error {
+			_, err := lock.NewMulti(stores, &lock.Options{Quorum: (*nilPtrQuorum)(nil)})
+			return err
+		}},
+	}
+	for _, c := range cases {
+		call := "New(" + c.option + ": a nil pointer)"
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			return c.run()
+		}()
+		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), c.option) {
+			t.Errorf("%s = %v; want ErrInvalid naming %s", call, err, c.option)
+		}
 	}
 }

@@ -68,6 +68,16 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	if o == nil {
 		o = &Options{}
 	}
+	// A nil pointer in an interface is not nil: it would panic at the
+	// first call, far from the mistake.
+	for _, opt := range []struct {
+		name string
+		v    any
+	}{{"Tokens", o.Tokens}, {"Quorum", o.Quorum}, {"Hook", o.Hook}} {
+		if opt.v != nil && isNilPointer(opt.v) {
+			return invalidf(op, "", "Options.%s is a nil %T", opt.name, opt.v)
+		}
+	}
 	c.eng = eng
 	c.tokens = o.Tokens
 	c.driftFactor = o.DriftFactor
