@@ -106,3 +106,43 @@ func TestAuditTypedNilOptionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// limited is a counting memory store that cannot hold names longer than
+// 8 bytes (as Redis cannot hold those beyond its MaxResourceLen).
+type limited struct{ *counting }
+
+func (limited) ValidateResource(resource string) error {
+	if len(resource) > 8 {
+		return fmt.Errorf("%w: resource name of %d bytes: at most 8", lock.ErrInvalid, len(resource))
+	}
+	return nil
+}
+
+// A Lock whose name the stores cannot hold (built or decoded by hand) is
+// bad input to Unlock and Extend as it is to Lock: ErrInvalid, nothing
+// sent — not ErrNotHeld or ErrUnavailable from a store.
+func TestAuditUnlockExtendCheckResourceNames(t *testing.T) {
+	ctx := context.Background()
+	single := limited{newCounting("s")}
+	multi := []*counting{newCounting("a"), newCounting("b"), newCounting("c")}
+	lockers := map[string]lock.Locker{
+		"single": mustSingle(t, single, nil),
+		"multi":  mustMulti(t, []lock.Store{limited{multi[0]}, limited{multi[1]}, limited{multi[2]}}, nil),
+	}
+	long := lock.Lock{Resource: "much-too-long", Token: "t", ValidUntil: time.Now().Add(time.Minute)}
+	for name, l := range lockers {
+		err := l.Unlock(ctx, long)
+		if !errors.Is(err, lock.ErrInvalid) || errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("%s: Unlock(Lock{Resource: %q}) = %v; want ErrInvalid alone", name, long.Resource, err)
+		}
+		_, err = l.Extend(ctx, long, time.Minute)
+		if !errors.Is(err, lock.ErrInvalid) || errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("%s: Extend(Lock{Resource: %q}) = %v; want ErrInvalid alone", name, long.Resource, err)
+		}
+	}
+	for _, c := range append(multi, single.counting) {
+		if n := c.calls.Load(); n != 0 {
+			t.Errorf("store %s received %d calls for a name it cannot hold; want none", c, n)
+		}
+	}
+}

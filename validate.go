@@ -125,7 +125,9 @@ func (c *core) checkLock(ctx context.Context, op, resource string, ttl time.Dura
 	return c.checkTTL(op, resource, ttl)
 }
 
-// checkHeld validates a Lock passed to Unlock or Extend.
+// checkHeld validates a Lock passed to Unlock or Extend: a name the
+// stores refuse (a Lock built or decoded by hand) is bad input, not a
+// store failure.
 func (c *core) checkHeld(ctx context.Context, op string, l Lock) error {
 	switch {
 	case ctx == nil:
@@ -137,7 +139,7 @@ func (c *core) checkHeld(ctx context.Context, op string, l Lock) error {
 	case l.Token == "":
 		return invalidf(op, l.Resource, "Lock has an empty token")
 	}
-	return nil
+	return c.checkResource(op, l.Resource)
 }
 
 // enterExtend validates the arguments of Extend and admits the call
