@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
 )
 
 // alwaysHeld is a store whose every resource is held by another owner.
@@ -144,5 +145,44 @@ func TestAuditUnlockExtendCheckResourceNames(t *testing.T) {
 		if n := c.calls.Load(); n != 0 {
 			t.Errorf("store %s received %d calls for a name it cannot hold; want none", c, n)
 		}
+	}
+}
+
+// Once Run's lock is lost, FromContext's lock is no longer valid: "so
+// that FromContext(ctx).Valid() tells whether the lock may still be
+// relied on". UnlockAll and Shutdown release it before its validity
+// ends, and an extension that finds it not held says it is gone.
+func TestAuditFromContextInvalidOnceLost(t *testing.T) {
+	losses := map[string]func(l *lock.SingleLocker, st *memory.Store){
+		"UnlockAll": func(l *lock.SingleLocker, _ *memory.Store) {
+			wantNil(t, "UnlockAll()", l.UnlockAll(context.Background()))
+		},
+		"Shutdown": func(l *lock.SingleLocker, _ *memory.Store) {
+			wantNil(t, "Shutdown()", l.Shutdown(context.Background()))
+		},
+		"extension not held": func(_ *lock.SingleLocker, st *memory.Store) {
+			st.Expire("r")
+		},
+	}
+	for name, lose := range losses {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := memory.New()
+				l := mustSingle(t, st, nil)
+				err := lock.Run(context.Background(), l, "r", time.Minute, func(ctx context.Context, _ lock.Lock) error {
+					if k, ok := lock.FromContext(ctx); !ok || !k.Valid() {
+						t.Errorf("FromContext(ctx) before the loss = %+v, %v; want a valid lock", k, ok)
+					}
+					lose(l, st)
+					<-ctx.Done()
+					wantIs(t, "context.Cause(ctx)", context.Cause(ctx), lock.ErrLost)
+					if k, _ := lock.FromContext(ctx); k.Valid() {
+						t.Errorf("FromContext(ctx).Valid() after the loss (%v) = true, %v left; want false", context.Cause(ctx), k.Remaining())
+					}
+					return nil
+				})
+				wantIs(t, "Run()", err, lock.ErrLost)
+			})
+		})
 	}
 }

@@ -35,8 +35,10 @@ import (
 // valid, and read its fence, before each protected write.
 //
 // Run returns the error of Lock if the lock could not be acquired, and
-// otherwise fn's error joined with the loss cause (if the lock was lost
-// while fn ran) and with Unlock's error (if the release failed).
+// otherwise fn's error joined with the cause that ended fn's context if
+// the lock was lost ([ErrLost]) or held for MaxHold ([ErrMaxHold]) while
+// fn ran — also when fn returned nil — and with Unlock's error (if the
+// release failed).
 func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration, fn func(ctx context.Context, l Lock) error, opts ...LockOption) (err error) {
 	const op = "run"
 	o := collect(opts)
@@ -196,8 +198,11 @@ func checkExtendEvery(op, resource string, every, validity time.Duration) error 
 
 // FromContext returns the lock that [Run] holds for the function whose
 // context is ctx (or a context derived from it), as of its latest
-// extension: its ValidUntil moves with each extension, so that
-// FromContext(ctx).Valid() tells whether the lock may still be relied on.
+// extension: its ValidUntil moves with each extension, and is cut to the
+// moment of the loss when the lock is lost (fn's context then ends with
+// [ErrLost]: an extension found it not held, or UnlockAll or Shutdown
+// released it), so that FromContext(ctx).Valid() tells whether the lock
+// may still be relied on.
 // It reports false for a context that does not come from Run.
 func FromContext(ctx context.Context) (Lock, bool) {
 	if k, ok := ctx.Value(keeperKey{}).(*keeper); ok {
@@ -262,8 +267,9 @@ type keeper struct {
 	loseOnce  sync.Once
 
 	mu      sync.Mutex
-	cur     Lock  // the lock as of its latest extension
+	cur     Lock  // the lock as of its latest extension; its validity ends at the loss
 	lastErr error // the last extension's failure, if it failed
+	gone    bool  // lost: no extension revives cur
 }
 
 func (k *keeper) current() Lock {
@@ -284,7 +290,7 @@ func (k *keeper) run(ctx context.Context) {
 	defer next.Stop()
 	// The end of the validity is watched apart from the extensions, which
 	// may be stuck in a store call.
-	end := time.AfterFunc(time.Until(k.end(k.cur)), k.expired)
+	end := time.AfterFunc(time.Until(k.end(k.current())), k.expired)
 	defer end.Stop()
 	for {
 		select {
@@ -312,8 +318,14 @@ func (k *keeper) run(ctx context.Context) {
 				return // the validity ran out first: the loss is reported
 			}
 			k.mu.Lock()
-			k.cur, k.lastErr = extended, nil
+			gone := k.gone
+			if !gone {
+				k.cur, k.lastErr = extended, nil
+			}
 			k.mu.Unlock()
+			if gone {
+				return // lost while the extension was under way (UnlockAll, say)
+			}
 			end.Reset(time.Until(k.end(extended)))
 			next.Reset(k.every - time.Since(began)) // every from the last start, however long it took
 			continue
@@ -366,10 +378,18 @@ func (k *keeper) expired() {
 }
 
 // lose cancels fn's context with a loss cause, once, and tells the
-// locker's hook.
+// locker's hook. It ends the validity of the lock that FromContext
+// returns, so that its Valid reports the loss too: the lock may be
+// released already (UnlockAll, Shutdown) or taken over.
 func (k *keeper) lose(ctx context.Context, why string, err error) {
 	k.loseOnce.Do(func() {
-		cur := k.current()
+		k.mu.Lock()
+		cur := k.cur
+		k.gone = true
+		if now := time.Now(); now.Before(k.cur.ValidUntil) {
+			k.cur.ValidUntil = now
+		}
+		k.mu.Unlock()
 		cause := &lostError{resource: cur.Resource, why: why, err: err}
 		k.lost(cause)
 		if o, ok := k.locker.(interface{ observer() observer }); ok {
