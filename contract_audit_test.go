@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -184,5 +185,56 @@ func TestAuditFromContextInvalidOnceLost(t *testing.T) {
 				wantIs(t, "Run()", err, lock.ErrLost)
 			})
 		})
+	}
+}
+
+// eventLog is a Hook that keeps every event.
+type eventLog struct {
+	mu     sync.Mutex
+	events []lock.Event
+}
+
+func (r *eventLog) Observe(_ context.Context, e lock.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// Holder's store calls reach the hook as the Event documents them: Op and
+// StoreOp "holder".
+func TestAuditHolderEventNamed(t *testing.T) {
+	ctx := context.Background()
+	h := &eventLog{}
+	l := mustSingle(t, memory.New(), &lock.Options{Hook: h})
+	if _, _, err := l.Holder(ctx, "r"); err != nil {
+		t.Fatalf("Holder(r) = %v; want nil", err)
+	}
+	if len(h.events) != 1 || h.events[0].Kind != lock.EventStoreCall || h.events[0].Op != "holder" || h.events[0].StoreOp != "holder" {
+		t.Errorf("Holder(r) events = %+v; want one store call with Op and StoreOp \"holder\"", h.events)
+	}
+}
+
+// failingStore fails every call.
+type failingStore struct{}
+
+func (failingStore) Acquire(context.Context, string, string, time.Duration) error {
+	return errConnReset
+}
+func (failingStore) Release(context.Context, string, string) error { return errConnReset }
+func (failingStore) Exists(context.Context, string) (bool, error)  { return false, errConnReset }
+
+// StoreError.Store names a store without a String method by its type,
+// and by its index too among several stores.
+func TestAuditStoreErrorNames(t *testing.T) {
+	ctx := context.Background()
+	var le *lock.Error
+	_, err := mustSingle(t, failingStore{}, nil).TryLock(ctx, "r", time.Second)
+	if !errors.As(err, &le) || len(le.Stores) != 1 || le.Stores[0].Store != "store (lock_test.failingStore)" {
+		t.Errorf("single TryLock(r) = %v; want the store named \"store (lock_test.failingStore)\"", err)
+	}
+	m := mustMulti(t, []lock.Store{failingStore{}, alwaysHeld{}, memory.New(memory.WithName("m"))}, nil)
+	_, err = m.TryLock(ctx, "r", time.Second)
+	if !errors.As(err, &le) || len(le.Stores) != 2 || le.Stores[0].Store != "store[0] (lock_test.failingStore)" || le.Stores[1].Store != "store[1] (lock_test.alwaysHeld)" {
+		t.Errorf("multi TryLock(r) = %v; want stores named \"store[0] (lock_test.failingStore)\" and \"store[1] (lock_test.alwaysHeld)\"", err)
 	}
 }

@@ -74,7 +74,7 @@ type Error struct {
 // StoreError is the outcome of one store that did not succeed.
 type StoreError struct {
 	Index int    // position of the store in the locker's store list
-	Store string // the store's name: its String method, or its index and type
+	Store string // the store's name: its String method, or else "store (type)", "store[index] (type)" among several stores
 	Err   error  // what the store returned
 }
 

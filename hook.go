@@ -87,13 +87,13 @@ func (k EventKind) String() string {
 // Event is one thing a locker did. Which fields are set depends on Kind.
 type Event struct {
 	Kind     EventKind
-	Op       string // the locker operation: "lock", "trylock", "unlock", "extend", "islocked", and for EventLost "run", "runonce" or "campaign" (an election's term)
+	Op       string // the locker operation: "lock", "trylock", "unlock", "extend", "islocked", "holder", "permits", and for EventLost "run", "runonce" or "campaign" (an election's term)
 	Resource string
 	Lock     Lock // the lock concerned, once there is one
 
 	Store      string        // EventStoreCall: the store's name
 	StoreIndex int           // EventStoreCall: its position among the locker's stores
-	StoreOp    string        // EventStoreCall: "acquire", "release", "extend", "exists", "wait", "raisefence"
+	StoreOp    string        // EventStoreCall: "acquire", "release", "extend", "exists", "wait", "raisefence", "holder", "permits"
 	Duration   time.Duration // how long the call, attempt or operation took
 	Err        error
 
