@@ -33,6 +33,15 @@ import (
 // lock; releases that failed are tried again in the background. The
 // lifecycle is in ballot.go.
 //
+// That work belongs to the locker that acquired the lock. A lock handed
+// to another locker (see [Lock]) and released there while it goes on —
+// within a few store timeouts of the acquisition — may be taken again,
+// under its token, on the stores still answering or asked again: on a
+// minority of them, so nobody holds it and anyone can lock the resource,
+// but those stores keep it until its TTL (IsLocked reports it held)
+// unless the acquiring locker releases it too. So may a lock whose
+// Unlock runs while an Extend of it is under way.
+//
 // When every store can raise fences ([FenceRaiser]) and Options.NoFence
 // is off, each lock carries a fence above the fence of every earlier lock
 // on the resource whose quorum it shares a store with — with a majority
