@@ -238,3 +238,30 @@ func TestAuditStoreErrorNames(t *testing.T) {
 		t.Errorf("multi TryLock(r) = %v; want stores named \"store[0] (lock_test.failingStore)\" and \"store[1] (lock_test.alwaysHeld)\"", err)
 	}
 }
+
+// FromContext works on the contexts that RunOnce and an election's term
+// give, as its doc says.
+func TestAuditFromContextOfRunOnceAndTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		l := mustSingle(t, memory.New(), nil)
+		err := lock.RunOnce(ctx, l, "job", time.Minute, func(ctx context.Context, held lock.Lock) error {
+			if k, ok := lock.FromContext(ctx); !ok || k.Token != held.Token || !k.Valid() {
+				t.Errorf("FromContext(RunOnce's ctx) = %+v, %v; want the job's lock, valid", k, ok)
+			}
+			return nil
+		})
+		wantNil(t, "RunOnce()", err)
+		e, err := lock.NewElection(l, "role", time.Minute)
+		wantNil(t, "NewElection()", err)
+		term, err := e.Campaign(ctx)
+		wantNil(t, "Campaign()", err)
+		if k, ok := lock.FromContext(term.Context()); !ok || k != term.Lock() {
+			t.Errorf("FromContext(term.Context()) = %+v, %v; want the term's lock %+v", k, ok, term.Lock())
+		}
+		wantNil(t, "Resign()", term.Resign(ctx))
+		if _, ok := lock.FromContext(ctx); ok {
+			t.Errorf("FromContext(context.Background()) = _, true; want false")
+		}
+	})
+}

@@ -202,8 +202,9 @@ func checkExtendEvery(op, resource string, every, validity time.Duration) error 
 // moment of the loss when the lock is lost (fn's context then ends with
 // [ErrLost]: an extension found it not held, or UnlockAll or Shutdown
 // released it), so that FromContext(ctx).Valid() tells whether the lock
-// may still be relied on.
-// It reports false for a context that does not come from Run.
+// may still be relied on. The contexts of [RunOnce]'s function and of an
+// election's [Term] carry their lock the same way. It reports false for
+// any other context.
 func FromContext(ctx context.Context) (Lock, bool) {
 	if k, ok := ctx.Value(keeperKey{}).(*keeper); ok {
 		return k.current(), true
