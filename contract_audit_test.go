@@ -265,3 +265,29 @@ func TestAuditFromContextOfRunOnceAndTerm(t *testing.T) {
 		}
 	})
 }
+
+// mapStore is a store whose value cannot be compared (it holds a map).
+type mapStore struct{ m map[string]string }
+
+func (mapStore) Acquire(context.Context, string, string, time.Duration) error { return nil }
+func (mapStore) Release(context.Context, string, string) error                { return nil }
+func (mapStore) Exists(context.Context, string) (bool, error)                 { return false, nil }
+
+// embeddingStore is comparable as a type, whatever the Store it holds.
+type embeddingStore struct{ lock.Store }
+
+// NewMulti's check for a store given twice must not panic on stores whose
+// type is comparable but whose value is not.
+func TestAuditNewMultiUncomparableStores(t *testing.T) {
+	stores := []lock.Store{embeddingStore{mapStore{}}, embeddingStore{mapStore{}}, embeddingStore{mapStore{}}}
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+			}
+		}()
+		_, err = lock.NewMulti(stores, nil)
+	}()
+	wantNil(t, "NewMulti(three stores embedding an uncomparable store)", err)
+}

@@ -19,9 +19,21 @@ func isNilPointer(s any) bool {
 	return false
 }
 
-func sameStore(a, b Store) bool {
+// sameStore reports whether a and b are the same store. A comparable type
+// can hold an uncomparable value (a struct embedding a Store whose value
+// is a struct with a map, say), on which == panics: such stores are not
+// known to be the same.
+func sameStore(a, b Store) (same bool) {
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
-	return ta == tb && ta.Comparable() && a == b
+	if ta != tb || !ta.Comparable() {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 func storeName(i, n int, s Store) string {
