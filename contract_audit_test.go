@@ -263,6 +263,17 @@ func TestAuditFromContextOfRunOnceAndTerm(t *testing.T) {
 		if _, ok := lock.FromContext(ctx); ok {
 			t.Errorf("FromContext(context.Background()) = _, true; want false")
 		}
+		var nilCtx context.Context // nil: the bad input under test
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("FromContext(nil) panicked: %v; want _, false", p)
+				}
+			}()
+			if _, ok := lock.FromContext(nilCtx); ok {
+				t.Errorf("FromContext(nil) = _, true; want false")
+			}
+		}()
 	})
 }
 

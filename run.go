@@ -204,8 +204,11 @@ func checkExtendEvery(op, resource string, every, validity time.Duration) error 
 // released it), so that FromContext(ctx).Valid() tells whether the lock
 // may still be relied on. The contexts of [RunOnce]'s function and of an
 // election's [Term] carry their lock the same way. It reports false for
-// any other context.
+// any other context, nil included.
 func FromContext(ctx context.Context) (Lock, bool) {
+	if ctx == nil {
+		return Lock{}, false
+	}
 	if k, ok := ctx.Value(keeperKey{}).(*keeper); ok {
 		return k.current(), true
 	}
