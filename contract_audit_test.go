@@ -290,7 +290,7 @@ type embeddingStore struct{ lock.Store }
 // NewMulti's check for a store given twice must not panic on stores whose
 // type is comparable but whose value is not.
 func TestAuditNewMultiUncomparableStores(t *testing.T) {
-	stores := []lock.Store{embeddingStore{mapStore{}}, embeddingStore{mapStore{}}, embeddingStore{mapStore{}}}
+	stores := []lock.Store{embeddingStore{mapStore{m: map[string]string{}}}, embeddingStore{mapStore{m: map[string]string{}}}, embeddingStore{mapStore{m: map[string]string{}}}}
 	var err error
 	func() {
 		defer func() {
