@@ -302,3 +302,25 @@ func TestAuditNewMultiUncomparableStores(t *testing.T) {
 	}()
 	wantNil(t, "NewMulti(three stores embedding an uncomparable store)", err)
 }
+
+// A ttl too short to leave any validity is named as the fault by Run and
+// RunOnce, as by Lock: not an ExtendEvery the caller never passed.
+func TestAuditRunTooShortTTLNamed(t *testing.T) {
+	ctx := context.Background()
+	c := newCounting("c")
+	l := mustSingle(t, c, nil)
+	fn := func(context.Context, lock.Lock) error { return nil }
+	for _, ttl := range []time.Duration{time.Millisecond, 2 * time.Millisecond} {
+		for call, err := range map[string]error{
+			fmt.Sprintf("Run(ttl %v)", ttl):     lock.Run(ctx, l, "r", ttl, fn),
+			fmt.Sprintf("RunOnce(ttl %v)", ttl): lock.RunOnce(ctx, l, "r", ttl, fn),
+		} {
+			if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "leaves no validity") || strings.Contains(err.Error(), "ExtendEvery") {
+				t.Errorf("%s = %v; want ErrInvalid saying the ttl leaves no validity", call, err)
+			}
+		}
+	}
+	if n := c.calls.Load(); n != 0 {
+		t.Errorf("%d store calls after a ttl that leaves no validity; want none", n)
+	}
+}

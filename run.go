@@ -86,6 +86,10 @@ func checkRun(op string, locker Locker, resource string, ttl time.Duration, o ca
 		}
 		return nil
 	}
+	if validity <= 0 {
+		// Not the interval's fault: the ttl's, as Lock would say.
+		return invalidf(op, resource, "ttl %v leaves no validity after the clock-drift and granularity allowance of %v", ttl, ttl-validity)
+	}
 	if divisor > 0 && validity/time.Duration(divisor) <= 0 {
 		return invalidf(op, resource, "ttl %v leaves no validity for a term", ttl)
 	}
