@@ -320,6 +320,17 @@ func TestAuditRunTooShortTTLNamed(t *testing.T) {
 			}
 		}
 	}
+	// 2.5ms leaves 475µs of validity, shorter than the shortest interval
+	// (1ms): Run would lose the lock before its first extension.
+	ttl := 2500 * time.Microsecond
+	for call, err := range map[string]error{
+		"Run(ttl 2.5ms)":     lock.Run(ctx, l, "r", ttl, fn),
+		"RunOnce(ttl 2.5ms)": lock.RunOnce(ctx, l, "r", ttl, fn),
+	} {
+		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "ttl 2.5ms") {
+			t.Errorf("%s = %v; want ErrInvalid naming the ttl, too short to be extended", call, err)
+		}
+	}
 	if n := c.calls.Load(); n != 0 {
 		t.Errorf("%d store calls after a ttl that leaves no validity; want none", n)
 	}

@@ -93,7 +93,13 @@ func checkRun(op string, locker Locker, resource string, ttl time.Duration, o ca
 	if divisor > 0 && validity/time.Duration(divisor) <= 0 {
 		return invalidf(op, resource, "ttl %v leaves no validity for a term", ttl)
 	}
-	return checkExtendEvery(op, resource, o.extendEvery, validity-margin(validity, divisor))
+	room := validity - margin(validity, divisor)
+	if o.extendEvery == 0 && room <= minDelay {
+		// The default interval, a third of room but at least minDelay,
+		// would not be shorter than room.
+		return invalidf(op, resource, "ttl %v leaves %v of validity: too short to be extended at most every %v", ttl, room, minDelay)
+	}
+	return checkExtendEvery(op, resource, o.extendEvery, room)
 }
 
 // margin is a divisor-th of validity, or 0 when divisor is 0.
