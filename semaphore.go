@@ -186,3 +186,12 @@ func markerName(resource string) string { return resource + markerSuffix }
 
 // markerToken is the token of the limit marker of a semaphore of limit.
 func markerToken(limit int) string { return "lockkit-semaphore-limit-" + strconv.Itoa(limit) }
+
+// markOf implements stander for a semaphore of plain locks, whose permits
+// stand for its slots' locks.
+func (s *Semaphore) markOf(l Lock) (Locker, Lock, bool) {
+	if d, ok := s.impl.(stander); ok {
+		return d.markOf(l)
+	}
+	return nil, Lock{}, false
+}
