@@ -196,7 +196,9 @@ func (t *Term) Lock() Lock { return t.h.k.current() }
 // releases the role so that another can be elected at once. It returns
 // the cause of the term's loss if it was lost before (matching ErrLost),
 // and the release's error if the release failed (ErrUnavailable: the role
-// stays taken until the lock expires). Later calls return the same.
+// stays taken until the lock expires). A term that reached its MaxHold
+// leaves its lock to run out: finding it run out is no error. Later calls
+// return the same.
 func (t *Term) Resign(ctx context.Context) error {
 	if ctx == nil {
 		return invalidf("resign", t.h.k.current().Resource, "nil context")
@@ -204,6 +206,9 @@ func (t *Term) Resign(ctx context.Context) error {
 	t.once.Do(func() {
 		t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
 		cause, err := t.h.release(ctx)
+		if errors.Is(cause, ErrMaxHold) && errors.Is(err, ErrNotHeld) {
+			err = nil // left to run out at the hold limit, as it did
+		}
 		if errors.Is(cause, ErrLost) {
 			if errors.Is(err, ErrNotHeld) {
 				err = nil // the loss says it
