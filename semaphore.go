@@ -34,6 +34,7 @@ type permitLocker interface {
 	permits(ctx context.Context, resource string) (int, error)
 	validity(ttl time.Duration) time.Duration
 	observer() observer
+	delayBeyondTTL() time.Duration
 }
 
 var _ Locker = (*Semaphore)(nil)
@@ -195,3 +196,7 @@ func (s *Semaphore) markOf(l Lock) (Locker, Lock, bool) {
 	}
 	return nil, Lock{}, false
 }
+
+// delayBeyondTTL is how long the stores keep a permit beyond its TTL: the
+// locker's Options.LockDelay.
+func (s *Semaphore) delayBeyondTTL() time.Duration { return s.impl.delayBeyondTTL() }
