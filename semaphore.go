@@ -14,7 +14,9 @@ import (
 // resource as given and can be released by another process's Semaphore
 // over the same stores and limit.
 //
-// Every caller of one semaphore must agree on its limit: a caller with
+// Every caller of one semaphore must build it the same way (natively or
+// from plain locks, see NewSemaphore: the two count permits apart, and
+// neither sees the other's) and agree on its limit: a caller with
 // another limit gets an error matching [ErrLimitMismatch] (and
 // [ErrInvalid]: retrying does not help) while the permits taken under the
 // first are held. See NewSemaphore for how far that is detected.
