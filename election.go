@@ -34,7 +34,9 @@ type Election struct {
 // [WithRetry] (how Campaign waits: by default until its context ends;
 // NoRetry makes one attempt), [ExtendEvery] (how often a term is renewed:
 // by default every third of it), [MaxHold] (a term ends that long after
-// election, so that leaders rotate).
+// election, so that leaders rotate). It returns an error matching
+// ErrInvalid, before anything is sent, for a nil locker, an empty role, a
+// ttl outside (0, MaxTTL], or options that do not fit the ttl.
 func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOption) (*Election, error) {
 	const op = "election"
 	o := collect(opts)
@@ -43,6 +45,8 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 		return nil, invalidf(op, role, "empty role")
 	case ttl <= 0:
 		return nil, invalidf(op, role, "ttl is %v: want > 0", ttl)
+	case ttl > MaxTTL:
+		return nil, invalidf(op, role, "ttl is %v: want at most %v", ttl, MaxTTL)
 	}
 	if err := checkRun(op, locker, role, ttl, o, termMargin); err != nil {
 		return nil, err

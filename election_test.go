@@ -285,6 +285,7 @@ func TestNewElectionRefusesBadInput(t *testing.T) {
 		{"nil locker", nil, "r", time.Second, nil},
 		{"empty role", l, "", time.Second, nil},
 		{"zero ttl", l, "r", 0, nil},
+		{"ttl above MaxTTL", l, "r", lock.MaxTTL + time.Hour, nil},
 		{"ttl without validity", l, "r", 2 * time.Millisecond, nil},
 		{"negative MaxHold", l, "r", time.Second, []lock.LockOption{lock.MaxHold(-1)}},
 		{"ExtendEvery past the term", l, "r", time.Second, []lock.LockOption{lock.ExtendEvery(950 * time.Millisecond)}},
