@@ -283,6 +283,7 @@ func TestNewElectionRefusesBadInput(t *testing.T) {
 		opts   []lock.LockOption
 	}{
 		{"nil locker", nil, "r", time.Second, nil},
+		{"nil *SingleLocker", (*lock.SingleLocker)(nil), "r", time.Second, nil},
 		{"empty role", l, "", time.Second, nil},
 		{"zero ttl", l, "r", 0, nil},
 		{"ttl above MaxTTL", l, "r", lock.MaxTTL + time.Hour, nil},
