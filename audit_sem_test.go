@@ -205,3 +205,29 @@ func canExtend(t *testing.T, l lock.Locker) bool {
 	_, err = l.Extend(t.Context(), held, time.Minute)
 	return !errors.Is(err, errors.ErrUnsupported)
 }
+
+// Over plain locks, an Extend that finds another limit's marker (taken
+// once the marker, last refreshed with a short TTL, expired under a long
+// permit) keeps the permit and reports nothing, as docs/semaphores.md
+// says.
+func TestSemaphoreExtendKeepsPermitOverAnotherLimitsMarker(t *testing.T) {
+	eachSemSetup(t, func(t *testing.T, mems []*memory.Store, newLocker func(t *testing.T) lock.Locker) {
+		if isPermitter(newLocker(t)) || !canExtend(t, newLocker(t)) {
+			t.Skip("natively, or without Extender, there is no marker to find")
+		}
+		ctx := t.Context()
+		two, three := mustSemaphore(t, newLocker(t), 2), mustSemaphore(t, newLocker(t), 3)
+		long, err := two.TryLock(ctx, "jobs", time.Hour)
+		wantNil(t, "two.TryLock(jobs, 1h)", err)
+		short, err := two.TryLock(ctx, "jobs", time.Second)
+		wantNil(t, "two.TryLock(jobs, 1s)", err)
+		time.Sleep(2 * time.Second) // the short permit and the marker expire
+		other, err := three.TryLock(ctx, "jobs", time.Hour)
+		wantNil(t, "three.TryLock(jobs) once the marker expired (undetected, as documented)", err)
+		_, err = two.Extend(ctx, long, time.Hour)
+		wantNil(t, "two.Extend(long permit) over limit 3's marker", err)
+		wantIs(t, "two.Unlock(expired permit)", two.Unlock(ctx, short), lock.ErrNotHeld)
+		wantNil(t, "two.Unlock(long)", two.Unlock(ctx, long))
+		wantNil(t, "three.Unlock(other)", three.Unlock(ctx, other))
+	})
+}
