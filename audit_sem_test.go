@@ -7,7 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -229,5 +231,46 @@ func TestSemaphoreExtendKeepsPermitOverAnotherLimitsMarker(t *testing.T) {
 		wantIs(t, "two.Unlock(expired permit)", two.Unlock(ctx, short), lock.ErrNotHeld)
 		wantNil(t, "two.Unlock(long)", two.Unlock(ctx, long))
 		wantNil(t, "three.Unlock(other)", three.Unlock(ctx, other))
+	})
+}
+
+// A waiter on a semaphore of plain locks with more slots than it watches
+// takes a permit freed on a slot it does not watch within the retry
+// delay, as a poll would: it waited for as long as a permit may be held
+// (the TTL) while one was free.
+func TestSemaphoreWaiterFindsAPermitFreedOnAnUnwatchedSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		sem := mustSemaphore(t, mustSingle(t, withoutStart{m, m, m, m, m}, nil), 64) // 16 slots watched
+		ctx := t.Context()
+		var held []lock.Lock
+		for range 64 {
+			p, err := sem.TryLock(ctx, "jobs", time.Hour)
+			wantNil(t, "TryLock(jobs)", err)
+			held = append(held, p)
+		}
+		for round := range 8 { // a release on a watched slot would pass by chance: 1 in 4
+			wctx, cancel := context.WithCancel(ctx)
+			got := make(chan lock.Lock, 1)
+			go func() {
+				p, _ := sem.Lock(wctx, "jobs", time.Hour)
+				got <- p
+			}()
+			time.Sleep(time.Second)
+			freed := held[0]
+			wantNil(t, "Unlock(a permit)", sem.Unlock(ctx, freed))
+			time.Sleep(time.Minute) // well past the retry delay, well within the permits' TTL
+			synctest.Wait()
+			select {
+			case p := <-got:
+				held = append(held[1:], p)
+				cancel()
+			default:
+				cancel()
+				<-got
+				t.Fatalf("round %d: Lock(jobs) still waits a minute after permit %s was freed; want it taken within the retry delay", round, freed.Token[:strings.Index(freed.Token, ":")])
+			}
+		}
+		wantNil(t, "UnlockAll()", sem.UnlockAll(ctx))
 	})
 }
