@@ -39,7 +39,7 @@ func TestElectionResignAfterMaxHoldAndExpiry(t *testing.T) {
 	})
 }
 
-func TestAuditElectionFencesRisePerTerm(t *testing.T) {
+func TestElectionFencesRisePerTermOnEverySetup(t *testing.T) {
 	eachSemSetup(t, func(t *testing.T, mems []*memory.Store, newLocker func(t *testing.T) lock.Locker) {
 		if !canExtend(t, newLocker(t)) {
 			t.Skip("terms are lost at their validity without Extender")
@@ -74,7 +74,7 @@ func mustSingleExpire(mems []*memory.Store) {
 	}
 }
 
-func TestAuditElectionShutdownEndsTerm(t *testing.T) {
+func TestElectionLockerShutdownEndsTheTerm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
 		l := mustSingle(t, m, nil)
@@ -89,7 +89,6 @@ func TestAuditElectionShutdownEndsTerm(t *testing.T) {
 		wantIs(t, "term cause after Shutdown", cause, lock.ErrLost)
 		wantIs(t, "term cause after Shutdown", cause, lock.ErrClosed)
 		err = term.Resign(t.Context())
-		t.Logf("Resign() after Shutdown = %v", err)
 		wantIs(t, "Resign() after Shutdown", err, lock.ErrLost)
 		if got, err := e.Leader(t.Context()); err != nil || got.Elected {
 			t.Errorf("Leader() after Shutdown = %+v, %v; want not elected", got, err)
@@ -99,7 +98,7 @@ func TestAuditElectionShutdownEndsTerm(t *testing.T) {
 	})
 }
 
-func TestAuditElectionConcurrentResign(t *testing.T) {
+func TestElectionConcurrentResign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
 		e := mustElection(t, mustSingle(t, m, nil), "leader", time.Second)
@@ -124,7 +123,7 @@ func TestAuditElectionConcurrentResign(t *testing.T) {
 	})
 }
 
-func TestAuditElectionLeadPanics(t *testing.T) {
+func TestElectionLeadResignsOnPanic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
 		e := mustElection(t, mustSingle(t, m, nil), "leader", time.Second)
@@ -140,7 +139,7 @@ func TestAuditElectionLeadPanics(t *testing.T) {
 	})
 }
 
-func TestAuditElectionTermCarriesCampaignValues(t *testing.T) {
+func TestElectionTermCarriesCampaignValues(t *testing.T) {
 	type key struct{}
 	m := memory.New()
 	e := mustElection(t, mustSingle(t, m, nil), "leader", time.Second)
@@ -157,7 +156,7 @@ func TestAuditElectionTermCarriesCampaignValues(t *testing.T) {
 	wantIs(t, "Lead(canceled)", err, context.Canceled)
 }
 
-func TestAuditRunOnceEdges(t *testing.T) {
+func TestRunOnceIntervalEdges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
 		l := mustSingle(t, m, nil)
@@ -214,7 +213,7 @@ func TestRunOnceMinIntervalWithLockDelay(t *testing.T) {
 	}
 }
 
-func TestAuditRunOncePanicReleases(t *testing.T) {
+func TestRunOncePanicReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
 		l := mustSingle(t, m, nil)
