@@ -140,9 +140,12 @@ func (s *slotSemaphore) wait(ctx context.Context, op, resource string, _ *Error)
 		return false
 	}
 	n, first := min(s.limit, maxWaitSlots), rand.IntN(s.limit)
-	wctx, cancel := context.WithCancel(ctx)
+	var wctx context.Context
+	var cancel context.CancelFunc
 	if n < s.limit {
 		wctx, cancel = context.WithTimeout(ctx, max(s.retry.Delay, s.retry.MaxDelay, minDelay))
+	} else {
+		wctx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
 	woke := make(chan bool, n)
