@@ -34,7 +34,9 @@ type Election struct {
 // [WithRetry] (how Campaign waits: by default until its context ends;
 // NoRetry makes one attempt), [ExtendEvery] (how often a term is renewed:
 // by default every third of it), [MaxHold] (a term ends that long after
-// election, so that leaders rotate).
+// election, so that leaders rotate). It returns an error matching
+// ErrInvalid, before anything is sent, for a nil locker, an empty role, a
+// ttl outside (0, MaxTTL], or options that do not fit the ttl.
 func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOption) (*Election, error) {
 	const op = "election"
 	o := collect(opts)
@@ -43,6 +45,11 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 		return nil, invalidf(op, role, "empty role")
 	case ttl <= 0:
 		return nil, invalidf(op, role, "ttl is %v: want > 0", ttl)
+	case ttl > MaxTTL:
+		return nil, invalidf(op, role, "ttl is %v: want at most %v", ttl, MaxTTL)
+	}
+	if isNilPointer(locker) { // a typed nil: checkRun would call it
+		return nil, invalidf(op, role, "nil Locker")
 	}
 	if err := checkRun(op, locker, role, ttl, o, termMargin); err != nil {
 		return nil, err
@@ -196,7 +203,9 @@ func (t *Term) Lock() Lock { return t.h.k.current() }
 // releases the role so that another can be elected at once. It returns
 // the cause of the term's loss if it was lost before (matching ErrLost),
 // and the release's error if the release failed (ErrUnavailable: the role
-// stays taken until the lock expires). Later calls return the same.
+// stays taken until the lock expires). A term that reached its MaxHold
+// leaves its lock to run out: finding it run out is no error. Later calls
+// return the same.
 func (t *Term) Resign(ctx context.Context) error {
 	if ctx == nil {
 		return invalidf("resign", t.h.k.current().Resource, "nil context")
@@ -204,6 +213,9 @@ func (t *Term) Resign(ctx context.Context) error {
 	t.once.Do(func() {
 		t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
 		cause, err := t.h.release(ctx)
+		if errors.Is(cause, ErrMaxHold) && errors.Is(err, ErrNotHeld) {
+			err = nil // left to run out at the hold limit, as it did
+		}
 		if errors.Is(cause, ErrLost) {
 			if errors.Is(err, ErrNotHeld) {
 				err = nil // the loss says it

@@ -283,8 +283,10 @@ func TestNewElectionRefusesBadInput(t *testing.T) {
 		opts   []lock.LockOption
 	}{
 		{"nil locker", nil, "r", time.Second, nil},
+		{"nil *SingleLocker", (*lock.SingleLocker)(nil), "r", time.Second, nil},
 		{"empty role", l, "", time.Second, nil},
 		{"zero ttl", l, "r", 0, nil},
+		{"ttl above MaxTTL", l, "r", lock.MaxTTL + time.Hour, nil},
 		{"ttl without validity", l, "r", 2 * time.Millisecond, nil},
 		{"negative MaxHold", l, "r", time.Second, []lock.LockOption{lock.MaxHold(-1)}},
 		{"ExtendEvery past the term", l, "r", time.Second, []lock.LockOption{lock.ExtendEvery(950 * time.Millisecond)}},

@@ -46,11 +46,46 @@ func watch(l Lock, k *keeper) (unwatch func()) {
 
 // endKeepers ends the contexts of the holders keeping l, before op
 // ("UnlockAll", "Shutdown") releases it; err is what the cause wraps.
+// They include the holders of locks that stand for l: a semaphore's
+// permit whose slot l is, a read-write lock's side whose mark l is.
 func endKeepers(ctx context.Context, l Lock, op string, err error) {
+	target := heldKey{l.Resource, l.Token}
 	keepers.mu.Lock()
-	ks := append([]*keeper(nil), keepers.m[heldKey{l.Resource, l.Token}]...)
+	ks := append([]*keeper(nil), keepers.m[target]...)
+	for key, held := range keepers.m {
+		for _, k := range held {
+			if key != target && standsFor(k.locker, Lock{Resource: key.resource, Token: key.token}, target) {
+				ks = append(ks, k)
+			}
+		}
+	}
 	keepers.mu.Unlock()
 	for _, k := range ks {
 		k.lose(ctx, "released by the locker's "+op, err)
+	}
+}
+
+// stander is a Locker whose locks stand for locks of another Locker on
+// derived names (a semaphore of plain locks, a read-write lock's side).
+type stander interface {
+	// markOf returns the Locker and the lock that l stands for, if it
+	// stands for one.
+	markOf(l Lock) (Locker, Lock, bool)
+}
+
+// standsFor reports whether l, a lock of locker, stands for the lock
+// target, directly or through derived lockers in turn.
+func standsFor(locker Locker, l Lock, target heldKey) bool {
+	for {
+		s, ok := locker.(stander)
+		if !ok {
+			return false
+		}
+		if locker, l, ok = s.markOf(l); !ok {
+			return false
+		}
+		if (heldKey{l.Resource, l.Token}) == target {
+			return true
+		}
 	}
 }

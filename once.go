@@ -38,7 +38,10 @@ func MinInterval(d time.Duration) LockOption {
 // when the store cannot extend locks: the lock then simply expires at its
 // TTL.) Shutdown and UnlockAll of the locker release such a lock early.
 // The interval runs on the store's clock, give or take the locker's drift
-// allowance.
+// allowance. With Options.LockDelay, whose delay the stores add to a
+// lock's TTL, the lock is extended for the interval less the delay, so
+// that it is free at the interval's end; an interval no longer than the
+// delay is kept for the delay beyond it.
 //
 // RunOnce returns fn's error joined with the cause of a loss and the
 // release's or extension's error, as Run does.
@@ -53,6 +56,9 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	}
 	if err := checkContext(ctx, op, job); err != nil {
 		return err
+	}
+	if isNilPointer(locker) { // a typed nil: checkRun would call it
+		return invalidf(op, job, "nil Locker")
 	}
 	if err := checkRun(op, locker, job, ttl, o, 0); err != nil {
 		return err
@@ -93,15 +99,29 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 
 // keepFor extends l to rest from now, for MinInterval. It reports whether
 // l is kept; an interval too short for a lock is not kept (false, nil).
+// The stores keep a lock for the locker's lock delay beyond its TTL (see
+// Options.LockDelay), so the TTL asked for is rest less that delay, if
+// that leaves a TTL: the lock is then free at the interval's end, not a
+// lock delay later.
 func keepFor(ctx context.Context, locker Locker, l Lock, rest time.Duration) (bool, error) {
 	xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rest)
 	defer cancel()
+	if d, ok := locker.(interface{ delayBeyondTTL() time.Duration }); ok && rest > d.delayBeyondTTL() {
+		if _, err := locker.Extend(xctx, l, rest-d.delayBeyondTTL()); !errors.Is(err, ErrInvalid) {
+			return err == nil, err
+		}
+		// Too short a TTL for the locker: keep it for rest, and the delay.
+	}
 	_, err := locker.Extend(xctx, l, rest)
 	if errors.Is(err, ErrInvalid) {
 		return false, nil // too short to keep: release it
 	}
 	return err == nil, err
 }
+
+// delayBeyondTTL is how long the stores keep a lock of this locker
+// beyond its TTL: Options.LockDelay.
+func (c *core) delayBeyondTTL() time.Duration { return c.lockDelay }
 
 // skipped is RunOnce's cause when the job is held by another.
 type skipped struct{ err error }

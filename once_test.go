@@ -148,6 +148,7 @@ func TestRunOnceRefusesBadInput(t *testing.T) {
 		"MinInterval > MaxTTL": lock.RunOnce(t.Context(), l, "r", time.Second, fn, lock.MinInterval(lock.MaxTTL+1)),
 		"nil function":         lock.RunOnce(t.Context(), l, "r", time.Second, nil),
 		"nil locker":           lock.RunOnce(t.Context(), nil, "r", time.Second, fn),
+		"nil *SingleLocker":    lock.RunOnce(t.Context(), (*lock.SingleLocker)(nil), "r", time.Second, fn),
 		"nil context":          lock.RunOnce(nilCtx, l, "r", time.Second, fn),
 		"zero ttl":             lock.RunOnce(t.Context(), l, "r", 0, fn),
 	} {

@@ -225,8 +225,10 @@ func (s *rwSide) attemptWrite(ctx context.Context, resource string, ttl time.Dur
 	case errors.Is(err, errors.ErrUnsupported) && !readers && call.intent.Remaining() > ttl/2:
 		return call.intent, nil
 	case errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrNotHeld):
+		// Take it afresh at once: readers that came while no intent
+		// was held would keep the writer out again.
 		s.dropIntent(ctx, call)
-		return Lock{}, &Error{Err: errReadersFirst}
+		return s.attemptWrite(ctx, resource, ttl)
 	}
 	return Lock{}, asError(err)
 }

@@ -14,7 +14,9 @@ import (
 // resource as given and can be released by another process's Semaphore
 // over the same stores and limit.
 //
-// Every caller of one semaphore must agree on its limit: a caller with
+// Every caller of one semaphore must build it the same way (natively or
+// from plain locks, see NewSemaphore: the two count permits apart, and
+// neither sees the other's) and agree on its limit: a caller with
 // another limit gets an error matching [ErrLimitMismatch] (and
 // [ErrInvalid]: retrying does not help) while the permits taken under the
 // first are held. See NewSemaphore for how far that is detected.
@@ -34,6 +36,7 @@ type permitLocker interface {
 	permits(ctx context.Context, resource string) (int, error)
 	validity(ttl time.Duration) time.Duration
 	observer() observer
+	delayBeyondTTL() time.Duration
 }
 
 var _ Locker = (*Semaphore)(nil)
@@ -186,3 +189,16 @@ func markerName(resource string) string { return resource + markerSuffix }
 
 // markerToken is the token of the limit marker of a semaphore of limit.
 func markerToken(limit int) string { return "lockkit-semaphore-limit-" + strconv.Itoa(limit) }
+
+// markOf implements stander for a semaphore of plain locks, whose permits
+// stand for its slots' locks.
+func (s *Semaphore) markOf(l Lock) (Locker, Lock, bool) {
+	if d, ok := s.impl.(stander); ok {
+		return d.markOf(l)
+	}
+	return nil, Lock{}, false
+}
+
+// delayBeyondTTL is how long the stores keep a permit beyond its TTL: the
+// locker's Options.LockDelay.
+func (s *Semaphore) delayBeyondTTL() time.Duration { return s.impl.delayBeyondTTL() }

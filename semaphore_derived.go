@@ -46,6 +46,12 @@ func laterOf(a, b time.Time) time.Time {
 	return b
 }
 
+// markOf implements stander: l stands for the lock mark returns.
+func (d *derived) markOf(l Lock) (Locker, Lock, bool) {
+	under, inner, err := d.mark("", l)
+	return under, inner, err == nil
+}
+
 // Unlock implements [Locker] and engine.
 func (d *derived) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"

@@ -132,13 +132,21 @@ func markOn(ctx context.Context, st storeRef, name, token string, limit int, ttl
 }
 
 // wait implements engine: it waits for a release of any of (up to
-// maxWaitSlots of) the slots.
+// maxWaitSlots of) the slots. Watching only some of them, it misses the
+// release of the others: it then waits no longer than the locker's retry
+// delay, as a poll would, and not for as long as a permit may be held.
 func (s *slotSemaphore) wait(ctx context.Context, op, resource string, _ *Error) bool {
 	if s.waitFor == nil {
 		return false
 	}
 	n, first := min(s.limit, maxWaitSlots), rand.IntN(s.limit)
-	wctx, cancel := context.WithCancel(ctx)
+	var wctx context.Context
+	var cancel context.CancelFunc
+	if n < s.limit {
+		wctx, cancel = context.WithTimeout(ctx, max(s.retry.Delay, s.retry.MaxDelay, minDelay))
+	} else {
+		wctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	woke := make(chan bool, n)
 	for i := range n {
