@@ -48,9 +48,6 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 	case ttl > MaxTTL:
 		return nil, invalidf(op, role, "ttl is %v: want at most %v", ttl, MaxTTL)
 	}
-	if isNilPointer(locker) { // a typed nil: checkRun would call it
-		return nil, invalidf(op, role, "nil Locker")
-	}
 	if err := checkRun(op, locker, role, ttl, o, termMargin); err != nil {
 		return nil, err
 	}

@@ -57,9 +57,6 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	if err := checkContext(ctx, op, job); err != nil {
 		return err
 	}
-	if isNilPointer(locker) { // a typed nil: checkRun would call it
-		return invalidf(op, job, "nil Locker")
-	}
 	if err := checkRun(op, locker, job, ttl, o, 0); err != nil {
 		return err
 	}

@@ -38,7 +38,8 @@ import (
 // otherwise fn's error joined with the cause that ended fn's context if
 // the lock was lost ([ErrLost]) or held for MaxHold ([ErrMaxHold]) while
 // fn ran — also when fn returned nil — and with Unlock's error (if the
-// release failed).
+// release failed; a lock lost, or left to run out at the hold limit, that
+// the release finds not held is no further error).
 func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration, fn func(ctx context.Context, l Lock) error, opts ...LockOption) (err error) {
 	const op = "run"
 	o := collect(opts)
@@ -69,7 +70,7 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 // one of ours, whose validity is known in advance.
 func checkRun(op string, locker Locker, resource string, ttl time.Duration, o callOptions, divisor int) error {
 	switch {
-	case locker == nil:
+	case locker == nil || isNilPointer(locker):
 		return invalidf(op, resource, "nil Locker")
 	case o.maxHold < 0:
 		return invalidf(op, resource, "MaxHold is %v: want >= 0", o.maxHold)
@@ -261,7 +262,9 @@ func runResult(fnErr, cause, unlockErr error) error {
 	if ours && !errors.Is(fnErr, cause) {
 		errs = append(errs, cause)
 	}
-	if unlockErr != nil && !(errors.Is(cause, ErrLost) && errors.Is(unlockErr, ErrNotHeld)) {
+	// A lost lock, or one left to run out at the hold limit, is not held
+	// at the release: the cause says so already.
+	if unlockErr != nil && !(ours && errors.Is(unlockErr, ErrNotHeld)) {
 		errs = append(errs, unlockErr)
 	}
 	return errors.Join(errs...)

@@ -146,6 +146,34 @@ func TestRunMaxHold(t *testing.T) {
 	})
 }
 
+// A function that goes on past its hold limit until the lock has run
+// out finds it not held at the release: Run reports the hold limit, not
+// a failed release (as Term.Resign does).
+func TestRunMaxHoldLockRunOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			<-ctx.Done()
+			time.Sleep(time.Second) // fake time: well past the lock's TTL
+			return nil
+		}, lock.MaxHold(time.Second))
+		wantIs(t, "Run() held past its maximum hold until the lock ran out", err, lock.ErrMaxHold)
+		if errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("Run() = %v; want no ErrNotHeld: the lock was left to run out at the hold limit", err)
+		}
+		noResidue(t, m)
+	})
+}
+
+// Run refuses a nil Locker, typed or not, before calling it.
+func TestRunRefusesNilLocker(t *testing.T) {
+	fn := func(context.Context, lock.Lock) error { return nil }
+	for name, l := range map[string]lock.Locker{"nil": nil, "nil *SingleLocker": (*lock.SingleLocker)(nil), "nil *MultiLocker": (*lock.MultiLocker)(nil)} {
+		wantIs(t, "Run("+name+")", lock.Run(t.Context(), l, "r", time.Second, fn), lock.ErrInvalid)
+	}
+}
+
 func TestRunWithoutExtenderEndsAtValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
