@@ -22,7 +22,11 @@ import (
 // first are held. See NewSemaphore for how far that is detected.
 //
 // Shutdown of a Semaphore releases its permits and refuses new ones; the
-// locker it was built on stays in service.
+// locker it was built on stays in service. The reverse holds only in
+// part: Shutdown or UnlockAll of that locker releases the permits that
+// are its own plain locks (a semaphore built from plain locks), and
+// neither releases nor refuses native permits, which the Semaphore
+// holds itself. Shut a Semaphore down with its own Shutdown.
 type Semaphore struct {
 	impl  permitLocker
 	limit int
