@@ -35,11 +35,15 @@ type guardedKey struct {
 // key, and records fence as the highest; otherwise it returns an error
 // matching ErrStaleFence and does not run write. Writes to one key run one
 // at a time, so that no write with a lower fence can land after one with a
-// higher fence. A fence of 0 (a lock without fencing) is refused with an
-// error matching ErrInvalid. Do returns write's error.
+// higher fence. A fence of 0 (a lock without fencing) and a nil write are
+// refused with an error matching ErrInvalid, and nothing is recorded. Do
+// returns write's error.
 func (g *FenceGuard) Do(key string, fence uint64, write func() error) error {
-	if fence == 0 {
+	switch {
+	case fence == 0:
 		return fmt.Errorf("%w: fence 0: the lock carries no fence", ErrInvalid)
+	case write == nil:
+		return fmt.Errorf("%w: nil write function", ErrInvalid)
 	}
 	g.mu.Lock()
 	k := g.keys[key]

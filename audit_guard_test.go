@@ -1,0 +1,108 @@
+package lock_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lockkit/lock"
+)
+
+// Bad input is refused with ErrInvalid, runs nothing and records nothing:
+// a nil write would otherwise panic with the key's fence already raised.
+func TestAuditFenceGuardRefusesBadInput(t *testing.T) {
+	var g lock.FenceGuard
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("Do(k, 5, nil) panicked: %v; want an error matching ErrInvalid", p)
+			}
+		}()
+		err = g.Do("k", 5, nil)
+	}()
+	wantIs(t, "Do(k, 5, nil)", err, lock.ErrInvalid)
+	wrote := false
+	wantIs(t, "Do(k, 0, write)", g.Do("k", 0, func() error { wrote = true; return nil }), lock.ErrInvalid)
+	if wrote {
+		t.Error("Do(k, 0, write) ran write; want it refused before")
+	}
+	wantNil(t, "Do(k, 1, write) after refused calls with fences 5 and 0", g.Do("k", 1, func() error { return nil }))
+}
+
+// As documented: a fence equal to the highest writes (the same holder
+// writes again), a lower one is refused with an error naming the key and
+// both fences, and keys are independent of one another.
+func TestAuditFenceGuardContract(t *testing.T) {
+	var g lock.FenceGuard
+	nop := func() error { return nil }
+	wantNil(t, "Do(a, 7)", g.Do("a", 7, nop))
+	wantNil(t, "Do(a, 7) again", g.Do("a", 7, nop))
+	err := g.Do("a", 6, nop)
+	wantIs(t, "Do(a, 6) after 7", err, lock.ErrStaleFence)
+	if err != nil && (!strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), "6") || !strings.Contains(err.Error(), "7")) {
+		t.Errorf("Do(a, 6) after 7 = %q; want the key and both fences named", err)
+	}
+	if errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Do(a, 6) after 7 = %v; want ErrStaleFence only, not ErrInvalid", err)
+	}
+	wantNil(t, "Do(b, 1): a key of its own", g.Do("b", 1, nop))
+	wantNil(t, "Do(\"\", 1): the empty key is a key", g.Do("", 1, nop))
+	wantNil(t, "Do(a, max uint64)", g.Do("a", ^uint64(0), nop))
+	wantIs(t, "Do(a, max-1) after max", g.Do("a", ^uint64(0)-1, nop), lock.ErrStaleFence)
+}
+
+// Concurrent writers on one key: the writes that ran ran one at a time,
+// in non-decreasing fence order, and every refused fence was below one
+// that had written.
+func TestAuditFenceGuardConcurrent(t *testing.T) {
+	var g lock.FenceGuard
+	var (
+		mu      sync.Mutex
+		ran     []uint64
+		refused []uint64
+		inside  int
+		wg      sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				fence := uint64(1 + (i*7+w*13)%50)
+				err := g.Do("k", fence, func() error {
+					mu.Lock()
+					inside++
+					if inside != 1 {
+						t.Errorf("%d writes to one key ran at once; want 1", inside)
+					}
+					ran = append(ran, fence)
+					inside--
+					mu.Unlock()
+					return nil
+				})
+				switch {
+				case errors.Is(err, lock.ErrStaleFence):
+					mu.Lock()
+					refused = append(refused, fence)
+					mu.Unlock()
+				case err != nil:
+					t.Errorf("Do(k, %d) = %v; want nil or ErrStaleFence", fence, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 1; i < len(ran); i++ {
+		if ran[i] < ran[i-1] {
+			t.Fatalf("write with fence %d ran after one with fence %d; want non-decreasing fences", ran[i], ran[i-1])
+		}
+	}
+	highest := ran[len(ran)-1]
+	for _, f := range refused {
+		if f >= highest {
+			t.Errorf("Do(k, %d) = ErrStaleFence, but no higher fence than %d wrote; want it refused only below a written fence", f, highest)
+		}
+	}
+}
