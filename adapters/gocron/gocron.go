@@ -39,9 +39,9 @@ var ErrNotLeader = errors.New("gocronlock: not the leader")
 
 // Locker is a gocron.Locker over a [lock.Locker].
 type Locker struct {
-	locker lock.Locker
-	ttl    time.Duration
-	opts   []lock.LockOption
+	locker      lock.Locker
+	ttl         time.Duration
+	minInterval time.Duration // WithMinInterval
 }
 
 var _ gocron.Locker = (*Locker)(nil)
@@ -51,9 +51,10 @@ type Option func(*Locker)
 
 // WithMinInterval keeps a job's lock until d has passed since its run
 // began, as [lock.MinInterval] does: a replica whose schedule fires within
-// d of another's run skips its run.
+// d of another's run skips its run. NewLocker refuses a d outside
+// [0, lock.MaxTTL].
 func WithMinInterval(d time.Duration) Option {
-	return func(l *Locker) { l.opts = append(l.opts, lock.MinInterval(d)) }
+	return func(l *Locker) { l.minInterval = d }
 }
 
 // NewLocker returns a gocron.Locker that takes each job's lock with
@@ -71,14 +72,25 @@ func NewLocker(locker lock.Locker, ttl time.Duration, opts ...Option) (*Locker, 
 			o(l)
 		}
 	}
+	if l.minInterval < 0 || l.minInterval > lock.MaxTTL {
+		return nil, fmt.Errorf("%w: gocronlock: minimum interval is %v: want a duration in [0, %v]", lock.ErrInvalid, l.minInterval, lock.MaxTTL)
+	}
 	return l, nil
 }
 
 // Lock implements gocron.Locker: it makes one attempt at the job's lock
 // (key is the job's name). When another replica holds it, the error
 // matches [lock.ErrSkipped], and gocron skips this run (and tells the
-// job's AfterLockError listener).
+// job's AfterLockError listener). A ctx that has ended takes no lock: its
+// error is returned. Once taken, the lock is kept past ctx's end, until
+// Unlock.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: gocronlock: nil context", lock.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("gocronlock: lock %q: %w", key, err)
+	}
 	held := &jobLock{unlock: make(chan struct{}), done: make(chan error, 1)}
 	running := make(chan struct{})
 	go func() {
@@ -87,7 +99,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 			close(running)
 			<-held.unlock
 			return nil
-		}, l.opts...)
+		}, lock.MinInterval(l.minInterval))
 	}()
 	select {
 	case <-running:
