@@ -16,7 +16,9 @@
 //   - lock.contention (counter): acquisition attempts that found the
 //     resource held by another owner.
 //   - lock.lost (counter): locks lost while Run held them.
-//   - lock.held (up-down counter): locks acquired and not yet released.
+//   - lock.held (asynchronous up-down counter): locks held, as far as the
+//     hook can tell: acquired, and not yet released, lost or past their
+//     validity. A lock counts once, however often it is released.
 //   - lock.store.duration (histogram, seconds): store calls, by lock.store,
 //     lock.store.op and lock.outcome.
 //   - lock.store.errors (counter): store calls that failed, by lock.store

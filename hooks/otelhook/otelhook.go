@@ -23,8 +23,8 @@ type Hook struct {
 	storeDuration   metric.Float64Histogram
 	contention      metric.Int64Counter
 	lost            metric.Int64Counter
-	held            metric.Int64UpDownCounter
 	storeErrors     metric.Int64Counter
+	held            heldLocks // observed as lock.held
 }
 
 var _ lock.SpanHook = (*Hook)(nil)
@@ -54,8 +54,12 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) (*Hook, error) {
 	h.lost, err = m.Int64Counter("lock.lost", metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks lost while their holder ran."))
 	add(err)
-	h.held, err = m.Int64UpDownCounter("lock.held", metric.WithUnit("{lock}"),
-		metric.WithDescription("Locks acquired and not yet released."))
+	_, err = m.Int64ObservableUpDownCounter("lock.held", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks acquired and not yet released, lost or past their validity."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(h.held.count(time.Now())))
+			return nil
+		}))
 	add(err)
 	h.storeErrors, err = m.Int64Counter("lock.store.errors", metric.WithUnit("{call}"),
 		metric.WithDescription("Store calls that failed."))
@@ -90,7 +94,7 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 			attribute.Int("lock.attempt", e.Attempt), attribute.Int64("lock.delay_ms", e.Delay.Milliseconds()), attribute.Bool("lock.waiting", e.Waiting)))
 	case lock.EventAcquired:
 		h.acquireDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("lock.op", e.Op), attribute.String("lock.outcome", "ok")))
-		h.held.Add(ctx, 1)
+		h.held.acquired(e.Lock, time.Now())
 		span.SetAttributes(attribute.Int("lock.attempts", e.Attempt), attribute.Int64("lock.fence", int64(e.Lock.Fence)))
 		span.End()
 	case lock.EventNotAcquired:
@@ -103,13 +107,20 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 		end(span, e.Err, o)
 	case lock.EventReleased:
 		if e.Err == nil || errors.Is(e.Err, lock.ErrNotHeld) {
-			h.held.Add(ctx, -1)
+			h.held.gone(e.Lock) // counted once, however often it is released
 		}
 		end(span, e.Err, outcome(e.Err))
 	case lock.EventExtended:
+		switch {
+		case e.Err == nil:
+			h.held.acquired(e.Lock, time.Now()) // its new validity
+		case errors.Is(e.Err, lock.ErrNotHeld):
+			h.held.gone(e.Lock)
+		}
 		end(span, e.Err, outcome(e.Err))
 	case lock.EventLost:
 		h.lost.Add(ctx, 1)
+		h.held.gone(e.Lock)
 		span.AddEvent("lock lost", trace.WithAttributes(attribute.String("lock.resource", e.Resource), attribute.String("error", e.Err.Error())))
 	}
 }
