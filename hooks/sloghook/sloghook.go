@@ -8,7 +8,8 @@ import (
 	"github.com/lockkit/lock"
 )
 
-// Hook is a lock.Hook that logs to a slog.Logger.
+// Hook is a lock.Hook that logs to a slog.Logger. It is safe for
+// concurrent use. The zero value logs to slog.Default().
 type Hook struct {
 	logger *slog.Logger
 }
@@ -25,8 +26,12 @@ func New(logger *slog.Logger) *Hook {
 
 // Observe implements lock.Hook.
 func (h *Hook) Observe(ctx context.Context, e lock.Event) {
+	logger := h.logger
+	if logger == nil {
+		logger = slog.Default()
+	}
 	level := Level(e)
-	if !h.logger.Enabled(ctx, level) {
+	if !logger.Enabled(ctx, level) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 8)
@@ -35,13 +40,15 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 	case lock.EventStoreCall:
 		attrs = append(attrs, slog.String("store", e.Store), slog.String("store_op", e.StoreOp), slog.Duration("duration", e.Duration))
 	case lock.EventQuorum:
-		attrs = append(attrs, slog.Int("granted", e.Granted), slog.Int("refused", e.Refused), slog.Int("failed", e.Failed))
+		attrs = append(attrs, slog.Int("granted", e.Granted), slog.Int("refused", e.Refused), slog.Int("failed", e.Failed), slog.Duration("duration", e.Duration))
 	case lock.EventAttempt:
 		attrs = append(attrs, slog.Int("attempt", e.Attempt))
 	case lock.EventRetry:
 		attrs = append(attrs, slog.Int("attempt", e.Attempt), slog.Duration("delay", e.Delay), slog.Bool("waiting", e.Waiting))
 	case lock.EventAcquired, lock.EventNotAcquired:
 		attrs = append(attrs, slog.Int("attempts", e.Attempt), slog.Duration("duration", e.Duration))
+	case lock.EventReleased, lock.EventExtended:
+		attrs = append(attrs, slog.Duration("duration", e.Duration))
 	}
 	if e.Lock.Fence != 0 {
 		attrs = append(attrs, slog.Uint64("fence", e.Lock.Fence))
@@ -52,7 +59,7 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
 	}
-	h.logger.LogAttrs(ctx, level, "lock "+e.Kind.String(), attrs...)
+	logger.LogAttrs(ctx, level, "lock "+e.Kind.String(), attrs...)
 }
 
 // Level returns the level at which Hook logs e.
