@@ -36,3 +36,17 @@ func ExampleFixed() {
 	// Output:
 	// test-token
 }
+
+// Suffixed tokens are Random tokens followed by a public suffix: a locker
+// with Options.Holder set makes its tokens so, and lock.HolderOf reads the
+// holder back from a token.
+func ExampleNewSuffixed() {
+	tokens := tokengen.NewSuffixed("~worker-7")
+	token, err := tokens.Token()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(token), lock.HolderOf(token))
+	// Output:
+	// 31 worker-7
+}

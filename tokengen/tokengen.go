@@ -119,7 +119,8 @@ func (Random) Token() (string, error) {
 // each batch with the tokens, so a token costs what a Random token costs:
 // no allocation of its own. Batches are smaller when the suffix is long,
 // so that a token keeps about a kilobyte alive at most. Create it with
-// NewSuffixed; it is safe for concurrent use.
+// NewSuffixed (the zero value makes tokens without a suffix); it is safe
+// for concurrent use and must not be copied after first use.
 type Suffixed struct {
 	suffix     string
 	generators sync.Pool
@@ -134,7 +135,10 @@ func NewSuffixed(suffix string) *Suffixed {
 
 // Token returns a new random token followed by the suffix.
 func (s *Suffixed) Token() (string, error) {
-	g := s.generators.Get().(*generator)
+	g, _ := s.generators.Get().(*generator)
+	if g == nil { // the zero Suffixed's pool has no New
+		g = new(generator)
+	}
 	t := g.token(s.suffix)
 	s.generators.Put(g)
 	return t, nil
