@@ -46,3 +46,11 @@ func ExampleMajority() {
 	// Output:
 	// true false
 }
+
+// Unanimous needs every store: a lock it grants survives the loss of all
+// stores but one, and it locks nothing while a store is down.
+func ExampleUnanimous() {
+	fmt.Println(quorum.Unanimous{}.Met(3, 3), quorum.Unanimous{}.Met(2, 3))
+	// Output:
+	// true false
+}
