@@ -107,6 +107,13 @@ func parse(data string) (state, error) {
 	return state{fence: fence, expires: expires, token: parts[2]}, nil
 }
 
+func checkToken(token string) error {
+	if token == "" || strings.ContainsAny(token, "\n") {
+		return fmt.Errorf("%w: token must be non-empty and on one line", lock.ErrInvalid)
+	}
+	return nil
+}
+
 func checkTTL(ttl time.Duration) error {
 	if ttl <= 0 {
 		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
@@ -125,8 +132,8 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 	if err := checkTTL(ttl); err != nil {
 		return 0, err
 	}
-	if token == "" || strings.ContainsAny(token, "\n") {
-		return 0, fmt.Errorf("%w: token must be non-empty and on one line", lock.ErrInvalid)
+	if err := checkToken(token); err != nil {
+		return 0, err
 	}
 	var fence uint64
 	held := false
@@ -152,12 +159,18 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 
 // Release implements lock.Store.
 func (s *Store) Release(ctx context.Context, resource, token string) error {
+	if err := checkToken(token); err != nil {
+		return err
+	}
 	return s.ifHeld(ctx, resource, token, func(st *state, _ time.Time) { st.token = "" })
 }
 
 // Extend implements lock.Extender.
 func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	if err := checkToken(token); err != nil {
 		return err
 	}
 	return s.ifHeld(ctx, resource, token, func(st *state, now time.Time) { st.expires = now.Add(ttl).UnixNano() })
