@@ -2,11 +2,18 @@ package lock_test
 
 import (
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/redistest"
+	"github.com/lockkit/lock/stores/redis"
 )
 
 // Bad input is refused with ErrInvalid, runs nothing and records nothing:
@@ -104,5 +111,68 @@ func TestAuditFenceGuardConcurrent(t *testing.T) {
 		if f >= highest {
 			t.Errorf("Do(k, %d) = ErrStaleFence, but no higher fence than %d wrote; want it refused only below a written fence", f, highest)
 		}
+	}
+}
+
+// The Redis fence check of docs/fencing.md, as written there, against a
+// real server and the fences of the Redis store: the later holder's
+// write lands, the earlier holder's is refused, and the same fence writes
+// again.
+func TestAuditFencingDocRedisScript(t *testing.T) {
+	doc, err := os.ReadFile("docs/fencing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```lua\n")
+	script, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/fencing.md has no ```lua block")
+	}
+	srv := redistest.Start(t)
+	client := srv.NewClient(t)
+	store, err := redis.New(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locker, err := lock.NewSingle(store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	first, err := locker.TryLock(ctx, "account/42", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first holder is paused while its lock ends (released here);
+	// the next holder's fence is higher.
+	if err := locker.Unlock(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second, err := locker.TryLock(ctx, "account/42", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Fence <= first.Fence {
+		t.Fatalf("fences %d then %d; want them to increase", first.Fence, second.Fence)
+	}
+	write := func(value string, fence uint64) int64 {
+		t.Helper()
+		n, err := rueidis.NewLuaScript(script).Exec(ctx, client, []string{"balance", "balance:fence"}, []string{value, strconv.FormatUint(fence, 10)}).AsInt64()
+		if err != nil {
+			t.Fatalf("the doc's script: %v", err)
+		}
+		return n
+	}
+	if n := write("new", second.Fence); n != 1 {
+		t.Errorf("write with the later fence %d = %d; want 1", second.Fence, n)
+	}
+	if n := write("stale", first.Fence); n != 0 {
+		t.Errorf("write with the earlier fence %d = %d; want 0", first.Fence, n)
+	}
+	if n := write("again", second.Fence); n != 1 {
+		t.Errorf("write with the same fence %d again = %d; want 1", second.Fence, n)
+	}
+	if v, err := client.Do(ctx, client.B().Get().Key("balance").Build()).ToString(); err != nil || v != "again" {
+		t.Errorf("balance = %q, %v; want the last accepted write, \"again\"", v, err)
 	}
 }
