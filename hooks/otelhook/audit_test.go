@@ -223,3 +223,22 @@ func TestAuditConcurrentUse(t *testing.T) {
 		t.Errorf("lock.held = %d, lock.acquire.duration count = %d, lock.store.duration count = %d; want 0, 400, 800", s["lock.held"], s["lock.acquire.duration"], s["lock.store.duration"])
 	}
 }
+
+// Observe takes any Event, such as one a test or another locker builds:
+// an EventLost without its cause is counted, not a panic.
+func TestAuditObserveEventsWithoutErrors(t *testing.T) {
+	f := newFixture(t)
+	for k := lock.EventAttempt; k <= lock.EventLost; k++ {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("Observe(%v without Err) panicked: %v", k, p)
+				}
+			}()
+			f.hook.Observe(context.Background(), lock.Event{Kind: k, Op: "lock", Resource: "r"})
+		}()
+	}
+	if got := f.sums(t)["lock.lost"]; got != 1 {
+		t.Errorf("lock.lost = %d after an EventLost; want 1", got)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -47,4 +49,48 @@ func Example() {
 	// lock.trylock
 	// lock.store.release
 	// lock.unlock
+}
+
+// The hook's metrics, read here with a manual reader: a lock taken, one
+// refused, the lock released.
+func Example_metrics() {
+	reader := sdkmetric.NewManualReader()
+	hook, err := otelhook.New(nil, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		panic(err)
+	}
+	locker, err := lock.NewSingle(memory.New(), &lock.Options{Hook: hook})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	l, _ := locker.TryLock(ctx, "orders/42", time.Minute)
+	_, _ = locker.TryLock(ctx, "orders/42", time.Minute) // held: contention
+	_ = locker.Unlock(ctx, l)
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		panic(err)
+	}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		switch d := m.Data.(type) {
+		case metricdata.Histogram[float64]:
+			var n uint64
+			for _, p := range d.DataPoints {
+				n += p.Count
+			}
+			fmt.Printf("%s (%s): %d recorded\n", m.Name, m.Unit, n)
+		case metricdata.Sum[int64]:
+			var v int64
+			for _, p := range d.DataPoints {
+				v += p.Value
+			}
+			fmt.Printf("%s: %d\n", m.Name, v)
+		}
+	}
+	// Output:
+	// lock.acquire.duration (s): 2 recorded
+	// lock.store.duration (s): 3 recorded
+	// lock.contention: 1
+	// lock.held: 0
 }

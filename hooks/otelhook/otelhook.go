@@ -121,7 +121,11 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 	case lock.EventLost:
 		h.lost.Add(ctx, 1)
 		h.held.gone(e.Lock)
-		span.AddEvent("lock lost", trace.WithAttributes(attribute.String("lock.resource", e.Resource), attribute.String("error", e.Err.Error())))
+		attrs := []attribute.KeyValue{attribute.String("lock.resource", e.Resource)}
+		if e.Err != nil {
+			attrs = append(attrs, attribute.String("error", e.Err.Error()))
+		}
+		span.AddEvent("lock lost", trace.WithAttributes(attrs...))
 	}
 }
 
