@@ -121,3 +121,18 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A Lock that failed for another reason than unavailable stores is logged
+// at Info, as the package doc lists.
+func TestAuditNotAcquiredAtInfo(t *testing.T) {
+	for _, err := range []error{lock.ErrNotAcquired, context.Canceled, context.DeadlineExceeded, lock.ErrInvalid, lock.ErrClosed} {
+		e := lock.Event{Kind: lock.EventNotAcquired, Op: "lock", Resource: "r", Err: &lock.Error{Op: "lock", Resource: "r", Err: err}}
+		if got := sloghook.Level(e); got != slog.LevelInfo {
+			t.Errorf("Level(not acquired: %v) = %v; want INFO", err, got)
+		}
+	}
+	e := lock.Event{Kind: lock.EventNotAcquired, Op: "lock", Resource: "r", Err: &lock.Error{Op: "lock", Resource: "r", Err: lock.ErrUnavailable}}
+	if got := sloghook.Level(e); got != slog.LevelWarn {
+		t.Errorf("Level(not acquired: unavailable) = %v; want WARN", got)
+	}
+}

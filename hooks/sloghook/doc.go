@@ -7,7 +7,9 @@
 //   - Warn: a store failure (a store call that failed for another reason
 //     than the lock's state), a release or extension that failed, a Lock
 //     that failed because the stores were unavailable.
-//   - Info: a Lock that gave up on contention or because its context ended.
+//   - Info: a Lock or TryLock that failed otherwise: on contention,
+//     because its context ended, on input a store refused, or because the
+//     locker was shut down.
 //   - Debug: everything else — attempts, store calls, quorum decisions,
 //     retries, acquisitions, successful extensions and releases.
 //
