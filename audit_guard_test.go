@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/pgtest"
 	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/redis"
 )
@@ -174,5 +175,38 @@ func TestAuditFencingDocRedisScript(t *testing.T) {
 	}
 	if v, err := client.Do(ctx, client.B().Get().Key("balance").Build()).ToString(); err != nil || v != "again" {
 		t.Errorf("balance = %q, %v; want the last accepted write, \"again\"", v, err)
+	}
+}
+
+// The SQL fence check of docs/fencing.md (and of FenceGuard's doc and the
+// README), as written there, against a real PostgreSQL: a write with a
+// higher fence lands, a lower one matches no row, the same fence writes
+// again.
+func TestAuditFencingDocSQL(t *testing.T) {
+	doc, err := os.ReadFile("docs/fencing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```sql\n")
+	statement, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/fencing.md has no ```sql block")
+	}
+	statement = strings.TrimSpace(statement)
+	srv := pgtest.Start(t)
+	out, err := srv.Psql(t.Context(), "", `
+CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, fence bigint NOT NULL DEFAULT 0);
+INSERT INTO accounts VALUES (42, 0, 0);
+PREPARE write(int, bigint, int) AS `+statement+`;
+EXECUTE write(100, 7, 42);
+EXECUTE write(50, 5, 42);
+SELECT balance || ' ' || fence FROM accounts WHERE id = 42;
+EXECUTE write(70, 7, 42);
+SELECT balance || ' ' || fence FROM accounts WHERE id = 42;`)
+	if err != nil {
+		t.Fatalf("the doc's statement: %v: %s", err, out)
+	}
+	if want := "100 7\n70 7"; out != want {
+		t.Errorf("balance and fence after writes with fences 7, 5 (stale), then 7 again: %q; want %q", out, want)
 	}
 }
