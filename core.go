@@ -90,7 +90,10 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	if c.tokens == nil {
 		c.tokens = tokengen.Random{}
 	}
-	_, c.fixedTokens = c.tokens.(tokengen.Fixed)
+	var fixed tokengen.Fixed
+	if fixed, c.fixedTokens = c.tokens.(tokengen.Fixed); c.fixedTokens && fixed == "" {
+		return invalidf(op, "", "Options.Tokens is an empty tokengen.Fixed: every Lock would fail")
+	}
 	if o.Holder != "" {
 		if err := checkHolder(o.Holder); err != nil {
 			return invalidf(op, "", "Options.Holder %v", err)

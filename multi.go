@@ -65,7 +65,9 @@ type MultiLocker struct {
 var _ Locker = (*MultiLocker)(nil)
 
 // NewMulti returns a locker over stores, which must be distinct. A nil opts
-// gives the defaults (majority quorum).
+// gives the defaults (majority quorum). It refuses, with ErrInvalid, a
+// quorum that all the stores cannot meet, that half of them or fewer meet,
+// or that is not monotonic (see [Quorum]).
 func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 	const op = "new"
 	m := &MultiLocker{}
@@ -83,12 +85,8 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 	if opts != nil && opts.Quorum != nil {
 		q = opts.Quorum
 	}
-	n := len(stores)
-	switch {
-	case !q.Met(n, n):
-		return nil, invalidf(op, "", "quorum %v can never be met with %d stores", q, n)
-	case q.Met(n/2, n):
-		return nil, invalidf(op, "", "quorum %v is met by %d of %d stores, so two owners could hold a lock at once: it must require more than half", q, n/2, n)
+	if err := checkQuorum(op, q, len(stores)); err != nil {
+		return nil, err
 	}
 	m.stores, m.quorum = refs, q
 	m.fenced = !m.noFence
@@ -411,4 +409,22 @@ func invalid(failures []StoreError) int {
 		}
 	}
 	return k
+}
+
+// checkQuorum refuses a quorum that n stores can never meet, that half of
+// them or fewer meet (two owners could hold a lock at once), or that is
+// not monotonic (met with g grants, not with more).
+func checkQuorum(op string, q Quorum, n int) error {
+	if !q.Met(n, n) {
+		return invalidf(op, "", "quorum %v can never be met with %d stores", q, n)
+	}
+	for g := 0; g < n; g++ {
+		switch met := q.Met(g, n); {
+		case met && g <= n/2:
+			return invalidf(op, "", "quorum %v is met by %d of %d stores, so two owners could hold a lock at once: it must require more than half", q, g, n)
+		case met && !q.Met(g+1, n):
+			return invalidf(op, "", "quorum %v is met by %d of %d stores but not by %d: it must be monotonic", q, g, n, g+1)
+		}
+	}
+	return nil
 }

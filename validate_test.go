@@ -13,6 +13,7 @@ import (
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/quorum"
 	"github.com/lockkit/lock/stores/memory"
+	"github.com/lockkit/lock/tokengen"
 )
 
 // Every bad input gets an error matching lock.ErrInvalid whose message
@@ -136,6 +137,15 @@ func TestBadConfigurationRefused(t *testing.T) {
 			_, err := lock.NewMulti([]lock.Store{a, b}, &lock.Options{Quorum: quorum.AtLeast(1)})
 			return err
 		}, "more than half"},
+		{"quorum met by a minority only", func() error {
+			_, err := lock.NewMulti([]lock.Store{a, b, memory.New(), memory.New(), memory.New()}, &lock.Options{Quorum: oddQuorum{1, 5}})
+			return err
+		}, "met by 1 of 5 stores"},
+		{"quorum not monotonic", func() error {
+			_, err := lock.NewMulti([]lock.Store{a, b, memory.New(), memory.New(), memory.New()}, &lock.Options{Quorum: oddQuorum{3, 5}})
+			return err
+		}, "met by 3 of 5 stores but not by 4"},
+		{"empty Fixed tokens", func() error { _, err := lock.NewSingle(a, &lock.Options{Tokens: tokengen.Fixed("")}); return err }, "Options.Tokens"},
 		{"quorum above the store count", func() error {
 			_, err := lock.NewMulti([]lock.Store{a, b, memory.New()}, &lock.Options{Quorum: quorum.AtLeast(4)})
 			return err
@@ -289,3 +299,8 @@ func TestShutdownStopsWaitingLocks(t *testing.T) {
 		})
 	}
 }
+
+// oddQuorum is met by exactly the grant counts it lists: not monotonic.
+type oddQuorum []int
+
+func (q oddQuorum) Met(granted, _ int) bool { return slices.Contains(q, granted) }
