@@ -285,6 +285,29 @@ func TestContractExtendUnlockSemantics(t *testing.T) {
 	})
 }
 
+// The hook's EventExtended names the lock the extension was for, also
+// when it failed, so that a hook can tell which lock it lost.
+func TestContractFailedExtendEventNamesTheLock(t *testing.T) {
+	rec := &rvRecorder{}
+	rvLockers(t, &lock.Options{Hook: rec}, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
+		ctx := context.Background()
+		held, err := l.TryLock(ctx, "r", time.Second)
+		wantNil(t, "TryLock(r)", err)
+		for _, m := range ms {
+			m.Expire("r")
+		}
+		_, err = l.Extend(ctx, held, time.Second)
+		wantIs(t, "Extend(expired)", err, lock.ErrNotHeld)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		e := rec.ev[len(rec.ev)-1]
+		if e.Kind != lock.EventExtended || e.Lock.Token != held.Token || e.Lock.Resource != "r" {
+			t.Errorf("last event %v with Lock %+v; want EventExtended with the lock %+v", e.Kind, e.Lock, held)
+		}
+		rec.ev = nil
+	})
+}
+
 func TestContractLockJSONReleasedElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

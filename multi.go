@@ -328,7 +328,11 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 	t0 := m.obs.start()
 	next, err := m.extend(ctx, op, l, ttl)
 	if m.obs.on() {
-		m.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: next, Duration: inproc.Since(t0), Err: err})
+		seen := next
+		if err != nil {
+			seen = l // the lock the failed extension was for, as SingleLocker reports it
+		}
+		m.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: seen, Duration: inproc.Since(t0), Err: err})
 	}
 	return next, err
 }
