@@ -181,7 +181,7 @@ func (s *Store) swap(ctx context.Context, key, token string, exp int32) error {
 // for the add's own cleanup, which would otherwise wait for itself.
 func (s *Store) swapNow(ctx context.Context, key, token string, exp int32) error {
 	for range casAttempts {
-		item, err := s.client.Get(key)
+		item, err := s.get(key)
 		switch {
 		case errors.Is(err, gomemcache.ErrCacheMiss):
 			return lock.ErrNotHeld
@@ -233,7 +233,7 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 }
 
 func (s *Store) exists(key string) (bool, error) {
-	switch _, err := s.client.Get(key); {
+	switch _, err := s.get(key); {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, gomemcache.ErrCacheMiss):
