@@ -39,6 +39,10 @@ func parseMemcache(u *storeURL) (*storeSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if maxIdle == 0 {
+		// gomemcache reads 0 as its default, two.
+		return nil, u.bad("query parameter max_idle", "0: want at least 1 (the client keeps idle connections for reuse; 0 would mean its default of 2)")
+	}
 	name := u.display
 	if n, ok := u.param("name"); ok && n != "" {
 		name = n
