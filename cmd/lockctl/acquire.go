@@ -73,7 +73,7 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 	if err := o.take.check(o.ttl); err != nil {
 		return err
 	}
-	set, err := a.openStores(o.stores, "", a.stderr)
+	set, err := a.openStores(ctx, o.stores, "", a.stderr)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,9 @@ func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, tim
 	if err != nil {
 		return err
 	}
-	set, err := a.openStores(sf, "", a.stderr)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	set, err := a.openStores(ctx, sf, "", a.stderr)
 	if err != nil {
 		return err
 	}
@@ -187,8 +189,6 @@ func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, tim
 	if err != nil {
 		return &usageError{err: err}
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	err = f(ctx, locker, l)
 	switch {
 	case errors.Is(err, lock.ErrNotHeld):

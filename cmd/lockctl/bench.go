@@ -101,7 +101,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 			return err
 		}
 	}
-	set, err := a.openStores(o.stores, "memory://", a.stderr)
+	set, err := a.openStores(ctx, o.stores, "memory://", a.stderr)
 	if err != nil {
 		return err
 	}

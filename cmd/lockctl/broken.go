@@ -28,7 +28,7 @@ func parseBroken(u *storeURL) (*storeSpec, error) {
 		name:      u.display,
 		kind:      "broken-memory",
 		inProcess: true,
-		open: func() (*openStore, error) {
+		open: func(context.Context) (*openStore, error) {
 			return &openStore{Store: s, close: func() {}, forceRelease: func(_ context.Context, r string) (bool, error) { return s.m.Expire(r), nil }}, nil
 		},
 	}, nil

@@ -134,7 +134,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 			return err
 		}
 	}
-	first, err := a.openStores(o.stores, "memory://", a.stderr)
+	first, err := a.openStores(ctx, o.stores, "memory://", a.stderr)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 			firstOnce.Do(func() { used = true })
 			if !used {
 				var err error
-				if set, err = first.reopen(o.stores); err != nil {
+				if set, err = first.reopen(ctx, o.stores); err != nil {
 					return nil, nil, err
 				}
 			}

@@ -128,3 +128,34 @@ func readRepoFile(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+// The malformed store URLs that docs/lockctl.md shows under Errors give
+// the message and the exit status shown there (usage errors only: they
+// need no server).
+func TestDocsShowUsageErrors(t *testing.T) {
+	doc := readRepoFile(t, "docs/lockctl.md")
+	_, section, _ := strings.Cut(doc, "\n## Errors\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	lines := strings.Split(section, "\n")
+	checked := 0
+	for i, line := range lines {
+		cmd, ok := strings.CutPrefix(line, "$ lockctl status ")
+		if !ok || i+3 >= len(lines) || lines[i+2] != "$ echo $?" || lines[i+3] != "2" {
+			continue
+		}
+		var args []string
+		for _, f := range strings.Fields(cmd) {
+			args = append(args, strings.Trim(f, "'"))
+		}
+		args = append([]string{"status"}, args...)
+		code, _, stderr := runCLI(t, nil, args...)
+		first, _, _ := strings.Cut(stderr, "\n")
+		if code != exitUsage || first != lines[i+1] {
+			t.Errorf("lockctl %q: exit %d, %q; docs/lockctl.md shows exit 2, %q", args, code, first, lines[i+1])
+		}
+		checked++
+	}
+	if checked < 5 {
+		t.Errorf("checked %d usage errors shown in docs/lockctl.md under Errors; want the 7 there", checked)
+	}
+}

@@ -64,7 +64,7 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	case o.fenceEnv != "" && strings.ContainsAny(o.fenceEnv, "=\x00"):
 		return usagef("--fence-env %q: not an environment variable name", o.fenceEnv)
 	}
-	set, err := a.openStores(o.stores, "", a.stderr)
+	set, err := a.openStores(ctx, o.stores, "", a.stderr)
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,9 @@ func (a *app) releaseFile(ctx context.Context, sf *storeFlags, file string, time
 }
 
 func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes bool, timeout time.Duration) error {
-	set, err := a.openStores(sf, "", nil)
+	octx, ocancel := context.WithTimeout(ctx, timeout)
+	set, err := a.openStores(octx, sf, "", nil)
+	ocancel()
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	if err := o.mode.check(); err != nil {
 		return err
 	}
-	set, err := a.openStores(o.stores, "", a.stderr)
+	set, err := a.openStores(ctx, o.stores, "", a.stderr)
 	if err != nil {
 		return err
 	}

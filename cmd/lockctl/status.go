@@ -119,7 +119,7 @@ type storeStatus struct {
 }
 
 func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit int, asJSON bool) error {
-	set, err := a.openStores(sf, "", nil)
+	set, err := a.openStores(ctx, sf, "", nil)
 	if err != nil {
 		var ue *usageError
 		if asJSON && !errors.As(err, &ue) {

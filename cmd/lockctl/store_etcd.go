@@ -94,7 +94,12 @@ func parseEtcd(u *storeURL, useTLS bool) (*storeSpec, error) {
 	}
 
 	spec := &storeSpec{display: u.display, name: name, kind: "etcd", fences: true}
-	spec.open = func() (*openStore, error) {
+	spec.open = func(ctx context.Context) (*openStore, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cfg := cfg
+		cfg.DialTimeout = dialBound(ctx, cfg.DialTimeout)
 		client, err := clientv3.New(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("cannot connect to %s: %w", strings.Join(addrs, ","), err)
@@ -106,7 +111,7 @@ func parseEtcd(u *storeURL, useTLS bool) (*storeSpec, error) {
 		}
 		// The client connects lazily: ask the cluster something now, so
 		// that an unreachable cluster or a wrong password fails here.
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
+		ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 		defer cancel()
 		if _, err := s.Exists(ctx, "lockctl-connection-check"); err != nil {
 			_ = client.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	gomemcache "github.com/bradfitz/gomemcache/memcache"
@@ -38,6 +39,10 @@ func parseMemcache(u *storeURL) (*storeSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if maxIdle == 0 {
+		// gomemcache reads 0 as its default, two.
+		return nil, u.bad("query parameter max_idle", "0: want at least 1 (the client keeps idle connections for reuse; 0 would mean its default of 2)")
+	}
 	name := u.display
 	if n, ok := u.param("name"); ok && n != "" {
 		name = n
@@ -51,18 +56,22 @@ func parseMemcache(u *storeURL) (*storeSpec, error) {
 		return nil, u.bad("query parameter prefix", "%v", err)
 	}
 	spec := &storeSpec{display: u.display, name: name, kind: "memcache", fences: true}
-	spec.open = func() (*openStore, error) {
+	spec.open = func(ctx context.Context) (*openStore, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		var servers gomemcache.ServerList
 		if err := servers.SetServers(addrs[0]); err != nil {
 			return nil, fmt.Errorf("cannot resolve %s: %w", addrs[0], err)
 		}
 		client := gomemcache.NewFromSelector(&servers)
-		client.Timeout = timeout
+		client.Timeout = dialBound(ctx, timeout)
 		client.MaxIdleConns = maxIdle
 		if err := client.Ping(); err != nil {
 			client.Close()
 			return nil, fmt.Errorf("cannot connect to %s: %w", addrs[0], err)
 		}
+		client.Timeout = timeout
 		s, err := memcache.New(client, opts...)
 		if err != nil {
 			client.Close()

@@ -30,7 +30,7 @@ func parseMemory(u *storeURL) (*storeSpec, error) {
 		kind:      "memory",
 		fences:    true,
 		inProcess: true,
-		open: func() (*openStore, error) {
+		open: func(context.Context) (*openStore, error) {
 			return &openStore{
 				Store: s,
 				close: func() {},

@@ -63,12 +63,15 @@ func parsePostgres(u *storeURL) (*storeSpec, error) {
 		return nil, u.bad("query parameters table and schema", "%v", err)
 	}
 	spec := &storeSpec{display: u.display, name: name, kind: "postgres", fences: true}
-	spec.open = func() (*openStore, error) {
-		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	spec.open = func(ctx context.Context) (*openStore, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("cannot connect to %s: %w", u.display, err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnConfig.ConnectTimeout+dialGrace)
+		ctx, cancel := context.WithTimeout(ctx, cfg.ConnConfig.ConnectTimeout+dialGrace)
 		defer cancel()
 		if err := pool.Ping(ctx); err != nil {
 			pool.Close()

@@ -168,7 +168,13 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		prefix = redis.DefaultPrefix
 	}
 	spec := &storeSpec{display: u.display, name: name, kind: "redis", fences: true}
-	spec.open = func() (*openStore, error) {
+	spec.open = func(ctx context.Context) (*openStore, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		opt := opt
+		opt.Dialer.Timeout = dialBound(ctx, opt.Dialer.Timeout)
+		opt.Sentinel.Dialer.Timeout = dialBound(ctx, opt.Sentinel.Dialer.Timeout)
 		client, err := rueidis.NewClient(opt)
 		if err != nil {
 			return nil, fmt.Errorf("cannot connect to %s: %w", strings.Join(opt.InitAddress, ","), err)

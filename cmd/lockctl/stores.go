@@ -19,9 +19,10 @@ type storeSpec struct {
 	kind      string // "redis", "memcache", "memory"
 	fences    bool   // the store hands out fences (lock.Fencer)
 	inProcess bool   // the store lives in lockctl's memory: every open returns the same one
-	// open connects to the store. Each call makes a new client, so that
-	// check can give each worker its own connections.
-	open func() (*openStore, error)
+	// open connects to the store, giving up when ctx ends (its deadline
+	// shortens the URL's dial timeout). Each call makes a new client, so
+	// that check can give each worker its own connections.
+	open func(ctx context.Context) (*openStore, error)
 }
 
 // openStore is a connected store with the administrative operations
@@ -95,12 +96,12 @@ func (a *app) storeSpecs(sf *storeFlags, fallback string) ([]*storeSpec, error) 
 
 // openStores opens the stores named by the flags (or else $LOCKCTL_STORES,
 // or else fallback), as openStores does.
-func (a *app) openStores(sf *storeFlags, fallback string, warn io.Writer) (*storeSet, error) {
+func (a *app) openStores(ctx context.Context, sf *storeFlags, fallback string, warn io.Writer) (*storeSet, error) {
 	specs, err := a.storeSpecs(sf, fallback)
 	if err != nil {
 		return nil, err
 	}
-	return openStores(specs, sf, warn)
+	return openStores(ctx, specs, sf, warn)
 }
 
 // storeSet is the open stores of one locker.
@@ -115,7 +116,8 @@ type storeSet struct {
 // shape their locker. With one store, failing to connect is an error. A
 // Redlock goes on without the stores it cannot reach, as long as the
 // others can still make a quorum; warn, if not nil, is told about them.
-func openStores(specs []*storeSpec, sf *storeFlags, warn io.Writer) (*storeSet, error) {
+// Connecting gives up when ctx ends.
+func openStores(ctx context.Context, specs []*storeSpec, sf *storeFlags, warn io.Writer) (*storeSet, error) {
 	set := &storeSet{specs: specs, opts: lock.Options{StoreTimeout: sf.storeTimeout}}
 	if err := positiveDuration("store-timeout", sf.storeTimeout); err != nil {
 		return nil, err
@@ -131,7 +133,7 @@ func openStores(specs []*storeSpec, sf *storeFlags, warn io.Writer) (*storeSet, 
 	}
 	ok := 0
 	for _, spec := range specs {
-		o, err := spec.open()
+		o, err := spec.open(ctx)
 		var ue *usageError
 		switch {
 		case errors.As(err, &ue):
@@ -169,8 +171,19 @@ func openStores(specs []*storeSpec, sf *storeFlags, warn io.Writer) (*storeSet, 
 }
 
 // reopen opens the same stores again, on new connections.
-func (s *storeSet) reopen(sf *storeFlags) (*storeSet, error) {
-	return openStores(s.specs, sf, nil)
+func (s *storeSet) reopen(ctx context.Context, sf *storeFlags) (*storeSet, error) {
+	return openStores(ctx, s.specs, sf, nil)
+}
+
+// dialBound returns d, or less if ctx ends sooner: the time left for
+// connecting to a store.
+func dialBound(ctx context.Context, d time.Duration) time.Duration {
+	if deadline, ok := ctx.Deadline(); ok {
+		if left := time.Until(deadline); left < d {
+			return max(left, time.Millisecond)
+		}
+	}
+	return d
 }
 
 // locker returns a locker over the stores: single-store, or Redlock.

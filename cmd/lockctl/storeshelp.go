@@ -94,7 +94,7 @@ memcache parameters:
   prefix=P            key prefix (default "lock:")
   name=N              the store's name in messages (default: the URL)
   timeout=D           bound on each request (default 500ms)
-  max_idle=N          idle connections kept (default 64)
+  max_idle=N          idle connections kept, at least 1 (default 64)
 
 A password may hold @, : and / as they are; write ? as %3F and % as %25
 (in parameters too, where & is %26 and + stays +). Passwords are shown as

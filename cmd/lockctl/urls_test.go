@@ -86,6 +86,7 @@ func TestParseStoreURLErrors(t *testing.T) {
 		{"memcache://u:secret@h", []string{"user"}},
 		{"memcache://h?timeout=-1s", []string{"query parameter timeout"}},
 		{"memcache://h?prefix=has%20space", []string{"query parameter prefix", "space"}},
+		{"memcache://h?max_idle=0", []string{"query parameter max_idle", "at least 1"}},
 		{"memory://a/b", []string{"name"}},
 		// The forms of rueidis URLs that lockctl writes otherwise.
 		{"redis://a?addr=b:6379", []string{"query parameter addr", "redis+cluster://HOST1:PORT,HOST2:PORT", "redis+sentinel://", "repeat --store"}},

@@ -67,7 +67,7 @@ type Option func(*Store)
 func WithPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefix } }
 
 // WithName names the store in String, and so in the errors of the
-// lockers; the default is "etcd".
+// lockers; the default is "etcd". The name may not be empty.
 func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
 // WithMinTTL sets the shortest TTL the store accepts, in whole seconds
@@ -103,6 +103,9 @@ func noSlack(int64) int64 { return 0 }
 // talks to. The caller owns client: the store never closes it. The
 // client's zap logger reports the calls that fail and are retried; give
 // it one that suits the application (Config.Logger).
+//
+// An invalid option gives an error wrapping lock.ErrInvalid that names
+// it; nil options are ignored.
 func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil etcd client", lock.ErrInvalid)
@@ -110,15 +113,19 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL, slackOf: slackOf}
 	s.pool.max = DefaultIdleLeases
 	for _, o := range opts {
-		o(s)
+		if o != nil {
+			o(s)
+		}
 	}
 	switch {
+	case s.name == "":
+		return nil, fmt.Errorf("%w: etcd.New: WithName(\"\"): the name may not be empty", lock.ErrInvalid)
 	case s.min < time.Second || s.min%time.Second != 0:
-		return nil, fmt.Errorf("%w: minimum TTL is %v: want whole seconds, at least one (etcd's leases count whole seconds)", lock.ErrInvalid, s.min)
+		return nil, fmt.Errorf("%w: etcd.New: WithMinTTL(%v): want whole seconds, at least one (etcd's leases count whole seconds)", lock.ErrInvalid, s.min)
 	case s.timeout < 0:
-		return nil, fmt.Errorf("%w: timeout is %v: want >= 0", lock.ErrInvalid, s.timeout)
+		return nil, fmt.Errorf("%w: etcd.New: WithTimeout(%v): want >= 0", lock.ErrInvalid, s.timeout)
 	case s.pool.max < 0:
-		return nil, fmt.Errorf("%w: idle leases: %d: want >= 0", lock.ErrInvalid, s.pool.max)
+		return nil, fmt.Errorf("%w: etcd.New: WithIdleLeases(%d): want >= 0", lock.ErrInvalid, s.pool.max)
 	}
 	s.minTTL.Store(int64(s.min / time.Second))
 	s.hub.init(s)

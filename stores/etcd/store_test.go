@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -26,12 +27,18 @@ func TestNewRefusesBadInput(t *testing.T) {
 		opt  etcd.Option
 	}{
 		{"WithMinTTL(500ms)", etcd.WithMinTTL(500 * time.Millisecond)},
-		{"WithMinTTL(1500ms)", etcd.WithMinTTL(1500 * time.Millisecond)},
+		{"WithMinTTL(1.5s)", etcd.WithMinTTL(1500 * time.Millisecond)},
 		{"WithTimeout(-1s)", etcd.WithTimeout(-time.Second)},
+		{"WithIdleLeases(-1)", etcd.WithIdleLeases(-1)},
+		{`WithName("")`, etcd.WithName("")},
 	} {
-		if _, err := etcd.New(client, o.opt); !errors.Is(err, lock.ErrInvalid) {
-			t.Errorf("New(client, %s) = %v; want ErrInvalid", o.name, err)
+		_, err := etcd.New(client, o.opt)
+		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(fmt.Sprint(err), o.name) {
+			t.Errorf("New(client, %s) = %v; want ErrInvalid naming %s", o.name, err, o.name)
 		}
+	}
+	if _, err := etcd.New(client, nil, etcd.WithName("e")); err != nil {
+		t.Errorf("New(client, nil, WithName(e)) = %v; want nil (nil options are ignored, as by the other stores)", err)
 	}
 }
 

@@ -31,7 +31,7 @@ func (s *Store) Holder(ctx context.Context, resource string) (string, bool, erro
 }
 
 func (s *Store) holder(key string) (string, bool, error) {
-	switch item, err := s.client.Get(key); {
+	switch item, err := s.get(key); {
 	case err == nil:
 		return lock.HolderOf(string(item.Value)), true, nil
 	case errors.Is(err, gomemcache.ErrCacheMiss):

@@ -57,9 +57,9 @@ func legal(k string) bool {
 func checkPrefix(prefix string) error {
 	switch {
 	case len(prefix) > MaxPrefixLen:
-		return fmt.Errorf("%w: memcache.New: key prefix is %d bytes: want at most %d", lock.ErrInvalid, len(prefix), MaxPrefixLen)
+		return fmt.Errorf("%w: memcache.New: WithPrefix: the prefix is %d bytes: want at most %d", lock.ErrInvalid, len(prefix), MaxPrefixLen)
 	case !legal(prefix):
-		return fmt.Errorf("%w: memcache.New: key prefix %q has a space or control character, which memcached keys cannot hold", lock.ErrInvalid, prefix)
+		return fmt.Errorf("%w: memcache.New: WithPrefix(%q): the prefix has a space or control character, which memcached keys cannot hold", lock.ErrInvalid, prefix)
 	}
 	return nil
 }

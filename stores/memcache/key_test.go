@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -92,15 +93,18 @@ func TestNewValidates(t *testing.T) {
 		name   string
 		client *gomemcache.Client
 		opts   []Option
+		names  string // what the error must name
 	}{
-		{"nil client", nil, nil},
-		{"prefix with a space", client, []Option{WithPrefix("my locks:")}},
-		{"prefix with a newline", client, []Option{WithPrefix("locks\n")}},
-		{"prefix too long", client, []Option{WithPrefix(strings.Repeat("p", MaxPrefixLen+1))}},
-		{"negative fence guard", client, []Option{WithFenceGuard(-time.Second)}},
+		{"nil client", nil, nil, "nil client"},
+		{"prefix with a space", client, []Option{WithPrefix("my locks:")}, "WithPrefix"},
+		{"prefix with a newline", client, []Option{WithPrefix("locks\n")}, "WithPrefix"},
+		{"prefix too long", client, []Option{WithPrefix(strings.Repeat("p", MaxPrefixLen+1))}, "WithPrefix"},
+		{"negative fence guard", client, []Option{WithFenceGuard(-time.Second)}, "WithFenceGuard(-1s)"},
+		{"empty name", client, []Option{WithName("")}, `WithName("")`},
 	} {
-		if s, err := New(tt.client, tt.opts...); !errors.Is(err, lock.ErrInvalid) {
-			t.Errorf("New with %s = %v, %v; want an error matching lock.ErrInvalid", tt.name, s, err)
+		s, err := New(tt.client, tt.opts...)
+		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(fmt.Sprint(err), tt.names) {
+			t.Errorf("New with %s = %v, %v; want an error matching lock.ErrInvalid naming %s", tt.name, s, err, tt.names)
 		}
 	}
 	s, err := New(client, WithPrefix(""), WithName("mc-1"))

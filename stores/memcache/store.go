@@ -57,7 +57,7 @@ type Option func(*Store)
 func WithPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefix } }
 
 // WithName names the store in String, and so in the errors of a
-// lock.MultiLocker; the default is "memcache".
+// lock.MultiLocker; the default is "memcache". The name may not be empty.
 func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
 // New returns a store that keeps its locks through client. The caller owns
@@ -66,9 +66,9 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 // its MaxIdleConns should be at least the number of concurrent lock calls,
 // or connections are dialled and closed all the time.
 //
-// New returns an error matching lock.ErrInvalid if client is nil, the
-// prefix cannot be part of a memcached key, or the fence guard is
-// negative.
+// New returns an error matching lock.ErrInvalid, naming the option, if
+// client is nil, the name is empty, the prefix cannot be part of a
+// memcached key, or the fence guard is negative.
 func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
 	s := &Store{client: client, prefix: DefaultPrefix, name: "memcache", fenceGuard: DefaultFenceGuard}
 	for _, o := range opts {
@@ -79,11 +79,14 @@ func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: memcache.New: nil client", lock.ErrInvalid)
 	}
+	if s.name == "" {
+		return nil, fmt.Errorf("%w: memcache.New: WithName(\"\"): the name may not be empty", lock.ErrInvalid)
+	}
 	if err := checkPrefix(s.prefix); err != nil {
 		return nil, err
 	}
 	if s.fenceGuard < 0 {
-		return nil, fmt.Errorf("%w: memcache.New: fence guard is %v: want >= 0", lock.ErrInvalid, s.fenceGuard)
+		return nil, fmt.Errorf("%w: memcache.New: WithFenceGuard(%v): want >= 0", lock.ErrInvalid, s.fenceGuard)
 	}
 	s.fenceKey = s.prefix + fenceKeySuffix
 	return s, nil
@@ -178,7 +181,7 @@ func (s *Store) swap(ctx context.Context, key, token string, exp int32) error {
 // for the add's own cleanup, which would otherwise wait for itself.
 func (s *Store) swapNow(ctx context.Context, key, token string, exp int32) error {
 	for range casAttempts {
-		item, err := s.client.Get(key)
+		item, err := s.get(key)
 		switch {
 		case errors.Is(err, gomemcache.ErrCacheMiss):
 			return lock.ErrNotHeld
@@ -230,7 +233,7 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 }
 
 func (s *Store) exists(key string) (bool, error) {
-	switch _, err := s.client.Get(key); {
+	switch _, err := s.get(key); {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, gomemcache.ErrCacheMiss):

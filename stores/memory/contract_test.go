@@ -105,6 +105,9 @@ func TestContractExpireResourcesTTL(t *testing.T) {
 		if s.String() != "fake" || memory.New().String() != "memory" {
 			t.Errorf("String() = %q / %q", s.String(), memory.New().String())
 		}
+		if got := memory.New(nil, memory.WithName("")).String(); got != "memory" {
+			t.Errorf(`New(nil, WithName("")).String() = %q; want "memory" (nil options ignored, an empty name keeps the default)`, got)
+		}
 		for _, r := range []string{"c", "a", "b"} {
 			if err := s.Acquire(ctx, r, "t", time.Minute); err != nil {
 				t.Fatal(err)

@@ -8,12 +8,15 @@
 //
 // # Capabilities
 //
-// Every optional capability of package lock:
+// Every optional capability of package lock but Granular and
+// ResourceValidator, which it has no use for (TTLs are exact, and every
+// non-empty name is valid):
 //   - [lock.Extender]: Extend.
 //   - [lock.TTLReader]: TTL.
 //   - [lock.HolderReader]: Holder, the public part of the holder's token.
-//   - [lock.Fencer]: AcquireFenced, with fences strictly increasing per
-//     resource for the life of the Store.
+//   - [lock.Fencer] and [lock.FenceRaiser]: AcquireFenced, with fences
+//     strictly increasing per resource for the life of the Store, and
+//     RaiseFence.
 //   - [lock.Waiter]: WaitRelease blocks without polling and is woken by
 //     Release, Expire or expiry; a release wakes one waiter, in arrival
 //     order, so waiters take turns instead of stampeding.

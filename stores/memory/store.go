@@ -76,15 +76,25 @@ func (i instant) add(d time.Duration) instant { return i + instant(d) }
 // Option configures a Store.
 type Option func(*Store)
 
-// WithName names the store in errors and in String; the default is "memory".
-func WithName(name string) Option { return func(s *Store) { s.name = name } }
+// WithName names the store in errors and in String; the default is
+// "memory", which an empty name keeps (New returns no error to refuse it
+// with, as the other stores do).
+func WithName(name string) Option {
+	return func(s *Store) {
+		if name != "" {
+			s.name = name
+		}
+	}
+}
 
-// New returns an empty Store.
+// New returns an empty Store. Nil options are ignored.
 func New(opts ...Option) *Store {
 	s := &Store{name: "memory", epoch: inproc.Now()}
 	s.offer = inproc.OfferOf(s, (*inprocStore)(s))
 	for _, o := range opts {
-		o(s)
+		if o != nil {
+			o(s)
+		}
 	}
 	return s
 }

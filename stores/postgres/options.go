@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,12 +48,16 @@ func newConfig(opts []Option) (config, error) {
 // DefaultTable, found through the connection's search_path). The
 // sequence of fences is the table's name followed by "_fence", in the same
 // schema. An empty schema leaves the table to the search_path. Names are
-// quoted: they keep their case.
+// quoted: they keep their case. A name may not hold a NUL byte, which
+// PostgreSQL names cannot (pgx would drop it, and so name another table).
 func WithTable(schema, table string) Option {
 	return func(c *config) error {
 		// The sequence's name adds 6 bytes, and names are at most 63.
 		if table == "" || len(table) > 57 || len(schema) > 63 {
 			return fmt.Errorf("%w: WithTable(%q, %q): want a table name of 1 to 57 bytes and a schema of at most 63", lock.ErrInvalid, schema, table)
+		}
+		if strings.ContainsRune(schema+table, 0) {
+			return fmt.Errorf("%w: WithTable(%q, %q): PostgreSQL names cannot hold a NUL byte", lock.ErrInvalid, schema, table)
 		}
 		c.schema, c.table = schema, table
 		return nil

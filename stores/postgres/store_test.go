@@ -29,6 +29,8 @@ func TestNewRefusesBadInput(t *testing.T) {
 		"WithName empty":            postgres.WithName(""),
 		"WithSweepInterval -1ns":    postgres.WithSweepInterval(-1),
 		"WithTable schema too long": postgres.WithTable(strings.Repeat("s", 64), "t"),
+		"WithTable NUL in table":    postgres.WithTable("s", "lo\x00cks"),
+		"WithTable NUL in schema":   postgres.WithTable("s\x00", "locks"),
 	} {
 		if _, err := postgres.New(pool, opt); !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("New with %s = %v; want ErrInvalid", name, err)

@@ -16,7 +16,8 @@
 //
 // # Capabilities
 //
-// Every optional capability of package lock:
+// Every optional capability of package lock but Granular, which it has no
+// use for (TTLs are exact to the millisecond, below):
 //   - [lock.Extender]: Extend, a compare-and-extend script.
 //   - [lock.TTLReader]: TTL, with PTTL (millisecond precision).
 //   - [lock.HolderReader]: Holder, with GET: the public part of the

@@ -1,0 +1,14 @@
+package goredis_test
+
+import (
+	"testing"
+
+	"github.com/lockkit/lock/internal/testing/capdoc"
+	"github.com/lockkit/lock/stores/goredis"
+)
+
+// The package documentation names the optional capabilities the store
+// implements, and only those.
+func TestDocumentedCapabilities(t *testing.T) {
+	capdoc.Check(t, (*goredis.Store)(nil), "doc.go")
+}

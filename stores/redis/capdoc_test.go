@@ -1,0 +1,14 @@
+package redis_test
+
+import (
+	"testing"
+
+	"github.com/lockkit/lock/internal/testing/capdoc"
+	"github.com/lockkit/lock/stores/redis"
+)
+
+// The package documentation names the optional capabilities the store
+// implements, and only those.
+func TestDocumentedCapabilities(t *testing.T) {
+	capdoc.Check(t, (*redis.Store)(nil), "doc.go")
+}
