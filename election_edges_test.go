@@ -1,7 +1,6 @@
 package lock_test
 
-// Adversarial audit of elections and RunOnce against their documented
-// contracts.
+// Elections and RunOnce at the edges of their documented contracts.
 
 import (
 	"context"

@@ -19,7 +19,7 @@ import (
 
 // Bad input is refused with ErrInvalid, runs nothing and records nothing:
 // a nil write would otherwise panic with the key's fence already raised.
-func TestAuditFenceGuardRefusesBadInput(t *testing.T) {
+func TestFenceGuardRefusesBadInput(t *testing.T) {
 	var g lock.FenceGuard
 	var err error
 	func() {
@@ -42,7 +42,7 @@ func TestAuditFenceGuardRefusesBadInput(t *testing.T) {
 // As documented: a fence equal to the highest writes (the same holder
 // writes again), a lower one is refused with an error naming the key and
 // both fences, and keys are independent of one another.
-func TestAuditFenceGuardContract(t *testing.T) {
+func TestFenceGuardContract(t *testing.T) {
 	var g lock.FenceGuard
 	nop := func() error { return nil }
 	wantNil(t, "Do(a, 7)", g.Do("a", 7, nop))
@@ -64,7 +64,7 @@ func TestAuditFenceGuardContract(t *testing.T) {
 // Concurrent writers on one key: the writes that ran ran one at a time,
 // in non-decreasing fence order, and every refused fence was below one
 // that had written.
-func TestAuditFenceGuardConcurrent(t *testing.T) {
+func TestFenceGuardConcurrent(t *testing.T) {
 	var g lock.FenceGuard
 	var (
 		mu      sync.Mutex
@@ -119,7 +119,7 @@ func TestAuditFenceGuardConcurrent(t *testing.T) {
 // real server and the fences of the Redis store: the later holder's
 // write lands, the earlier holder's is refused, and the same fence writes
 // again.
-func TestAuditFencingDocRedisScript(t *testing.T) {
+func TestFencingDocRedisScript(t *testing.T) {
 	doc, err := os.ReadFile("docs/fencing.md")
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestAuditFencingDocRedisScript(t *testing.T) {
 // README), as written there, against a real PostgreSQL: a write with a
 // higher fence lands, a lower one matches no row, the same fence writes
 // again.
-func TestAuditFencingDocSQL(t *testing.T) {
+func TestFencingDocSQL(t *testing.T) {
 	doc, err := os.ReadFile("docs/fencing.md")
 	if err != nil {
 		t.Fatal(err)

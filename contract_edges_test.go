@@ -1,6 +1,6 @@
 package lock_test
 
-// Black-box audit of the lockers' edges: huge retry delays, typed nil
+// The lockers' edges: huge retry delays, typed nil
 // options, names the stores refuse on Unlock and Extend, and what
 // FromContext reports once Run's lock is lost.
 
@@ -31,7 +31,7 @@ func (alwaysHeld) Exists(context.Context, string) (bool, error)  { return true, 
 // Backoff doubles the delay up to MaxDelay whatever the durations: a
 // doubling past the largest Duration must not wrap round to a negative
 // wait (which made Lock panic in rand.Int64N).
-func TestAuditRetryBackoffSaturates(t *testing.T) {
+func TestRetryBackoffSaturates(t *testing.T) {
 	for _, r := range []lock.Retry{
 		{Attempts: 4, Delay: math.MaxInt64 / 3, MaxDelay: math.MaxInt64},
 		{Attempts: 70, Delay: time.Hour, MaxDelay: math.MaxInt64},
@@ -70,7 +70,7 @@ func (q *nilPtrQuorum) Met(granted, total int) bool { return granted > total/2+q
 // A nil pointer in an option's interface is an invalid option, refused by
 // the constructor and named, as a nil store is: not a panic at the first
 // call.
-func TestAuditTypedNilOptionsRefused(t *testing.T) {
+func TestTypedNilOptionsRefused(t *testing.T) {
 	_, stores := memStores(3)
 	cases := []struct {
 		option string
@@ -123,7 +123,7 @@ func (limited) ValidateResource(resource string) error {
 // A Lock whose name the stores cannot hold (built or decoded by hand) is
 // bad input to Unlock and Extend as it is to Lock: ErrInvalid, nothing
 // sent — not ErrNotHeld or ErrUnavailable from a store.
-func TestAuditUnlockExtendCheckResourceNames(t *testing.T) {
+func TestUnlockExtendCheckResourceNames(t *testing.T) {
 	ctx := context.Background()
 	single := limited{newCounting("s")}
 	multi := []*counting{newCounting("a"), newCounting("b"), newCounting("c")}
@@ -153,7 +153,7 @@ func TestAuditUnlockExtendCheckResourceNames(t *testing.T) {
 // that FromContext(ctx).Valid() tells whether the lock may still be
 // relied on". UnlockAll and Shutdown release it before its validity
 // ends, and an extension that finds it not held says it is gone.
-func TestAuditFromContextInvalidOnceLost(t *testing.T) {
+func TestFromContextInvalidOnceLost(t *testing.T) {
 	losses := map[string]func(l *lock.SingleLocker, st *memory.Store){
 		"UnlockAll": func(l *lock.SingleLocker, _ *memory.Store) {
 			wantNil(t, "UnlockAll()", l.UnlockAll(context.Background()))
@@ -202,7 +202,7 @@ func (r *eventLog) Observe(_ context.Context, e lock.Event) {
 
 // Holder's store calls reach the hook as the Event documents them: Op and
 // StoreOp "holder".
-func TestAuditHolderEventNamed(t *testing.T) {
+func TestHolderEventNamed(t *testing.T) {
 	ctx := context.Background()
 	h := &eventLog{}
 	l := mustSingle(t, memory.New(), &lock.Options{Hook: h})
@@ -225,7 +225,7 @@ func (failingStore) Exists(context.Context, string) (bool, error)  { return fals
 
 // StoreError.Store names a store without a String method by its type,
 // and by its index too among several stores.
-func TestAuditStoreErrorNames(t *testing.T) {
+func TestStoreErrorNames(t *testing.T) {
 	ctx := context.Background()
 	var le *lock.Error
 	_, err := mustSingle(t, failingStore{}, nil).TryLock(ctx, "r", time.Second)
@@ -241,7 +241,7 @@ func TestAuditStoreErrorNames(t *testing.T) {
 
 // FromContext works on the contexts that RunOnce and an election's term
 // give, as its doc says.
-func TestAuditFromContextOfRunOnceAndTerm(t *testing.T) {
+func TestFromContextOfRunOnceAndTerm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		l := mustSingle(t, memory.New(), nil)
@@ -289,7 +289,7 @@ type embeddingStore struct{ lock.Store }
 
 // NewMulti's check for a store given twice must not panic on stores whose
 // type is comparable but whose value is not.
-func TestAuditNewMultiUncomparableStores(t *testing.T) {
+func TestNewMultiUncomparableStores(t *testing.T) {
 	stores := []lock.Store{embeddingStore{mapStore{m: map[string]string{}}}, embeddingStore{mapStore{m: map[string]string{}}}, embeddingStore{mapStore{m: map[string]string{}}}}
 	var err error
 	func() {
@@ -305,7 +305,7 @@ func TestAuditNewMultiUncomparableStores(t *testing.T) {
 
 // A ttl too short to leave any validity is named as the fault by Run and
 // RunOnce, as by Lock: not an ExtendEvery the caller never passed.
-func TestAuditRunTooShortTTLNamed(t *testing.T) {
+func TestRunTooShortTTLNamed(t *testing.T) {
 	ctx := context.Background()
 	c := newCounting("c")
 	l := mustSingle(t, c, nil)

@@ -14,7 +14,7 @@ import (
 
 // A context that has ended takes no lock (gocron passes the job's
 // context, which ends when the job is removed or the scheduler stops).
-func TestAuditLockWithEndedContextTakesNothing(t *testing.T) {
+func TestLockWithEndedContextTakesNothing(t *testing.T) {
 	m := memory.New()
 	l := newLocker(t, m)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -32,7 +32,7 @@ func TestAuditLockWithEndedContextTakesNothing(t *testing.T) {
 }
 
 // A nil context is refused (it made the run's goroutine panic).
-func TestAuditLockRefusesNilContext(t *testing.T) {
+func TestLockRefusesNilContext(t *testing.T) {
 	l := newLocker(t, memory.New())
 	var nilCtx context.Context
 	if _, err := l.Lock(nilCtx, "report"); !errors.Is(err, lock.ErrInvalid) {
@@ -42,7 +42,7 @@ func TestAuditLockRefusesNilContext(t *testing.T) {
 
 // A minimum interval the lock library would refuse at each run is
 // refused by NewLocker instead, before any job runs.
-func TestAuditNewLockerRefusesBadMinInterval(t *testing.T) {
+func TestNewLockerRefusesBadMinInterval(t *testing.T) {
 	l := single(t, memory.New())
 	for _, d := range []time.Duration{-time.Second, lock.MaxTTL + time.Second} {
 		if _, err := gocronlock.NewLocker(l, time.Second, gocronlock.WithMinInterval(d)); !errors.Is(err, lock.ErrInvalid) {
@@ -56,7 +56,7 @@ func TestAuditNewLockerRefusesBadMinInterval(t *testing.T) {
 
 // A lock lost while the job runs is reported by Unlock (ErrLost), every
 // time it is called; a store failure at Lock is no skip.
-func TestAuditLockerLossAndFailure(t *testing.T) {
+func TestLockerLossAndFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := memory.New()

@@ -19,7 +19,7 @@ import (
 // kind's name, with the operation, the resource and the attributes that
 // apply to it (the duration wherever the event has one), and never the
 // token.
-func TestAuditEveryKindRendered(t *testing.T) {
+func TestEveryKindRendered(t *testing.T) {
 	const secret = "s3cr3t-t0k3n"
 	until := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	held := lock.Lock{Resource: "orders/1", Token: secret + "~host", Fence: 42, ValidUntil: until}
@@ -66,7 +66,7 @@ func TestAuditEveryKindRendered(t *testing.T) {
 }
 
 // New(nil) and the zero Hook log to slog.Default().
-func TestAuditDefaultLogger(t *testing.T) {
+func TestDefaultLogger(t *testing.T) {
 	var buf bytes.Buffer
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
@@ -90,7 +90,7 @@ func TestAuditDefaultLogger(t *testing.T) {
 
 // Records below the logger's level are not built; the hook is safe for
 // concurrent use (run with -race).
-func TestAuditConcurrentAndLevelled(t *testing.T) {
+func TestConcurrentAndLevelled(t *testing.T) {
 	var mu sync.Mutex
 	var buf bytes.Buffer
 	h := sloghook.New(slog.New(slog.NewJSONHandler(&lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -124,7 +124,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // A Lock that failed for another reason than unavailable stores is logged
 // at Info, as the package doc lists.
-func TestAuditNotAcquiredAtInfo(t *testing.T) {
+func TestNotAcquiredAtInfo(t *testing.T) {
 	for _, err := range []error{lock.ErrNotAcquired, context.Canceled, context.DeadlineExceeded, lock.ErrInvalid, lock.ErrClosed} {
 		e := lock.Event{Kind: lock.EventNotAcquired, Op: "lock", Resource: "r", Err: &lock.Error{Op: "lock", Resource: "r", Err: err}}
 		if got := sloghook.Level(e); got != slog.LevelInfo {

@@ -18,7 +18,7 @@ type quorumValue interface {
 }
 
 // The quorum math for 1 to 7 stores, every count of grants.
-func TestAuditQuorumMath(t *testing.T) {
+func TestQuorumMath(t *testing.T) {
 	for n := 1; n <= 7; n++ {
 		for g := 0; g <= n; g++ {
 			if got, want := (quorum.Majority{}).Met(g, n), 2*g > n; got != want {
@@ -38,7 +38,7 @@ func TestAuditQuorumMath(t *testing.T) {
 
 // NewMulti accepts exactly the quorums that need more than half of its
 // stores and can be met, and refuses the others with ErrInvalid.
-func TestAuditNewMultiAcceptsOnlyExclusiveQuorums(t *testing.T) {
+func TestNewMultiAcceptsOnlyExclusiveQuorums(t *testing.T) {
 	for n := 1; n <= 7; n++ {
 		stores := make([]lock.Store, n)
 		for i := range stores {
@@ -77,7 +77,7 @@ func TestAuditNewMultiAcceptsOnlyExclusiveQuorums(t *testing.T) {
 
 // With one store down, a majority of three still locks; unanimity does
 // not, and says the stores were unavailable, not that the lock was held.
-func TestAuditQuorumWithAStoreDown(t *testing.T) {
+func TestQuorumWithAStoreDown(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		q    quorumValue

@@ -1,6 +1,6 @@
 package lock_test
 
-// Adversarial audit of semaphores, read-write locks, elections and
+// Semaphores, read-write locks, elections and
 // RunOnce against their documented contracts.
 
 import (

@@ -15,7 +15,7 @@ import (
 
 // The zero Suffixed makes Random tokens without a suffix instead of
 // panicking.
-func TestAuditZeroSuffixed(t *testing.T) {
+func TestZeroSuffixed(t *testing.T) {
 	var s tokengen.Suffixed
 	var a, b string
 	func() {
@@ -46,7 +46,7 @@ func (g generator) Token() (string, error) { return g() }
 // refused (ErrInvalid) before anything is sent, a generator's failure is
 // reported with its cause, and a holder name is appended to custom tokens
 // as to Random ones.
-func TestAuditLockersCheckCustomTokens(t *testing.T) {
+func TestLockersCheckCustomTokens(t *testing.T) {
 	ctx := context.Background()
 	m := memory.New()
 	empty, err := lock.NewSingle(m, &lock.Options{Tokens: generator(func() (string, error) { return "", nil })})

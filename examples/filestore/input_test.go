@@ -15,7 +15,7 @@ import (
 
 // Bad input is refused with ErrInvalid before any file is touched, for
 // every call, as the memory store refuses it.
-func TestAuditRefusesBadInput(t *testing.T) {
+func TestRefusesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	s, err := filestore.New(dir)
 	if err != nil {

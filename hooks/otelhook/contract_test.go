@@ -17,7 +17,7 @@ import (
 // lock.held counts a lock once: a lock released twice (a deferred Unlock
 // after an explicit one, say) does not take the count below zero, nor
 // does an Unlock after an Extend that found the lock gone.
-func TestAuditHeldCountsEachLockOnce(t *testing.T) {
+func TestHeldCountsEachLockOnce(t *testing.T) {
 	f := newFixture(t)
 	m := memory.New()
 	l, err := lock.NewSingle(m, &lock.Options{Hook: f.hook})
@@ -50,7 +50,7 @@ func TestAuditHeldCountsEachLockOnce(t *testing.T) {
 // A lock left to run out — RunOnce keeps its lock to the minimum
 // interval's end and never releases it — is no longer counted once its
 // validity has passed.
-func TestAuditHeldForgetsLocksPastTheirValidity(t *testing.T) {
+func TestHeldForgetsLocksPastTheirValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t)
 		l, err := lock.NewSingle(memory.New(), &lock.Options{Hook: f.hook})
@@ -75,7 +75,7 @@ func TestAuditHeldForgetsLocksPastTheirValidity(t *testing.T) {
 // Every span begun ends, whatever the call's outcome, and a call refused
 // before it began (bad input) begins none; the caller's own span is
 // never ended by the hook.
-func TestAuditEverySpanEnds(t *testing.T) {
+func TestEverySpanEnds(t *testing.T) {
 	f := newFixture(t)
 	m := memory.New(memory.WithName("mem"))
 	l, err := lock.NewSingle(m, &lock.Options{Hook: f.hook})
@@ -121,7 +121,7 @@ func TestAuditEverySpanEnds(t *testing.T) {
 
 // The instruments are those the package documents, with their kinds and
 // units, and no metric carries the resource name.
-func TestAuditMetricsAsDocumented(t *testing.T) {
+func TestMetricsAsDocumented(t *testing.T) {
 	f := newFixture(t)
 	m := memory.New(memory.WithName("mem"))
 	l, _ := lock.NewSingle(m, &lock.Options{Hook: f.hook})
@@ -198,7 +198,7 @@ func TestAuditMetricsAsDocumented(t *testing.T) {
 
 // The hook is used by many goroutines at once (run with -race): the
 // counts come out exact.
-func TestAuditConcurrentUse(t *testing.T) {
+func TestConcurrentUse(t *testing.T) {
 	f := newFixture(t)
 	l, _ := lock.NewSingle(memory.New(), &lock.Options{Hook: f.hook})
 	ctx := context.Background()
@@ -226,7 +226,7 @@ func TestAuditConcurrentUse(t *testing.T) {
 
 // Observe takes any Event, such as one a test or another locker builds:
 // an EventLost without its cause is counted, not a panic.
-func TestAuditObserveEventsWithoutErrors(t *testing.T) {
+func TestObserveEventsWithoutErrors(t *testing.T) {
 	f := newFixture(t)
 	for k := lock.EventAttempt; k <= lock.EventLost; k++ {
 		func() {

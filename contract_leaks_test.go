@@ -17,7 +17,7 @@ import (
 // answer late (each call in a goroutine of its own) all leave nothing
 // running once the stores have answered. (Under testing/synctest a leak
 // would deadlock the bubble; this checks the real scheduler's paths.)
-func TestAuditNoGoroutineLeft(t *testing.T) {
+func TestNoGoroutineLeft(t *testing.T) {
 	before := faultkit.Goroutines()
 	ctx := context.Background()
 	ms, ls := memStores(3)
