@@ -36,7 +36,7 @@
 //     [lock.ResourceValidator] with an error wrapping [lock.ErrInvalid].
 //   - Time: expiry at the short TTL (held until the TTL less the
 //     granularity and tolerance, gone soon after it); LongTTL, a TTL of
-//     five seconds (plus the granularity) set by every call that sets one
+//     five seconds plus twice the granularity, set by every call that sets one
 //     — Acquire, AcquireFenced, Extend, a refused Acquire, Start — at once,
 //     each lock held until its TTL less the granularity and a tenth of the
 //     TTL; Extend (owner, shorter TTL, wrong token, after expiry, after
