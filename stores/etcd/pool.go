@@ -181,7 +181,9 @@ func (p *pool) close() []lease {
 // Close revokes the leases the store keeps for its next acquisitions
 // (see WithIdleLeases), and stops keeping any: its releases revoke their
 // leases from then on. It closes the keepalive streams the store keeps
-// open (a later renewal opens one). The store remains usable. It does not
+// open (a later renewal opens one) and ends the watches of resources no
+// WaitRelease waits on any more (a later wait starts one). The store
+// remains usable. It does not
 // close the client, and releases no lock. A lease it fails to revoke expires by
 // itself within its TTL; Close returns the first error.
 func (s *Store) Close(ctx context.Context) error {
@@ -189,6 +191,7 @@ func (s *Store) Close(ctx context.Context) error {
 		return err
 	}
 	s.renewer.close()
+	s.hub.closeIdle()
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var first error

@@ -199,6 +199,18 @@ func (h *hub) expire(scope string, w *watch) {
 	h.end(scope, w, errWatchEnded)
 }
 
+// closeIdle ends the watches that no caller waits on, rather than leave
+// them running until their linger runs out: for Close.
+func (h *hub) closeIdle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for scope, w := range h.watches {
+		if len(w.waiters) == 0 && w.stop != nil {
+			h.end(scope, w, errWatchEnded)
+		}
+	}
+}
+
 // end removes w from the hub, stops its watch and tells its waiters why.
 // Called with the mutex held; a second call does nothing.
 func (h *hub) end(scope string, w *watch, err error) {

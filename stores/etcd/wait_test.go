@@ -96,6 +96,45 @@ func TestWaitLeavesTheLine(t *testing.T) {
 	}
 }
 
+// Close ends the watches that linger after their waiters left, and the
+// store still waits afterwards.
+func TestCloseEndsIdleWatches(t *testing.T) {
+	defer etcd.SetLinger(time.Hour)()
+	client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
+	s := newStore(t, client)
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	woken := make(chan error, 1)
+	go func() { woken <- s.WaitRelease(ctx, "r") }()
+	waitFor(t, "the waiter to be in line", func() bool { return s.Waiting("r") == 1 })
+	if err := s.Release(ctx, "r", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-woken; err != nil {
+		t.Fatalf("WaitRelease(r) = %v; want nil", err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("Close() = %v; want nil", err)
+	}
+	if n := s.Watches(); n != 0 {
+		t.Errorf("after Close, the store watches %d resources; want 0: no caller waits", n)
+	}
+	// Still usable: a wait starts a watch again.
+	if err := s.Acquire(ctx, "r", "holder", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	go func() { woken <- s.WaitRelease(ctx, "r") }()
+	waitFor(t, "the waiter to be in line after Close", func() bool { return s.Waiting("r") == 1 })
+	if err := s.Release(ctx, "r", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-woken; err != nil {
+		t.Errorf("WaitRelease(r) after Close = %v; want nil", err)
+	}
+}
+
 // waitFor polls cond for up to 10s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
