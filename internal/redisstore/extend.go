@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -42,6 +43,9 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 		return 0, false, nil
 	case r.Int < 0:
 		return 0, false, fmt.Errorf("%s: key %q has no TTL: it is not a lock of this store", s.kind, key)
+	}
+	if r.Int > int64(math.MaxInt64/time.Millisecond) {
+		return math.MaxInt64, true, nil // a "forever" TTL: no Duration holds its whole ms
 	}
 	return time.Duration(r.Int) * time.Millisecond, true, nil
 }

@@ -296,9 +296,16 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // Millis converts a duration to whole milliseconds, rounding up: a lock
 // may live a fraction of a millisecond longer than asked, never shorter,
-// so the validity the lockers compute is never overstated.
+// so the validity the lockers compute is never overstated. It does not
+// overflow: the longest Duration (a "forever" TTL) is 9223372036855ms,
+// where d + 999999ns would wrap to a negative TTL, which SET refuses and
+// PEXPIRE takes as "delete now".
 func Millis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return ms
 }
 
 // ttlArg is a TTL in milliseconds as a command argument.

@@ -113,6 +113,7 @@ func Run(t *testing.T, f Factory) {
 		{"RestartGuardInRedlock", f.testRestartGuardInRedlock},
 		{"RestartGuardOptions", f.testRestartGuardOptions},
 		{"RestartGuardRefusesLongTTLs", f.testRestartGuardRefusesLongTTLs},
+		{"ForeverTTL", f.testForeverTTL},
 		{"StartBatchAfterScriptFlush", f.testStartBatchAfterScriptFlush},
 		{"StartOnStalledServer", f.testStartOnStalledServer},
 		{"StartOwnDeadlines", f.testStartOwnDeadlines},
