@@ -229,10 +229,14 @@ func (s *Store) lift(ctx context.Context, counter string, min uint64) (uint64, e
 	return s.lifted(r)
 }
 
-// MaxFence is the largest fence RaiseFence takes: 2^53, the largest
-// integer Lua's numbers (doubles) keep exactly. Fences handed out by the
-// Redis stores are timestamps in microseconds, far below it.
-const MaxFence = 1 << 53
+// MaxFence is the largest fence RaiseFence takes: 2^52, half of 2^53,
+// the largest integer Lua's numbers (doubles) keep exactly, so that the
+// fences that follow a raise, one more per acquisition, stay below 2^53
+// (a counter raised to 2^53 went past it, and the scripts, rounding their
+// INCR's answer, handed a fence out twice). Fences handed out by the
+// Redis stores are timestamps in microseconds, about 1.8e15, far below
+// it (2^52 µs is the year 2112).
+const MaxFence = 1 << 52
 
 // RaiseFence implements [lock.FenceRaiser]: every fence AcquireFenced
 // hands out for resource from now on is greater than fence. It lifts the
@@ -255,7 +259,7 @@ func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) e
 
 func (s *Store) checkRaise(ctx context.Context, resource string, fence uint64) error {
 	if fence > MaxFence {
-		return fmt.Errorf("%w: RaiseFence(%d): fences above 2^53 cannot be kept exactly by the %s store", lock.ErrInvalid, fence, s.kind)
+		return fmt.Errorf("%w: RaiseFence(%d): fences above 2^52 (MaxFence) would leave the %s store's later fences too little room below 2^53, where its scripts keep them exactly", lock.ErrInvalid, fence, s.kind)
 	}
 	return s.check(ctx, resource, "-", 1)
 }

@@ -70,7 +70,7 @@ func (s *Store) checkPermit(ctx context.Context, resource, token string, limit i
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return err
 	}
-	if limit < 1 || int64(limit) > MaxFence {
+	if limit < 1 || int64(limit) > 1<<53 {
 		return fmt.Errorf("%w: limit is %d: want 1 to 2^53 permits", lock.ErrInvalid, limit)
 	}
 	return nil

@@ -106,6 +106,7 @@ func Run(t *testing.T, f Factory) {
 		{"FencesAfterPromotionWithLostWrites", f.testFencesAfterPromotion},
 		{"FencesLeaveNothing", f.testFencesLeaveNothing},
 		{"RaiseFence", f.testRaiseFence},
+		{"RaiseFenceToMax", f.testRaiseFenceToMax},
 		{"LastFence", f.testLastFence},
 		{"ForceReleaseAdmin", f.testForceReleaseAdmin},
 		{"ForceReleaseWakesWaiters", f.testForceReleaseWakesWaiters},
