@@ -30,7 +30,7 @@ type Store struct {
 // twice (take one Store per master and lock.NewMulti instead). Invalid
 // options give an error wrapping lock.ErrInvalid.
 func New(c redis.UniversalClient, opts ...Option) (*Store, error) {
-	if c == nil {
+	if v := reflect.ValueOf(c); c == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("%w: goredis.New: nil client", lock.ErrInvalid)
 	}
 	glue := client{c: c, abandoned: new(abandoned), pipelines: new(sync.Pool)}

@@ -35,6 +35,14 @@ func TestNewValidates(t *testing.T) {
 	if _, err := goredis.New(nil); !errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("New(nil) = %v; want an error matching lock.ErrInvalid", err)
 	}
+	for name, c := range map[string]redis.UniversalClient{
+		"(*redis.Client)(nil)":        (*redis.Client)(nil),
+		"(*redis.ClusterClient)(nil)": (*redis.ClusterClient)(nil),
+	} {
+		if _, err := goredis.New(c); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("New(%s) = %v; want an error matching lock.ErrInvalid", name, err)
+		}
+	}
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	defer ring.Close()
 	if _, err := goredis.New(ring); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "Ring") {
