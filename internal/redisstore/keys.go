@@ -117,10 +117,15 @@ func ValidateResource(store, resource string) error {
 
 // CheckPrefix returns an error wrapping lock.ErrInvalid if prefix cannot
 // be a key prefix: it may not contain "{" or "}", as the stores put their
-// own hash tag after it. option names the option in the error.
+// own hash tag after it, nor be FenceKey + ":", under which locks would
+// be a cluster's fence counters (FenceKey + ":{t}"). option names the
+// option in the error.
 func CheckPrefix(option, prefix string) error {
-	if strings.ContainsAny(prefix, "{}") {
+	switch {
+	case strings.ContainsAny(prefix, "{}"):
 		return fmt.Errorf("%w: %s(%q): the prefix may not contain \"{\" or \"}\" (the store adds its own hash tag)", lock.ErrInvalid, option, prefix)
+	case prefix == FenceKey+":":
+		return fmt.Errorf("%w: %s(%q): the prefix of a cluster's fence counters (FenceKey)", lock.ErrInvalid, option, prefix)
 	}
 	return nil
 }

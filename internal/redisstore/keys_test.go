@@ -105,3 +105,18 @@ func TestMillisRoundsUp(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixCannotMakeCounterKeys: a cluster's fence counters are
+// FenceKey + ":{t}", and the lock of resource t under the prefix
+// FenceKey + ":" would be one of them (a lock refused for ever, a counter
+// broken by a token): WithPrefix refuses that prefix.
+func TestPrefixCannotMakeCounterKeys(t *testing.T) {
+	prefix := FenceKey + ":"
+	tag := strings.TrimSuffix(strings.TrimPrefix(CounterKey(LockKey("", "x"), true), prefix+"{"), "}")
+	if key := LockKey(prefix, tag); key != CounterKey(key, true) {
+		t.Fatalf("LockKey(%q, %q) = %q; want the fence counter of its slot, %q, for this test to mean anything", prefix, tag, key, CounterKey(key, true))
+	}
+	if err := CheckPrefix("WithPrefix", prefix); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), prefix) {
+		t.Errorf("CheckPrefix(%q) = %v; want lock.ErrInvalid naming the prefix", prefix, err)
+	}
+}

@@ -91,7 +91,8 @@ var ErrNotReplicated = redisstore.ErrNotReplicated
 // (default DefaultPrefix), so that several applications, or tests, can
 // share a server without sharing locks. The prefix may not contain "{" or
 // "}": the store puts its own hash tag after it. The restart guard's
-// marker and the fence counters are outside every prefix.
+// marker and the fence counters are outside every prefix (so the prefix
+// may not be FenceKey + ":", that of a cluster's counters).
 func WithPrefix(prefix string) Option { return redisstore.WithPrefix(prefix) }
 
 // WithName names the store in its String method, and so in the lockers'
