@@ -59,14 +59,18 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 // report lock.ErrNotHeld (lock.Run then cancels its function's context
 // with lock.ErrLost), and until then it may go on as if it held the lock
 // while another owner takes it. Fences are kept: later ones still
-// increase.
+// increase. A key of another type is a WRONGTYPE error, as in Acquire,
+// and is left alone.
 func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error) {
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return false, err
 	}
 	lockKey, waitersKey := LockAndWaiters(s.prefix, resource)
 	r := s.eval(ctx, forceReleaseScript, []string{lockKey, waitersKey})
-	if r.Err != nil {
+	switch {
+	case r.serverErr("WRONGTYPE"):
+		return false, s.wrongType(lockKey)
+	case r.Err != nil:
 		return false, s.failed(ctx, r.Err)
 	}
 	return r.Int == 1, nil

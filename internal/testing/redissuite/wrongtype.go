@@ -40,6 +40,8 @@ func (f Factory) testWrongTypeIsAnError(t *testing.T) {
 		check("Extend", s.Extend(ctx, "r", "tok", time.Second))
 		_, _, err = s.Holder(ctx, "r")
 		check("Holder", err)
+		_, err = s.ForceRelease(ctx, "r") // deleting it would destroy another program's data
+		check("ForceRelease", err)
 		for name, l := range map[string]lock.Locker{"single": mustLocker(t, s), "multi": mustMulti(t, s)} {
 			_, err := l.TryLock(ctx, "r", time.Second)
 			if !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotAcquired) {
