@@ -21,11 +21,11 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 		return 0, err
 	}
 	key := s.lockKey(resource)
-	if s.guard > 0 {
-		return s.acquireGuarded(ctx, true, key, token, ttl)
-	}
 	if err := s.handoffs.yield(ctx, key); err != nil {
 		return 0, err
+	}
+	if s.guard > 0 {
+		return s.acquireGuarded(ctx, true, key, token, ttl)
 	}
 	if s.replicas > 0 {
 		for {

@@ -83,12 +83,12 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return err
 	}
-	if s.guard > 0 {
-		_, err := s.acquireGuarded(ctx, false, s.lockKey(resource), token, ttl)
-		return err
-	}
 	key := s.lockKey(resource)
 	if err := s.handoffs.yield(ctx, key); err != nil {
+		return err
+	}
+	if s.guard > 0 {
+		_, err := s.acquireGuarded(ctx, false, key, token, ttl)
 		return err
 	}
 	for {

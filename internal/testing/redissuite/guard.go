@@ -202,3 +202,47 @@ func reconnected(call func() error) error {
 	}
 	return err
 }
+
+// testRestartGuardGivesWokenWaiterHeadStart: under the restart guard a
+// release deletes the lock rather than reserve it for the waiter it wakes,
+// so, as the package documentation says, the store that released gives
+// the woken waiter a head start on its own next acquisition of the lock,
+// fenced or not: the acquisition consumes the head start the release
+// recorded, as it does without the guard under WithWaitReplicas and for
+// permits.
+func (f Factory) testRestartGuardGivesWokenWaiterHeadStart(t *testing.T) {
+	for _, fenced := range []bool{false, true} {
+		srv := redistest.Start(t)
+		ctx := ctxFor(t, 30*time.Second)
+		releaser := f.Server(t, srv, redisstore.WithPrefix("guardhs:"), redisstore.WithRestartGuard(guardTTL))
+		waiter := f.Server(t, srv, redisstore.WithPrefix("guardhs:"), redisstore.WithRestartGuard(guardTTL))
+		warm(t, ctx, releaser, "r")
+		if err := releaser.Acquire(ctx, "r", "a", guardTTL); err != nil {
+			t.Fatal(err)
+		}
+		woken := make(chan error, 1)
+		go func() { woken <- waiter.WaitRelease(ctx, "r") }()
+		waitersInLine(t, srv, "guardhs:{r}", 1)
+		if err := releaser.Release(ctx, "r", "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-woken; err != nil {
+			t.Fatalf("WaitRelease = %v", err)
+		}
+		if n := redisstore.PendingHandoffs(f.Engine(releaser)); n != 1 {
+			t.Fatalf("a guarded release that woke a waiter recorded %d head starts; want 1", n)
+		}
+		var err error
+		if fenced {
+			_, err = releaser.AcquireFenced(ctx, "r", "b", guardTTL)
+		} else {
+			err = releaser.Acquire(ctx, "r", "b", guardTTL)
+		}
+		if err != nil {
+			t.Fatalf("the releaser's acquisition (fenced %v) = %v; want nil", fenced, err)
+		}
+		if n := redisstore.PendingHandoffs(f.Engine(releaser)); n != 0 {
+			t.Fatalf("head starts left after the releaser's guarded acquisition (fenced %v) = %d; want 0: it gave the woken waiter none", fenced, n)
+		}
+	}
+}

@@ -113,6 +113,7 @@ func Run(t *testing.T, f Factory) {
 		{"RestartGuard", f.testRestartGuard},
 		{"RestartGuardInRedlock", f.testRestartGuardInRedlock},
 		{"RestartGuardOptions", f.testRestartGuardOptions},
+		{"RestartGuardGivesWokenWaiterHeadStart", f.testRestartGuardGivesWokenWaiterHeadStart},
 		{"RestartGuardRefusesLongTTLs", f.testRestartGuardRefusesLongTTLs},
 		{"ForeverTTL", f.testForeverTTL},
 		{"StartBatchAfterScriptFlush", f.testStartBatchAfterScriptFlush},
