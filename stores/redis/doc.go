@@ -61,9 +61,10 @@
 //
 // A lock key holding something other than a string (a value some other
 // program wrote under the lock's name) is reported as a WRONGTYPE error,
-// never as contention: the scripts check the key's type when they find it
-// taken, and a refused SET NX is followed by a TYPE — a second round trip
-// on the refusal path only.
+// never as contention: SET NX PX GET and the scripts' GET answer WRONGTYPE
+// themselves; on Redis before 7.0, which has no SET with both NX and GET,
+// a refused SET NX is followed by a GET — a second round trip on the
+// refusal path only.
 //
 // Cancellation: rueidis serves a command on an idle connection
 // synchronously when the command's context has a deadline, and then
