@@ -308,6 +308,46 @@ func TestContractFailedExtendEventNamesTheLock(t *testing.T) {
 	})
 }
 
+// UnlockAll releases the locks its locker acquired: a lock that another
+// locker over the same stores extended stays the acquirer's, on every
+// kind of store (in the process or not) and for both lockers.
+func TestContractUnlockAllLeavesLocksExtendedForOthers(t *testing.T) {
+	cases := map[string]func(t *testing.T) (a, b lock.Locker){
+		"single in-process": func(t *testing.T) (lock.Locker, lock.Locker) {
+			m := memory.New()
+			return mustSingle(t, m, nil), mustSingle(t, m, nil)
+		},
+		"single": func(t *testing.T) (lock.Locker, lock.Locker) {
+			c := newCounting("c")
+			return mustSingle(t, c, nil), mustSingle(t, c, nil)
+		},
+		"multi": func(t *testing.T) (lock.Locker, lock.Locker) {
+			_, ls := memStores(3)
+			return mustMulti(t, ls, nil), mustMulti(t, ls, nil)
+		},
+	}
+	for name, lockers := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				a, b := lockers(t)
+				held, err := a.TryLock(ctx, "r", time.Minute)
+				wantNil(t, "a.TryLock(r)", err)
+				_, err = b.Extend(ctx, held, time.Minute)
+				wantNil(t, "b.Extend(a's lock)", err)
+				wantNil(t, "b.UnlockAll()", b.UnlockAll(ctx))
+				if ok, err := a.IsLocked(ctx, "r"); !ok || err != nil {
+					t.Errorf("IsLocked(r) after b.UnlockAll() = %v, %v; want true, nil: b only extended a's lock", ok, err)
+				}
+				wantNil(t, "a.UnlockAll()", a.UnlockAll(ctx))
+				if ok, err := a.IsLocked(ctx, "r"); ok || err != nil {
+					t.Errorf("IsLocked(r) after a.UnlockAll() = %v, %v; want false, nil", ok, err)
+				}
+			})
+		})
+	}
+}
+
 func TestContractLockJSONReleasedElsewhere(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

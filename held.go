@@ -101,6 +101,23 @@ func (h *heldSet) putAttached(l Lock, beyond time.Duration, x any) {
 	}
 }
 
+// extended records l's new validity, as put does, if the set holds l
+// (its resource under its token): a lock that this locker extends but
+// another acquired stays the acquirer's to release, as UnlockAll says.
+func (h *heldSet) extended(l Lock, beyond time.Duration) {
+	s := h.shard(l)
+	s.mu.Lock()
+	e := s.locks[h.key(l)]
+	held := e != nil && e.inUse && e.lock.Token == l.Token
+	if held {
+		*e = heldEntry{lock: l, beyond: beyond, inUse: true}
+	}
+	s.mu.Unlock()
+	if held && !h.armed.Load() {
+		h.arm(time.Until(l.ValidUntil) + beyond)
+	}
+}
+
 // sweep deletes the entries that are free or expired at now, and returns
 // the earliest expiry among those left (zero if none). Called with mu
 // held.

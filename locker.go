@@ -34,7 +34,9 @@ type Locker interface {
 	Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error)
 
 	// UnlockAll releases every lock this locker acquired and still holds,
-	// for use at shutdown. Locks found already expired are not reported.
+	// for use at shutdown; a lock it only extended (taken by another
+	// locker, handed over as a Lock value) stays the acquirer's. Locks
+	// found already expired are not reported.
 	UnlockAll(ctx context.Context) error
 
 	// Shutdown makes the locker refuse new locks and extensions (ErrClosed)

@@ -358,7 +358,7 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 		if elapsed >= m.validity(ttl) {
 			return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, elapsed.Round(time.Microsecond)), failures)
 		}
-		m.held.put(next, m.heldBeyond(elapsed, ttl))
+		m.held.extended(next, m.heldBeyond(elapsed, ttl))
 		return next, nil
 	}
 	notHeld := countOutcomes(failures)

@@ -92,7 +92,7 @@ func (d *derived) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, 
 		d.extended(ctx, l, ttl)
 	}
 	l.ValidUntil, l.Fence = extended.ValidUntil, extended.Fence
-	d.held.put(l, d.heldBeyond(time.Since(start), ttl))
+	d.held.extended(l, d.heldBeyond(time.Since(start), ttl))
 	return l, nil
 }
 

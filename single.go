@@ -227,7 +227,7 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	case err == nil:
 		l.ValidUntil = s.validUntil(start, ttl)
 		if s.local == nil {
-			s.held.put(l, s.heldBeyond(elapsed, ttl))
+			s.held.extended(l, s.heldBeyond(elapsed, ttl))
 		}
 	case errors.Is(err, ErrNotHeld):
 		s.forget(l)
