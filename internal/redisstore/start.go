@@ -50,6 +50,12 @@ func (s *Store) Start(ctx context.Context, c lock.Call, done func(uint64, error)
 	sc.n = s.commands(sc)
 	// Answered by its deadline, or its cancellation, whatever the batch.
 	sc.stop = context.AfterFunc(ctx, func() { sc.answerOnce(0, ctx.Err()) })
+	s.enqueue(sc)
+}
+
+// enqueue queues sc for the store's sending goroutines, starting one if
+// fewer than s.maxSenders run.
+func (s *Store) enqueue(sc *startedCall) {
 	p := &s.pipe
 	p.mu.Lock()
 	p.queue = append(p.queue, sc)
@@ -111,6 +117,8 @@ type startedCall struct {
 	key      string
 	cmds     [3]Cmd
 	n        int // commands in cmds
+	replies  [3]Reply
+	shared   bool // its INCR goes out as a share of its batch's INCRBY: see shareFences
 	done     func(uint64, error)
 	stop     func() bool // stops the context's watch
 	answered atomic.Bool
@@ -188,9 +196,6 @@ func (s *Store) send(batch []*startedCall) {
 	// deadline would fail calls that still had time.
 	var deadline time.Time
 	noDeadline := false
-	// A new slice for every batch: when the deadline passes first, the
-	// client may still hold the commands until it has written them.
-	cmds := make([]Cmd, 0, len(batch))
 	live := batch[:0] // the calls to send, compacted in place
 	for _, sc := range batch {
 		if sc.answered.Load() || sc.ctx.Err() != nil {
@@ -203,7 +208,6 @@ func (s *Store) send(batch []*startedCall) {
 			deadline = d
 		}
 		live = append(live, sc)
-		cmds = append(cmds, sc.cmds[:sc.n]...)
 	}
 	if len(live) == 0 {
 		return
@@ -214,16 +218,39 @@ func (s *Store) send(batch []*startedCall) {
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
+	// A new slice for every batch: when the deadline passes first, the
+	// client may still hold the commands until it has written them.
+	cmds, shares := s.batchCmds(live)
 	replies := make([]Reply, len(cmds))
 	s.client.DoMulti(ctx, cmds, replies, false)
+	round := s.resend(ctx, cmds, replies, shares)
+	shares.scatter(live, replies, round)
+	for _, sc := range live {
+		if sc.answered.Load() {
+			continue // answered by its context
+		}
+		r := sc.replies[:sc.n]
+		if s.needsMore(sc, r) {
+			go func() { sc.answer(s.outcome(sc, r)) }()
+			continue
+		}
+		sc.answer(s.outcome(sc, r))
+	}
+}
 
-	// Scripts the server does not know (after SCRIPT FLUSH, a restart or a
-	// failover) are sent again in full; commands that never left (see
-	// Client.NotSent) are sent again as they were.
-	for range maxResends {
+// resend sends again the commands of a batch that the server answered
+// NOSCRIPT (in full) or that never left (see Client.NotSent), up to
+// maxResends times, and returns in which round each command was last
+// sent (nil if none was sent again). A shared fence's acquisition is not
+// sent again for NOSCRIPT: its outcome claims in full and lifts a fence
+// of its own (see Store.fenced).
+func (s *Store) resend(ctx context.Context, cmds []Cmd, replies []Reply, shares fenceShares) []uint8 {
+	var round []uint8
+	for n := range maxResends {
 		var again []int
 		for i := range replies {
-			if r := &replies[i]; r.noScript() || (r.Err != nil && s.client.NotSent(ctx, r.Err)) {
+			r := &replies[i]
+			if (r.noScript() && !shares.has(i)) || (r.Err != nil && s.client.NotSent(ctx, r.Err)) {
 				cmds[i].Full = cmds[i].Full || r.noScript()
 				again = append(again, i)
 			}
@@ -231,9 +258,13 @@ func (s *Store) send(batch []*startedCall) {
 		if again == nil {
 			break
 		}
+		if round == nil {
+			round = make([]uint8, len(cmds))
+		}
 		resend := make([]Cmd, len(again))
 		for j, i := range again {
 			resend[j] = cmds[i]
+			round[i] = uint8(n + 1)
 		}
 		answers := make([]Reply, len(resend))
 		s.client.DoMulti(ctx, resend, answers, false)
@@ -241,18 +272,7 @@ func (s *Store) send(batch []*startedCall) {
 			replies[again[j]] = r
 		}
 	}
-	for _, sc := range live {
-		r := replies[:sc.n]
-		replies = replies[sc.n:]
-		if sc.answered.Load() {
-			continue // answered by its context
-		}
-		if s.needsMore(sc, r) {
-			go func() { sc.answer(s.outcome(sc, r)) }()
-			continue
-		}
-		sc.answer(s.outcome(sc, r))
-	}
+	return round
 }
 
 // needsMore reports whether the outcome of sc needs another round trip:

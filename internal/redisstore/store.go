@@ -32,6 +32,8 @@ type Store struct {
 	pipe            pipeline                    // calls started with Start
 	maxSenders      int                         // batches of started calls in flight at once: see Batcher
 	handoffs        handoffs                    // resources this store just released to a waiter
+	fencing         atomic.Int32                // AcquireFenced calls under way: see soloFenced
+	shareAll        atomic.Bool                 // every AcquireFenced shares: see ShareFences
 	reservationArg  string                      // how long a release reserves a lock for the woken waiter, in ms
 }
 

@@ -1,0 +1,165 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// Shared fences. Fenced acquisitions that go out in one batch of started
+// calls (see Start) share one INCRBY of the fence counter, sent after all
+// of their acquisition commands, instead of one INCR each: the k-th of n
+// takes the k-th of the n values INCRBY counted up. Each value still
+// comes from a counter increment that ran after its acquisition's SET
+// (one connection runs a batch in order) and before its holder had its
+// answer, so before it could release — all the argument of the package
+// documentation needs: fences still increase strictly per resource. On
+// one server, under load, the counter then costs one command per batch
+// rather than one per lock. (On a cluster every acquisition keeps its own
+// INCR and PEXPIRETIME, on its slot's counter.)
+//
+// A fenced acquisition made with AcquireFenced goes out in such a batch
+// when more than soloFenced of them are under way in the store at once;
+// fewer each send their own round trip, as a batch would only make them
+// wait for one another.
+
+// soloFenced is how many AcquireFenced calls at once send their own
+// commands before further ones queue to share a batch.
+const soloFenced = 4
+
+// ShareFences makes every AcquireFenced of s on one server go out in a
+// shared batch, however few are under way: for tests of that path.
+func ShareFences(s *Store) { s.shareAll.Store(true) }
+
+// shares reports whether an AcquireFenced call, one of n under way in
+// s, goes out in a shared batch.
+func (s *Store) shares(n int32) bool {
+	return !s.cluster && (n > soloFenced || s.shareAll.Load())
+}
+
+// errFenceBeforeLock is the fence counter's error of a shared fence whose
+// acquisition was sent again after the batch's INCRBY ran: the value
+// counted may be older than the lock, so the acquisition has no fence.
+var errFenceBeforeLock = errors.New("the acquisition was sent again after its fence was counted")
+
+// fenceShares is where a batch's shared INCRBY is, and which commands
+// are the acquisitions that share it.
+type fenceShares struct {
+	at      int    // the INCRBY's index in the batch's commands; -1 if none
+	n       int    // acquisitions sharing it
+	sharing []bool // by command index: an acquisition sharing it
+}
+
+// has reports whether command i of the batch is an acquisition sharing
+// the batch's fence increment.
+func (f fenceShares) has(i int) bool { return f.sharing != nil && f.sharing[i] }
+
+// shareable reports whether the fence of sc, a started call, can come
+// from its batch's shared increment: a fenced acquisition on one server
+// that takes its fence with a plain INCR (not the lift script).
+func (s *Store) shareable(sc *startedCall) bool {
+	return !s.cluster && sc.call.Op == lock.CallAcquireFenced && sc.n == 2 && sc.cmds[1].Name == "INCR"
+}
+
+// batchCmds returns the commands of a batch of started calls, in order,
+// with the INCRs of shareable fenced acquisitions replaced by one INCRBY
+// at the end, and where that INCRBY is.
+func (s *Store) batchCmds(live []*startedCall) ([]Cmd, fenceShares) {
+	f := fenceShares{at: -1}
+	size := 0
+	for _, sc := range live {
+		sc.shared = s.shareable(sc)
+		size += sc.n
+		if sc.shared {
+			f.n++
+		}
+	}
+	if f.n < 2 {
+		for _, sc := range live {
+			sc.shared = false
+		}
+		f.n = 0
+	}
+	cmds := make([]Cmd, 0, size-f.n+1)
+	if f.n > 0 {
+		f.sharing = make([]bool, cap(cmds))
+	}
+	var counter string
+	for _, sc := range live {
+		if !sc.shared {
+			cmds = append(cmds, sc.cmds[:sc.n]...)
+			continue
+		}
+		counter = sc.cmds[1].Keys[0] // one per server: FenceKey
+		f.sharing[len(cmds)] = true
+		cmds = append(cmds, sc.cmds[0])
+	}
+	if f.n > 0 {
+		f.at = len(cmds)
+		cmds = append(cmds, cmd1("INCRBY", counter, itoa(int64(f.n))))
+	}
+	return cmds, f
+}
+
+// scatter writes each call's replies, in order, into its replies: a
+// sharing acquisition gets its value of the shared increment as its
+// INCR's reply. round says in which round each command was last sent
+// (see Store.resend), nil if none was sent again.
+func (f fenceShares) scatter(live []*startedCall, replies []Reply, round []uint8) {
+	i, k := 0, int64(0)
+	for _, sc := range live {
+		if !sc.shared {
+			i += copy(sc.replies[:sc.n], replies[i:])
+			continue
+		}
+		sc.replies[0] = replies[i]
+		incr := replies[f.at]
+		switch {
+		case incr.Err != nil:
+			sc.replies[1] = incr
+		case round != nil && round[i] > round[f.at]:
+			sc.replies[1] = Reply{Err: errFenceBeforeLock}
+		default:
+			sc.replies[1] = Reply{Int: incr.Int - int64(f.n) + 1 + k}
+		}
+		i++
+		k++
+	}
+}
+
+// acquireFencedShared is AcquireFenced through the store's batches of
+// started calls, so that its fence shares the batch's increment: see
+// soloFenced. The call is answered by its context as a blocking call
+// is: if it ends first, with an unknown outcome.
+func (s *Store) acquireFencedShared(ctx context.Context, resource, key, token string, ttl time.Duration) (uint64, error) {
+	type result struct {
+		fence uint64
+		err   error
+	}
+	answers := make(chan result, 1)
+	sc := &startedCall{
+		ctx:  ctx,
+		call: lock.Call{Op: lock.CallAcquireFenced, Resource: resource, Token: token, TTL: ttl},
+		key:  key,
+		done: func(fence uint64, err error) { answers <- result{fence, err} },
+		stop: watchNothing,
+	}
+	sc.n = s.fencedCmds(&sc.cmds, true, key, token, ttl)
+	s.enqueue(sc)
+	select {
+	case r := <-answers:
+		return r.fence, r.err
+	case <-ctx.Done():
+		if sc.answered.CompareAndSwap(false, true) {
+			return 0, s.failed(ctx, ctx.Err())
+		}
+		r := <-answers
+		return r.fence, r.err
+	}
+}
+
+// watchNothing is the stop of a started call whose caller watches its
+// context itself.
+func watchNothing() bool { return false }

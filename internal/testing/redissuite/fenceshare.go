@@ -1,0 +1,111 @@
+package redissuite
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/conformance"
+	"github.com/lockkit/lock/internal/redisstore"
+	"github.com/lockkit/lock/internal/testing/redistest"
+)
+
+// testConformanceSharedFences runs the kit on stores that send every
+// fenced acquisition in a shared batch (ShareFences), as they do under
+// load.
+func (f Factory) testConformanceSharedFences(t *testing.T) {
+	client := f.Client(t, redistest.Start(t))
+	conformance.TestStore(t, func(t *testing.T) lock.Store {
+		s := f.On(t, client)
+		redisstore.ShareFences(f.Engine(s))
+		return s
+	}, nil)
+}
+
+// testFencesShared: many goroutines taking fenced locks at once share
+// fence increments (INCRBY runs on the server), and every fence is still
+// unique and greater than the fence of the resource's previous holder.
+func (f Factory) testFencesShared(t *testing.T) {
+	srv := redistest.Start(t)
+	s := f.Server(t, srv)
+	ctx := ctxFor(t, time.Minute)
+	const workers, rounds = 32, 40
+	var (
+		mu      sync.Mutex
+		seen    = map[uint64]string{}
+		hotLast uint64 // the fence of hot's last holder, written while it held hot
+		wg      sync.WaitGroup
+	)
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			token := fmt.Sprint("w", w)
+			for i := range rounds {
+				r := "hot"
+				if i%2 == 1 {
+					r = fmt.Sprintf("fresh-%d-%d", w, i)
+				}
+				fence, err := s.AcquireFenced(ctx, r, token, time.Minute)
+				if errors.Is(err, lock.ErrNotAcquired) {
+					continue
+				}
+				if err != nil {
+					errs <- fmt.Errorf("AcquireFenced(%s) = %v", r, err)
+					return
+				}
+				mu.Lock()
+				if other, dup := seen[fence]; dup {
+					t.Errorf("AcquireFenced(%s) = fence %d, the fence of a lock on %s too; want every fence unique", r, fence, other)
+				}
+				seen[fence] = r
+				if r == "hot" {
+					if fence <= hotLast {
+						t.Errorf("AcquireFenced(hot) = fence %d after a holder of fence %d; want greater", fence, hotLast)
+					}
+					hotLast = fence
+				}
+				mu.Unlock()
+				if err := s.Release(ctx, r, token); err != nil {
+					errs <- fmt.Errorf("Release(%s) = %v", r, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := commandCalls(t, srv, "incrby"); n == 0 {
+		t.Errorf("INCRBY ran 0 times for %d fences taken by %d goroutines at once; want fence increments shared", len(seen), workers)
+	}
+}
+
+// commandCalls returns how many times srv ran the command name, from
+// INFO commandstats.
+func commandCalls(t *testing.T, srv *redistest.Server, name string) int64 {
+	t.Helper()
+	info, err := srv.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		stats, ok := strings.CutPrefix(line, "cmdstat_"+name+":calls=")
+		if !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(stats, ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			t.Fatalf("INFO commandstats: %q", line)
+		}
+		return n
+	}
+	return 0
+}
