@@ -101,10 +101,14 @@
 // that finds no incr of the store in flight sends its own; those that
 // arrive while one is in flight wait for it to return, and then the first
 // of them sends one "incr <counter> n" for the n waiting and hands each
-// one value of the n it drew, in the order they arrived. A lone fenced
-// lock costs two requests where an unfenced one costs one; under load,
-// one incr per round trip serves every acquisition waiting for a fence.
-// lock.Options.NoFence skips the incr.
+// one value of the n it drew, in the order they arrived; none starts a
+// goroutine, and each waits at most for the incr in flight and then its
+// own. A lone fenced lock costs two requests where an unfenced one costs
+// one; under load, one incr per round trip serves every acquisition
+// waiting for a fence. The acquisitions of a batch then go on together,
+// so a client keeping fewer idle connections than there are concurrent
+// lock calls (see New) dials all the more. lock.Options.NoFence skips the
+// incr.
 //
 // Why fences increase strictly for every resource:
 //
@@ -129,9 +133,9 @@
 //     all the acquisitions sharing it) waits the fence guard
 //     (WithFenceGuard, default 100ms) and creates it again with its
 //     clock's time in microseconds since 1970 (of concurrent creators, the
-//     first wins). Every fence drawn before the loss was at
-//     most the clock time of the client that created the lost counter
-//     plus the number of fences drawn since, so the new fences are greater
+//     first wins). Every fence drawn before the loss was at most the clock
+//     time of the client that created the lost counter plus the number
+//     of fences drawn since, so the new fences are greater
 //     provided that (1) the clocks of the machines that lock through the
 //     server differ by less than the fence guard and are never set back
 //     (NTP keeps them within milliseconds; the guard's wait is what makes
