@@ -14,7 +14,8 @@ import "sync"
 // per acquisition; a lone acquisition sends its incr at once, as before.
 // The callers run the incrs themselves: no goroutine is started, and a
 // caller waits at most for the incr in flight and then its own, each
-// bounded by the client's Timeout.
+// bounded by the client's Timeout (and, for a lost counter, the fence
+// guard and the add that creates it again).
 
 // fenceQueue is a store's line of callers waiting to draw a fence.
 type fenceQueue struct {
