@@ -34,7 +34,8 @@
 //     process), Release and Extend read it again and retry, up to 8 times.
 //   - Exists is a get.
 //   - AcquireFenced is Acquire's add and then, once the lock is held, an
-//     incr of the store's fence counter (see Fences below).
+//     incr of the store's fence counter, shared by the acquisitions that
+//     draw a fence at the same moment (see Fences below).
 //   - RaiseFence reads the fence counter (an incr by 0) and adds what it
 //     lacks (an incr).
 //
@@ -95,28 +96,46 @@
 // prefix+"#fence", which never expires — one item, not one per resource,
 // so a service that locks a fresh name per request leaves nothing behind.
 // A fenced acquisition takes the lock with add and then, while it holds
-// the lock, draws its fence with incr. A fenced lock costs two requests
-// where an unfenced one costs one; lock.Options.NoFence skips the incr.
+// the lock, draws its fence with incr. The acquisitions of a Store that
+// need a fence at the same moment share one incr (a group commit): one
+// that finds no incr of the store in flight sends its own; those that
+// arrive while one is in flight wait for it to return, and then the first
+// of them sends one "incr <counter> n" for the n waiting and hands each
+// one value of the n it drew, in the order they arrived; none starts a
+// goroutine, and each waits at most for the incr in flight and then its
+// own. A lone fenced lock costs two requests where an unfenced one costs
+// one; under load, one incr per round trip serves every acquisition
+// waiting for a fence. The acquisitions of a batch then go on together,
+// so a client keeping fewer idle connections than there are concurrent
+// lock calls (see New) dials all the more. lock.Options.NoFence skips the
+// incr.
 //
 // Why fences increase strictly for every resource:
 //
 //   - While the counter lives, incr is atomic and only adds, so every
-//     fence exceeds every fence drawn before it, for any resource of the
-//     prefix. A holder draws its fence after it took the lock; the next
-//     holder takes the lock only once it is released or expired, and so
-//     draws a greater fence. The exception — a lock whose TTL ran out
+//     value an incr draws exceeds every value drawn by the incrs memcached
+//     served before it, for any resource of the prefix, and each value is
+//     handed to one acquisition only. An acquisition is served by an incr
+//     sent after its add took the lock (it waits for the incr in flight
+//     when it arrives, and takes part in the next) and answered before it
+//     has its fence, so before it can release the lock. For two
+//     successive holders A then B of a resource, memcached thus serves
+//     A's incr before A's release, that before B's add, and that before
+//     B's incr: every fence B can get is above every fence handed out
+//     before, A's included. The exception — a lock whose TTL ran out
 //     between its add and its incr, while the next holder drew its fence —
 //     never reaches an application through the lockers: its validity,
 //     counted from before the add, is gone, and they report it as not
 //     acquired.
 //   - The counter can be lost: memcached restarts empty, a full server
 //     without -M evicts it, or a client whose server list changed finds
-//     it on another server. The next acquisition that finds it missing
-//     waits the fence guard (WithFenceGuard, default 100ms) and creates it
-//     again with its clock's time in microseconds since 1970 (of concurrent
-//     creators, the first wins). Every fence drawn before the loss was at
-//     most the clock time of the client that created the lost counter
-//     plus the number of fences drawn since, so the new fences are greater
+//     it on another server. The next incr that finds it missing (one for
+//     all the acquisitions sharing it) waits the fence guard
+//     (WithFenceGuard, default 100ms) and creates it again with its
+//     clock's time in microseconds since 1970 (of concurrent creators, the
+//     first wins). Every fence drawn before the loss was at most the clock
+//     time of the client that created the lost counter plus the number
+//     of fences drawn since, so the new fences are greater
 //     provided that (1) the clocks of the machines that lock through the
 //     server differ by less than the fence guard and are never set back
 //     (NTP keeps them within milliseconds; the guard's wait is what makes

@@ -6,3 +6,16 @@ func SetBeforeCAS(s *Store, f func(key string)) { s.beforeCAS = f }
 
 // Key returns the memcached key of resource.
 func Key(s *Store, resource string) string { return s.key(resource) }
+
+// SetBeforeFenceIncr makes AcquireFenced call f before each incr that
+// draws fences, with the number of acquisitions it serves (one at a time:
+// the incrs are sent one after another).
+func SetBeforeFenceIncr(s *Store, f func(n int)) { s.beforeFenceIncr = f }
+
+// QueuedFences returns the number of acquisitions waiting to share the
+// next incr.
+func QueuedFences(s *Store) int {
+	s.fences.mu.Lock()
+	defer s.fences.mu.Unlock()
+	return s.fences.n
+}

@@ -15,12 +15,14 @@ import (
 // Fences. One counter item per store prefix, "<prefix>#fence", holds the
 // last fence handed out for any resource; it never expires. A fenced
 // acquisition takes the lock with add and then, while holding it, draws
-// the fence with incr: incr is atomic, so fences increase strictly in the
-// order in which holders take the lock. When the counter is missing — the
-// server restarted or evicted it, or no lock was ever fenced — the store
-// waits FenceGuard and creates it again with the clock's time in
-// microseconds since 1970. The package doc says why that keeps fences
-// increasing across the loss, and under which assumptions.
+// the fence with incr — shared with the acquisitions that draw at the
+// same moment (fencebatch.go): incr is atomic, so fences increase
+// strictly in the order in which holders take the lock. When the counter
+// is missing — the server restarted or evicted it, or no lock was ever
+// fenced — the store waits FenceGuard and creates it again with the
+// clock's time in microseconds since 1970, once for a shared incr. The
+// package doc says why that keeps fences increasing across the loss, and
+// under which assumptions.
 
 // fenceKeySuffix follows the prefix in the counter's key. No resource maps
 // to it: verbatim keys never start with '#' after the prefix, and hashed
@@ -44,7 +46,8 @@ func WithFenceGuard(d time.Duration) Option { return func(s *Store) { s.fenceGua
 
 // AcquireFenced implements [lock.Fencer]: it takes the lock as Acquire
 // does and, once it holds it, draws the fence from the store's counter
-// with incr. If the fence cannot be drawn it releases the lock and
+// with incr, one incr for all the acquisitions of the store that draw at
+// the same moment. If the fence cannot be drawn it releases the lock and
 // returns the error.
 func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 	if err := check(ctx, resource, token, ttl); err != nil {
@@ -71,7 +74,7 @@ func (s *Store) addFenced(item *gomemcache.Item) (uint64, error) {
 	if err := s.add(item); err != nil {
 		return 0, err
 	}
-	fence, err := s.nextFence(0)
+	fence, err := s.drawFence()
 	if err != nil {
 		// The lock is held but carries no fence: give it back. Not by
 		// swap: if this add was abandoned, swap would wait for its end.

@@ -20,10 +20,14 @@ type Store struct {
 	fenceKey   string        // the key of the fence counter
 	fenceGuard time.Duration // see WithFenceGuard
 	pending    pending       // abandoned adds still on their way
+	fences     fenceQueue    // acquisitions waiting to share an incr
 
 	// beforeCAS, when set (by tests only), runs in Release and Extend
 	// between the gets and the cas, to open the race window at will.
 	beforeCAS func(key string)
+	// beforeFenceIncr, when set (by tests only), runs before each incr of
+	// fenced acquisitions, with the number of fences it draws.
+	beforeFenceIncr func(n int)
 }
 
 var (
