@@ -107,8 +107,10 @@
 // one; under load, one incr per round trip serves every acquisition
 // waiting for a fence. The acquisitions of a batch then go on together,
 // so a client keeping fewer idle connections than there are concurrent
-// lock calls (see New) dials all the more. lock.Options.NoFence skips the
-// incr.
+// lock calls (see New) would dial all the more: with a client keeping
+// gomemcache's default of two idle connections (DefaultMaxIdleConns) or
+// fewer, every acquisition sends its own incr. lock.Options.NoFence skips
+// the incr.
 //
 // Why fences increase strictly for every resource:
 //

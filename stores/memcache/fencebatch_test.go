@@ -199,3 +199,46 @@ func TestFenceBatchFailureReleasesLocks(t *testing.T) {
 		t.Error("no incr served a batch of more than one acquisition; want one, which failed")
 	}
 }
+
+// A client keeping gomemcache's default of two idle connections does not
+// share incrs: acquisitions that draw fences at once each send their own
+// (a batch going on together would make such a client dial all the more).
+func TestFenceBatchOffWithFewIdleConns(t *testing.T) {
+	t.Parallel()
+	const others = 3
+	srv := memcachetest.Start(t, nil)
+	client := srv.Client(t)
+	client.MaxIdleConns = gomemcache.DefaultMaxIdleConns
+	s := newStore(t, client, memcache.WithPrefix("p:"))
+	var (
+		first   atomic.Bool
+		inIncr  atomic.Int64 // other acquisitions in their own incr while the first waits
+		largest atomic.Int64
+	)
+	wait := ctx(t)
+	memcache.SetBeforeFenceIncr(s, func(n int) {
+		largest.Store(max(largest.Load(), int64(n)))
+		if !first.CompareAndSwap(false, true) {
+			inIncr.Add(1)
+			return
+		}
+		// Hold the first incr until the others are drawing too, in
+		// their own incrs or queued behind this one.
+		for inIncr.Load() < others && memcache.QueuedFences(s) < others && wait.Err() == nil {
+			runtime.Gosched()
+		}
+	})
+	var wg sync.WaitGroup
+	for i := range others + 1 {
+		wg.Go(func() {
+			r := fmt.Sprint("r", i)
+			if _, err := s.AcquireFenced(ctx(t), r, "a", time.Minute); err != nil {
+				t.Errorf("AcquireFenced(%s, a) = %v; want a fence", r, err)
+			}
+		})
+	}
+	wg.Wait()
+	if q := memcache.QueuedFences(s); q != 0 || largest.Load() != 1 || inIncr.Load() != others {
+		t.Errorf("with %d idle connections: %d acquisitions queued, largest incr served %d, %d drew their own while the first waited; want none queued, every incr serving 1, %d drawing their own", client.MaxIdleConns, q, largest.Load(), inIncr.Load(), others)
+	}
+}
