@@ -134,6 +134,8 @@ func Run(t *testing.T, f Factory) {
 		{"WaitStoresShareClient", f.testWaitStoresShareClient},
 		{"WaitOneWakeAcrossProcesses", f.testWaitOneWakeAcrossProcesses},
 		{"WokenWaiterKeepsItsTurn", f.testWokenWaiterKeepsItsTurn},
+		{"WakeSurvivesLaterWait", f.testWakeSurvivesLaterWait},
+		{"ClaimOnlyAfterWake", f.testClaimOnlyAfterWake},
 		{"UnclaimedReservationLapses", f.testUnclaimedReservationLapses},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
 		{"Fairness", f.testFairness},

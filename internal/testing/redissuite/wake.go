@@ -1,0 +1,193 @@
+package redissuite
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/redisstore"
+	"github.com/lockkit/lock/internal/testing/redistest"
+)
+
+// testWakeSurvivesLaterWait: a release wakes a caller of a process and
+// reserves the lock for the process's subscription; another caller of
+// the process that begins to wait after the wake, before the woken
+// caller's next attempt, leaves the reservation to that attempt, which
+// takes the lock at once, and gets in line behind those already in it.
+// (A wait begun then used to count as the woken caller coming back: it
+// got in at the front, and the woken caller's acquisition sent SET NX,
+// which its own process's reservation refused, so the lock stood idle
+// until the reservation lapsed.)
+func (f Factory) testWakeSurvivesLaterWait(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("wake:"))
+	s := f.Server(t, srv, redisstore.WithPrefix("wake:"))     // the process of the callers
+	other := f.Server(t, srv, redisstore.WithPrefix("wake:")) // another process
+	// The reservation lapses only when the test ends: an acquisition
+	// that does not claim it is refused however loaded the machine.
+	redisstore.SetReservationTTL(f.Engine(holder), time.Minute)
+	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(s Store) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.WaitRelease(ctx, "r") }()
+		return done
+	}
+
+	// Both callers try and are refused, as the lockers do before they
+	// wait. The first waits; so do a caller of another process and a
+	// third caller of the first's process, which keeps the process's
+	// subscription (whose id the reservation names) however long the
+	// steps below take: alone, it lingers only briefly.
+	if err := s.Acquire(ctx, "r", "c1", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("Acquire(r, c1) while held = %v; want ErrNotAcquired", err)
+	}
+	first := wait(s)
+	waitersInLine(t, srv, "wake:{r}", 1)
+	otherDone := wait(other)
+	waitersInLine(t, srv, "wake:{r}", 2)
+	otherID, err := srv.Do("LINDEX", "wake:{r}"+redisstore.WaitersSuffix, "1").ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keeper := wait(s)
+	waitersInLine(t, srv, "wake:{r}", 3)
+	if err := s.Acquire(ctx, "r", "c2", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("Acquire(r, c2) while held = %v; want ErrNotAcquired", err)
+	}
+	if err := holder.Release(ctx, "r", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the first caller's WaitRelease = %v; want nil", err)
+	}
+
+	// The second caller waits before the woken one tries again: once it
+	// is in line on the server (the release took the first caller's
+	// entry), its wait has begun.
+	second := wait(s)
+	waitersInLine(t, srv, "wake:{r}", 3)
+	if err := s.Acquire(ctx, "r", "c1", time.Minute); err != nil {
+		got, _ := srv.Do("GET", "wake:{r}").ToString()
+		t.Fatalf("the woken caller's Acquire(r, c1), after another caller of its process began to wait = %v (the lock holds %q); want nil: the lock was reserved for its process", err, got)
+	}
+
+	// The second caller was not the woken caller coming back: it got in
+	// line behind the other process's waiter.
+	if head, err := srv.Do("LINDEX", "wake:{r}"+redisstore.WaitersSuffix, "0").ToString(); err != nil {
+		t.Fatal(err)
+	} else if head != otherID {
+		t.Fatalf("the head of the line after a caller began to wait after a wake of its process is %q; want the other process's %q, which waited longer", head, otherID)
+	}
+
+	// Then everyone takes their turn: the other process, then the two
+	// callers of the first (in either order: a waiter that looks at the
+	// lock again joins its process's line anew).
+	if err := s.Release(ctx, "r", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-otherDone; err != nil {
+		t.Fatalf("the other process's WaitRelease = %v; want nil", err)
+	}
+	if err := other.Acquire(ctx, "r", "o", time.Minute); err != nil {
+		t.Fatalf("the other process's Acquire(r, o) after its wake = %v; want nil", err)
+	}
+	if err := other.Release(ctx, "r", "o"); err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{"x", "y"} {
+		select {
+		case err = <-keeper:
+			keeper = nil
+		case err = <-second:
+			second = nil
+		case <-ctx.Done():
+			t.Fatal("nobody woken by the release")
+		}
+		if err != nil {
+			t.Fatalf("WaitRelease = %v; want nil", err)
+		}
+		if err := s.Acquire(ctx, "r", token, time.Minute); err != nil {
+			t.Fatalf("Acquire(r, %s) after its wake = %v; want nil", token, err)
+		}
+		if err := s.Release(ctx, "r", token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noSubscriptionsLeft(t, srv, "wake:{r}")
+}
+
+// testClaimOnlyAfterWake: an acquisition sends the claim script (which
+// costs the server more than SET NX) only for a lock whose release woke
+// a caller of its process, until the process tries to claim it; a fresh
+// name, and a lock the process waits for with no wake, get SET NX. The
+// server's command counts tell them apart: a claim refused runs a GET,
+// one that takes the lock a GET and a SET; SET NX runs a SET alone.
+func (f Factory) testClaimOnlyAfterWake(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("claim:"))
+	s := f.Server(t, srv, redisstore.WithPrefix("claim:"))
+	redisstore.SetReservationTTL(f.Engine(holder), time.Minute)
+	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	sent := func(what string, acquire func() error, want error, sets, gets int64) {
+		t.Helper()
+		set0, get0 := commandCalls(t, srv, "set"), commandCalls(t, srv, "get")
+		if err := acquire(); !errors.Is(err, want) {
+			t.Fatalf("%s = %v; want %v", what, err, want)
+		}
+		if s, g := commandCalls(t, srv, "set")-set0, commandCalls(t, srv, "get")-get0; s != sets || g != gets {
+			t.Fatalf("%s ran %d SETs and %d GETs on the server; want %d and %d", what, s, g, sets, gets)
+		}
+	}
+	acquire := func(resource, token string) func() error {
+		return func() error { return s.Acquire(ctx, resource, token, time.Minute) }
+	}
+	sent("Acquire(fresh, s) of a name nobody waits for", acquire("fresh", "s"), nil, 1, 0)
+	waiting := make(chan error, 1)
+	go func() { waiting <- s.WaitRelease(ctx, "r") }()
+	waitersInLine(t, srv, "claim:{r}", 1)
+	sent("Acquire(r, s) by the process waiting for r, before any wake", acquire("r", "s"), lock.ErrNotAcquired, 1, 0)
+	sent("Acquire(fresh2, s) while the process waits for r", acquire("fresh2", "s"), nil, 1, 0)
+	if err := holder.Release(ctx, "r", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; err != nil {
+		t.Fatalf("WaitRelease(r) = %v; want nil", err)
+	}
+	sent("Acquire(fresh3, s) after a wake for r", acquire("fresh3", "s"), nil, 1, 0)
+	sent("the woken process's Acquire(r, s)", acquire("r", "s"), nil, 1, 1)
+	if err := s.Release(ctx, "r", "s"); err != nil {
+		t.Fatal(err)
+	}
+	sent("Acquire(r, s2) after the claim", acquire("r", "s2"), nil, 1, 0)
+}
+
+// commandCalls returns how many times srv has run the command name
+// (lower case), scripts' calls included.
+func commandCalls(t *testing.T, srv *redistest.Server, name string) int64 {
+	t.Helper()
+	info, err := srv.Do("INFO", "commandstats").ToString()
+	if err != nil {
+		t.Fatalf("INFO commandstats = %v", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+name+":calls=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
+		if err != nil {
+			t.Fatalf("INFO commandstats: %q: %v", line, err)
+		}
+		return n
+	}
+	return 0
+}
