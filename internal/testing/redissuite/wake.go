@@ -126,8 +126,9 @@ func (f Factory) testWakeSurvivesLaterWait(t *testing.T) {
 // costs the server more than SET NX) only for a lock whose release woke
 // a caller of its process, until the process tries to claim it; a fresh
 // name, and a lock the process waits for with no wake, get SET NX. The
-// server's command counts tell them apart: a claim refused runs a GET,
-// one that takes the lock a GET and a SET; SET NX runs a SET alone.
+// server's command counts tell them apart: SET NX runs a SET (and, if
+// refused, a GET after it on a client that reads refusals so), a claim a
+// GET, and a SET if it takes the lock.
 func (f Factory) testClaimOnlyAfterWake(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 30*time.Second)
@@ -137,37 +138,41 @@ func (f Factory) testClaimOnlyAfterWake(t *testing.T) {
 	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	sent := func(what string, acquire func() error, want error, sets, gets int64) {
+	// sent checks that s.Acquire(resource) answers want (nil or
+	// ErrNotAcquired) and sends the claim script if claim, SET NX if not.
+	sent := func(what, resource string, want error, claim bool) {
 		t.Helper()
 		set0, get0 := commandCalls(t, srv, "set"), commandCalls(t, srv, "get")
-		if err := acquire(); !errors.Is(err, want) {
-			t.Fatalf("%s = %v; want %v", what, err, want)
+		if err := s.Acquire(ctx, resource, "s", time.Minute); !errors.Is(err, want) {
+			t.Fatalf("%s: Acquire(%s, s) = %v; want %v", what, resource, err, want)
 		}
-		if s, g := commandCalls(t, srv, "set")-set0, commandCalls(t, srv, "get")-get0; s != sets || g != gets {
-			t.Fatalf("%s ran %d SETs and %d GETs on the server; want %d and %d", what, s, g, sets, gets)
+		sets, gets := commandCalls(t, srv, "set")-set0, commandCalls(t, srv, "get")-get0
+		sentClaim := gets > 0 // taken: a claim's GET; SET NX runs none
+		if want != nil {
+			sentClaim = sets == 0 // refused: SET NX ran its SET; a claim runs none
+		}
+		if sentClaim != claim {
+			t.Fatalf("%s: Acquire(%s, s) ran %d SETs and %d GETs on the server: sent the claim script = %v; want %v", what, resource, sets, gets, sentClaim, claim)
 		}
 	}
-	acquire := func(resource, token string) func() error {
-		return func() error { return s.Acquire(ctx, resource, token, time.Minute) }
-	}
-	sent("Acquire(fresh, s) of a name nobody waits for", acquire("fresh", "s"), nil, 1, 0)
+	sent("a name nobody waits for", "fresh", nil, false)
 	waiting := make(chan error, 1)
 	go func() { waiting <- s.WaitRelease(ctx, "r") }()
 	waitersInLine(t, srv, "claim:{r}", 1)
-	sent("Acquire(r, s) by the process waiting for r, before any wake", acquire("r", "s"), lock.ErrNotAcquired, 1, 0)
-	sent("Acquire(fresh2, s) while the process waits for r", acquire("fresh2", "s"), nil, 1, 0)
+	sent("the process waits for r, no wake yet", "r", lock.ErrNotAcquired, false)
+	sent("another name, while the process waits for r", "fresh2", nil, false)
 	if err := holder.Release(ctx, "r", "h"); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-waiting; err != nil {
 		t.Fatalf("WaitRelease(r) = %v; want nil", err)
 	}
-	sent("Acquire(fresh3, s) after a wake for r", acquire("fresh3", "s"), nil, 1, 0)
-	sent("the woken process's Acquire(r, s)", acquire("r", "s"), nil, 1, 1)
+	sent("another name, after a wake for r", "fresh3", nil, false)
+	sent("the woken process, reserved for it", "r", nil, true)
 	if err := s.Release(ctx, "r", "s"); err != nil {
 		t.Fatal(err)
 	}
-	sent("Acquire(r, s2) after the claim", acquire("r", "s2"), nil, 1, 0)
+	sent("after the claim", "r", nil, false)
 }
 
 // commandCalls returns how many times srv has run the command name
