@@ -111,11 +111,13 @@
 // callers makes it: that one sends the claim script in place of SET NX
 // (see take). A caller of the process that begins to wait in between is
 // not taken for the woken one: it gets in line behind those already in
-// it, and leaves the reservation to that acquisition. The claim is sent
-// once per wake: a lock the process's callers do not wait for, or wait
-// for with no wake since its last acquisition, is taken with SET NX, so
-// only contended locks cost the script. A lock waiter also looks again
-// now and then (firstRelook).
+// it, and leaves the reservation to that acquisition. A wake that finds
+// no caller of the process waiting is handed on to the next in line, but
+// an acquisition of the process that comes before the hand-on claims it
+// all the same. The claim is sent once per wake: a lock the process's
+// callers do not wait for, or wait for with no wake since its last
+// acquisition, is taken with SET NX, so only contended locks cost the
+// script. A lock waiter also looks again now and then (firstRelook).
 //
 // # Permits
 //

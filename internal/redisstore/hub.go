@@ -133,7 +133,8 @@ type topic struct {
 	// that no acquisition of the process has tried to claim: the next
 	// acquisition claims one (see take), whichever caller makes it. A
 	// wait does not count one off: a caller that begins to wait after a
-	// wake is not necessarily the woken one (see takeWoken).
+	// wake is not necessarily the woken one (see takeWoken); nor does a
+	// hand-on (see handOn).
 	reserved atomic.Int32
 	// reserving is whether this subscription's wakes carry a reservation:
 	// it waits for a lock, and its store reserves.
@@ -229,7 +230,7 @@ func (h *subscriptions) receive(ctx context.Context, t *topic) {
 	err := t.store.client.Subscribe(ctx, t.channel, t.confirmed, func() {
 		// Counted before the wake: the woken caller's acquisition claims
 		// the lock the release reserved for this subscription (see take).
-		// A wake no caller takes is handed on, and uncounted, by handOn.
+		// A wake no caller takes is handed on by handOn.
 		if t.reserving {
 			t.reserved.Add(1)
 		}
@@ -281,17 +282,43 @@ func (t *topic) drop() {
 // handOn passes a wake this subscription cannot use (no caller waits, or
 // the woken one left without using it) to the next subscription in line,
 // if the lock is still free or reserved for this one (see
-// ReservationPrefix), and so no longer counts the wake or its
-// reservation. The script runs in a goroutine of its own: wakes arrive on
-// the client's reader, which must not wait for a command.
+// ReservationPrefix), and so no longer counts the wake. It still counts
+// the reservation: an acquisition of the process that comes before the
+// script claims it (the script then finds the lock taken and wakes
+// nobody), where SET NX would be refused by the process's own
+// reservation; one that comes after sends the claim, which then acts as
+// SET NX. The script runs in a goroutine of its own: wakes arrive on the
+// client's reader, which must not wait for a command.
 func (t *topic) handOn() {
 	takeOne(&t.woken)
-	takeOne(&t.reserved)
 	go func() {
+		if gate := handOnGate.Load(); gate != nil {
+			<-*gate
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 		defer cancel()
 		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock)}, ReservationPrefix+t.id, ReservationPrefix, t.store.reservationArg)
 	}()
+}
+
+// handOnGate, if set, is a channel every hand-on waits to be closed
+// before it runs its script: see HoldHandOns.
+var handOnGate atomic.Pointer[chan struct{}]
+
+// HoldHandOns makes the process's subscriptions hold the wakes they hand
+// on (see handOn) until the returned function is called, for tests that
+// act before a wake is handed on. The test must not run in parallel with
+// others that wait.
+func HoldHandOns() (resume func()) {
+	gate := make(chan struct{})
+	handOnGate.Store(&gate)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			handOnGate.Store(nil)
+			close(gate)
+		})
+	}
 }
 
 // subscriptionID returns a name for a subscription, unique across

@@ -11,7 +11,8 @@ import "time"
 // with the claim script, which accepts its own reservation as free, sent
 // by its first acquisition of the lock after the wake (see take). A
 // wake the subscription cannot use (no caller waits any more) hands the
-// reservation on to the next in line (pass.lua); one nobody claims (the
+// reservation on to the next in line (pass.lua), unless an acquisition of
+// the process claims it first; one nobody claims (the
 // woken process died, or its caller gave up after the wake) lapses after
 // ReservationTTL, and the lock is free again.
 //

@@ -136,6 +136,7 @@ func Run(t *testing.T, f Factory) {
 		{"WokenWaiterKeepsItsTurn", f.testWokenWaiterKeepsItsTurn},
 		{"WakeSurvivesLaterWait", f.testWakeSurvivesLaterWait},
 		{"ClaimOnlyAfterWake", f.testClaimOnlyAfterWake},
+		{"OwnReservationBeforeHandOn", f.testOwnReservationBeforeHandOn},
 		{"UnclaimedReservationLapses", f.testUnclaimedReservationLapses},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
 		{"Fairness", f.testFairness},

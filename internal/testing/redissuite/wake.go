@@ -1,7 +1,9 @@
 package redissuite
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,4 +208,74 @@ func commandCalls(t *testing.T, srv *redistest.Server, name string) int64 {
 		return n
 	}
 	return 0
+}
+
+// testOwnReservationBeforeHandOn: a release reserves the lock for a
+// process's subscription when none of its callers waits any more (a
+// caller left the line after its process had got in line twice): the
+// subscription hands the wake on, but an acquisition of the process that
+// comes first takes the lock, reserved for its process, instead of being
+// refused by it until the hand-on has run. The hand-on is held until the
+// acquisition has answered.
+func (f Factory) testOwnReservationBeforeHandOn(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("own:"))
+	s := f.Server(t, srv, redisstore.WithPrefix("own:"))
+	redisstore.SetReservationTTL(f.Engine(holder), time.Minute)
+	redisstore.SetReservationTTL(f.Engine(s), time.Minute)
+	// The subscription lingers only briefly after its last caller: the
+	// steps from the first caller's wake to the release must take less.
+	// Under a load that makes them take longer, try again.
+	for try := range 5 {
+		resource := fmt.Sprintf("r%d", try)
+		key := "own:{" + resource + "}"
+		if err := holder.Acquire(ctx, resource, "h", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan error, 1)
+		go func() { first <- s.WaitRelease(ctx, resource) }()
+		waitersInLine(t, srv, key, 1)
+		leftCtx, leave := context.WithCancel(ctx)
+		left := make(chan error, 1)
+		go func() { left <- s.WaitRelease(leftCtx, resource) }()
+		waitersInLine(t, srv, key, 2)
+		leave()
+		if err := <-left; !errors.Is(err, context.Canceled) {
+			t.Fatalf("a canceled WaitRelease(%s) = %v; want context.Canceled", resource, err)
+		}
+		resume := redisstore.HoldHandOns()
+		if err := holder.Release(ctx, resource, "h"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-first; err != nil {
+			t.Fatalf("WaitRelease(%s) = %v; want nil", resource, err)
+		}
+		if err := s.Acquire(ctx, resource, "a", time.Minute); err != nil {
+			t.Fatalf("the woken caller's Acquire(%s, a) = %v; want nil", resource, err)
+		}
+		if err := s.Release(ctx, resource, "a"); err != nil {
+			t.Fatal(err)
+		}
+		// The release popped the process's second entry, left by the
+		// caller that went: the lock is reserved for the process, whose
+		// subscription has no caller to wake (unless it was dropped).
+		if v, err := srv.Do("GET", key).ToString(); err != nil || !strings.HasPrefix(v, redisstore.ReservationPrefix) {
+			resume()
+			t.Logf("try %d: the lock after the release holds %q, %v: the subscription was dropped first", try, v, err)
+			continue
+		}
+		err := s.Acquire(ctx, resource, "b", time.Minute)
+		resume()
+		if err != nil {
+			got, _ := srv.Do("GET", key).ToString()
+			t.Fatalf("Acquire(%s, b) by the process the lock is reserved for, before its subscription hands the wake on = %v (the lock holds %q); want nil", resource, err, got)
+		}
+		if err := s.Release(ctx, resource, "b"); err != nil {
+			t.Fatal(err)
+		}
+		noSubscriptionsLeft(t, srv, key)
+		return
+	}
+	t.Fatal("the subscription was dropped before the release in every try")
 }
