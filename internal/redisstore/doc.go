@@ -110,8 +110,18 @@
 // See Store.WaitRelease: a caller subscribes to a shard channel of its
 // own, gets in line in the lock's waiters' queue, and a release pops the
 // first in line, reserves the lock for it (see ReservationPrefix) and
-// publishes on that one channel. A lock waiter also
-// looks again now and then (firstRelook).
+// publishes on that one channel. The woken process claims the
+// reservation with its next acquisition of the lock, whichever of its
+// callers makes it: that one sends the claim script in place of SET NX
+// (see take). A caller of the process that begins to wait in between is
+// not taken for the woken one: it gets in line behind those already in
+// it, and leaves the reservation to that acquisition. A wake that finds
+// no caller of the process waiting is handed on to the next in line, but
+// an acquisition of the process that comes before the hand-on claims it
+// all the same. The claim is sent once per wake: a lock the process's
+// callers do not wait for, or wait for with no wake since its last
+// acquisition, is taken with SET NX, so only contended locks cost the
+// script. A lock waiter also looks again now and then (firstRelook).
 //
 // # Permits
 //

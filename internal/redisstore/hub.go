@@ -18,15 +18,32 @@ import (
 // one channel on one connection would end each other).
 var hub = subscriptions{topics: make(map[topicKey]*topic)}
 
-// takeWoken reports whether a caller woken by a release comes back
-// without having acquired the lock, and counts it as back.
+// takeWoken reports whether a caller beginning to wait is one that a
+// release woke and that comes back without having acquired the lock, and
+// counts it as back. Where wakes carry a reservation, that is known only
+// once the process has tried to claim it (see takeReserved): a caller
+// that begins to wait before then is another caller of the process, and
+// the woken one's coming acquisition claims the reservation.
 func (t *topic) takeWoken() bool {
+	if t.reserved.Load() > 0 {
+		return false
+	}
+	return takeOne(&t.woken)
+}
+
+// takeReserved reports whether a release reserved the lock for this
+// subscription, and the process has not tried to claim the reservation
+// since, and counts it as tried.
+func (t *topic) takeReserved() bool { return takeOne(&t.reserved) }
+
+// takeOne decrements n if it is positive, and reports whether it did.
+func takeOne(n *atomic.Int32) bool {
 	for {
-		n := t.woken.Load()
-		if n <= 0 {
+		v := n.Load()
+		if v <= 0 {
 			return false
 		}
-		if t.woken.CompareAndSwap(n, n-1) {
+		if n.CompareAndSwap(v, v-1) {
 			return true
 		}
 	}
@@ -34,33 +51,35 @@ func (t *topic) takeWoken() bool {
 
 // acquired tells the subscription to releases of the lock at key through
 // s, if there is one, that s acquired the lock: a caller it woke has used
-// its turn.
+// its turn, and no reservation is left to claim.
 func (h *subscriptions) acquired(s *Store, key string) {
-	if h.n.Load() == 0 {
-		return
-	}
-	h.mu.Lock()
-	t := h.topics[topicKey{s.subOwner, key}]
-	h.mu.Unlock()
-	if t != nil {
-		t.takeWoken()
+	if t := h.lookup(s, key); t != nil {
+		takeOne(&t.woken)
+		takeOne(&t.reserved)
 	}
 }
 
-// woken returns the id of the subscription to releases of the lock at
-// key through s if a release woke one of its callers that has not
-// acquired the lock since, and "" otherwise.
-func (h *subscriptions) woken(s *Store, key string) string {
+// claim returns the id of the subscription to releases of the lock at
+// key through s if a release reserved the lock for it and no acquisition
+// of the process has tried to claim it since, counting this one as that
+// try; and "" otherwise (always, at the cost of one load, when the
+// process waits for no lock).
+func (h *subscriptions) claim(s *Store, key string) string {
+	if t := h.lookup(s, key); t != nil && t.takeReserved() {
+		return t.id
+	}
+	return ""
+}
+
+// lookup returns the subscription to releases of the lock at key through
+// s, or nil.
+func (h *subscriptions) lookup(s *Store, key string) *topic {
 	if h.n.Load() == 0 {
-		return ""
+		return nil
 	}
 	h.mu.Lock()
-	t := h.topics[topicKey{s.subOwner, key}]
-	h.mu.Unlock()
-	if t == nil || t.woken.Load() <= 0 {
-		return ""
-	}
-	return t.id
+	defer h.mu.Unlock()
+	return h.topics[topicKey{s.subOwner, key}]
 }
 
 // Subscriptions returns the number of subscriptions to releases the
@@ -109,6 +128,17 @@ type topic struct {
 	// lock since: one that comes back to wait lost its turn to a caller
 	// that did not wait in line, and gets back in at the front.
 	woken atomic.Int32
+	// reserved counts the reservations that releases made for this
+	// subscription with their wakes (if reserving: see ReservationPrefix)
+	// that no acquisition of the process has tried to claim: the next
+	// acquisition claims one (see take), whichever caller makes it. A
+	// wait does not count one off: a caller that begins to wait after a
+	// wake is not necessarily the woken one (see takeWoken); nor does a
+	// hand-on (see handOn).
+	reserved atomic.Int32
+	// reserving is whether this subscription's wakes carry a reservation:
+	// it waits for a lock, and its store reserves.
+	reserving bool
 }
 
 // scriptTimeout bounds the scripts a subscription runs on its own (out of
@@ -122,9 +152,9 @@ const linger = 100 * time.Millisecond
 
 // join returns the subscription to releases of lockKey (a lock's key or
 // a resource's permits key) through s's client, starting it if no caller
-// uses it yet, with pass to hand wakes on (see waitFor); its ready channel says
-// when the server has confirmed it. The caller must leave it.
-func (h *subscriptions) join(ctx context.Context, s *Store, lockKey string, pass *Script) (*topic, error) {
+// uses it yet, for what (whose pass script hands wakes on); its ready
+// channel says when the server has confirmed it. The caller must leave it.
+func (h *subscriptions) join(ctx context.Context, s *Store, lockKey string, what *waitFor) (*topic, error) {
 	k := topicKey{s.subOwner, lockKey}
 	for {
 		h.mu.Lock()
@@ -141,7 +171,7 @@ func (h *subscriptions) join(ctx context.Context, s *Store, lockKey string, pass
 			}
 		}
 		if t == nil {
-			t = h.subscribe(s, k, pass)
+			t = h.subscribe(s, k, what)
 			h.topics[k] = t
 			h.n.Store(int32(len(h.topics)))
 		}
@@ -176,7 +206,7 @@ func (h *subscriptions) leave(t *topic) {
 }
 
 // subscribe starts the subscription of a new topic. Called with mu held.
-func (h *subscriptions) subscribe(s *Store, k topicKey, pass *Script) *topic {
+func (h *subscriptions) subscribe(s *Store, k topicKey, what *waitFor) *topic {
 	ctx, cancel := context.WithCancel(context.Background())
 	id := subscriptionID()
 	t := &topic{
@@ -184,10 +214,12 @@ func (h *subscriptions) subscribe(s *Store, k topicKey, pass *Script) *topic {
 		key:     k,
 		id:      id,
 		channel: ChannelOf(k.lock, id),
-		pass:    pass,
+		pass:    what.pass,
 		cancel:  cancel,
 		ready:   make(chan struct{}),
 		done:    make(chan struct{}),
+
+		reserving: what.reserved && s.reserves(),
 	}
 	go h.receive(ctx, t)
 	return t
@@ -198,10 +230,12 @@ func (h *subscriptions) receive(ctx context.Context, t *topic) {
 	err := t.store.client.Subscribe(ctx, t.channel, t.confirmed, func() {
 		// Counted before the wake: the woken caller's acquisition claims
 		// the lock the release reserved for this subscription (see take).
-		t.woken.Add(1)
-		if !t.line.WakeOne(t.handOn) {
-			t.woken.Add(-1)
+		// A wake no caller takes is handed on by handOn.
+		if t.reserving {
+			t.reserved.Add(1)
 		}
+		t.woken.Add(1)
+		t.line.WakeOne(t.handOn)
 	})
 	if err != nil {
 		t.unsupported = strings.Contains(err.Error(), "ERR unknown command")
@@ -245,17 +279,46 @@ func (t *topic) drop() {
 	t.cancel()
 }
 
-// handOn passes a wake this subscription cannot use to the next
-// subscription in line, if the lock is still free or reserved for this
-// one (see ReservationPrefix). It runs in a goroutine
-// of its own: wakes arrive on the client's reader, which must not wait
-// for a command.
+// handOn passes a wake this subscription cannot use (no caller waits, or
+// the woken one left without using it) to the next subscription in line,
+// if the lock is still free or reserved for this one (see
+// ReservationPrefix), and so no longer counts the wake. It still counts
+// the reservation: an acquisition of the process that comes before the
+// script claims it (the script then finds the lock taken and wakes
+// nobody), where SET NX would be refused by the process's own
+// reservation; one that comes after sends the claim, which then acts as
+// SET NX. The script runs in a goroutine of its own: wakes arrive on the
+// client's reader, which must not wait for a command.
 func (t *topic) handOn() {
+	takeOne(&t.woken)
 	go func() {
+		if gate := handOnGate.Load(); gate != nil {
+			<-*gate
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 		defer cancel()
 		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock)}, ReservationPrefix+t.id, ReservationPrefix, t.store.reservationArg)
 	}()
+}
+
+// handOnGate, if set, is a channel every hand-on waits to be closed
+// before it runs its script: see HoldHandOns.
+var handOnGate atomic.Pointer[chan struct{}]
+
+// HoldHandOns makes the process's subscriptions hold the wakes they hand
+// on (see handOn) until the returned function is called, for tests that
+// act before a wake is handed on. The test must not run in parallel with
+// others that wait.
+func HoldHandOns() (resume func()) {
+	gate := make(chan struct{})
+	handOnGate.Store(&gate)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			handOnGate.Store(nil)
+			close(gate)
+		})
+	}
 }
 
 // subscriptionID returns a name for a subscription, unique across

@@ -8,9 +8,11 @@ import "time"
 // deleting it. A SET NX of any other caller then finds the lock taken and
 // gets in line behind the waiters, so the lock goes round in the order
 // the waiters got in line, across processes; the woken process takes it
-// with the claim script, which accepts its own reservation as free. A
+// with the claim script, which accepts its own reservation as free, sent
+// by its first acquisition of the lock after the wake (see take). A
 // wake the subscription cannot use (no caller waits any more) hands the
-// reservation on to the next in line (pass.lua); one nobody claims (the
+// reservation on to the next in line (pass.lua), unless an acquisition of
+// the process claims it first; one nobody claims (the
 // woken process died, or its caller gave up after the wake) lapses after
 // ReservationTTL, and the lock is free again.
 //
@@ -55,12 +57,17 @@ func (s *Store) releaseCmd(key, waiters, token string) Cmd {
 }
 
 // take returns the acquisition of the lock at key: SET NX PX GET (see
-// setNX), or, while a release has woken a caller of the process's
-// subscription to the lock and s reserves, the claim script, which also
-// takes the lock reserved for that subscription and answers alike.
+// setNX), or, if s reserves and a release has reserved the lock for the
+// process's subscription to it with a wake that no acquisition of the
+// process has tried to claim since (see subscriptions.claim), the claim
+// script, which also takes the lock reserved for that subscription and
+// otherwise answers as SET NX PX GET does. So the first acquisition of the
+// process after the wake claims it, whichever caller makes it, and the
+// claim is sent only for a lock this process waits for: an acquisition of
+// a lock nobody of the process waits for costs one atomic load more.
 func (s *Store) take(key, token string, ttl time.Duration) Cmd {
 	if s.reserves() {
-		if id := hub.woken(s, key); id != "" {
+		if id := hub.claim(s, key); id != "" {
 			return script(claimScript, []string{key}, token, s.ttlArg(ttl), ReservationPrefix+id)
 		}
 	}

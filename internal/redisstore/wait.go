@@ -58,12 +58,17 @@ type waitFor struct {
 	// pass hands a wake no caller used to the next in line, if key is
 	// free.
 	pass *Script
+	// reserved is whether a release that wakes a waiter reserves what it
+	// released for the waiter's subscription (if the store reserves: see
+	// ReservationPrefix), which the process's next acquisition claims.
+	reserved bool
 }
 
 var lockWait = &waitFor{
-	look: func(key string) Cmd { return cmd1("PTTL", key) },
-	wait: waitScript,
-	pass: passScript,
+	look:     func(key string) Cmd { return cmd1("PTTL", key) },
+	wait:     waitScript,
+	pass:     passScript,
+	reserved: true,
 }
 
 // wait blocks until what waits for at key is free, is released or
@@ -72,7 +77,7 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 	if s.noShardedPubSub.Load() {
 		return s.errNoShardedPubSub(nil)
 	}
-	t, err := hub.join(ctx, s, key, what.pass)
+	t, err := hub.join(ctx, s, key, what)
 	if err != nil {
 		return err
 	}
