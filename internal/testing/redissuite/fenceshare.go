@@ -3,8 +3,6 @@ package redissuite
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,27 +83,4 @@ func (f Factory) testFencesShared(t *testing.T) {
 	if n := commandCalls(t, srv, "incrby"); n == 0 {
 		t.Errorf("INCRBY ran 0 times for %d fences taken by %d goroutines at once; want fence increments shared", len(seen), workers)
 	}
-}
-
-// commandCalls returns how many times srv ran the command name, from
-// INFO commandstats.
-func commandCalls(t *testing.T, srv *redistest.Server, name string) int64 {
-	t.Helper()
-	info, err := srv.Do("INFO", "commandstats").ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		stats, ok := strings.CutPrefix(line, "cmdstat_"+name+":calls=")
-		if !ok {
-			continue
-		}
-		calls, _, _ := strings.Cut(stats, ",")
-		n, err := strconv.ParseInt(calls, 10, 64)
-		if err != nil {
-			t.Fatalf("INFO commandstats: %q", line)
-		}
-		return n
-	}
-	return 0
 }
