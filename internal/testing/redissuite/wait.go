@@ -348,10 +348,8 @@ func (f Factory) testWaitStoresShareClient(t *testing.T) {
 	go func() { doneA <- a.WaitRelease(wctx, "r") }()
 	eventually(t, "subscribed", func() bool { return shardSubscribers(t, srv, "share:{r}") == 1 })
 	go func() { doneB <- b.WaitRelease(wctx, "r") }()
-	// Both in line before the first release: a wait that began after
-	// the release's wake would count as the woken caller coming back
-	// (the lockers wait only after an attempt the reservation refused)
-	// and take the wake that a's acquisition below claims with.
+	// Both in line before the first release, so that both waits are
+	// under way when the test counts the subscriptions.
 	waitersInLine(t, srv, "share:{r}", 2)
 	if n := shardSubscribers(t, srv, "share:{r}"); n != 1 {
 		t.Fatalf("%d subscriptions for two stores sharing a client; want 1", n)
