@@ -292,8 +292,9 @@ func (t *topic) drop() {
 func (t *topic) handOn() {
 	takeOne(&t.woken)
 	go func() {
-		if gate := handOnGate.Load(); gate != nil {
-			<-*gate
+		if h := handOnGate.Load(); h != nil {
+			h.once.Do(func() { close(h.reached) })
+			<-h.gate
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 		defer cancel()
@@ -301,22 +302,30 @@ func (t *topic) handOn() {
 	}()
 }
 
-// handOnGate, if set, is a channel every hand-on waits to be closed
-// before it runs its script: see HoldHandOns.
-var handOnGate atomic.Pointer[chan struct{}]
+// handOnGate, if set, holds every hand-on before it runs its script:
+// see HoldHandOns.
+var handOnGate atomic.Pointer[handOnHold]
+
+// handOnHold is what HoldHandOns sets: gate is closed to let hand-ons
+// go on; reached is closed when the first reaches it.
+type handOnHold struct {
+	gate, reached chan struct{}
+	once          sync.Once
+}
 
 // HoldHandOns makes the process's subscriptions hold the wakes they hand
-// on (see handOn) until the returned function is called, for tests that
-// act before a wake is handed on. The test must not run in parallel with
-// others that wait.
-func HoldHandOns() (resume func()) {
-	gate := make(chan struct{})
-	handOnGate.Store(&gate)
+// on (see handOn) until resume is called, for tests that act before a
+// wake is handed on; reached is closed once a subscription holds one (it
+// has counted the reservation the wake carries). The test must not run
+// in parallel with others that wait.
+func HoldHandOns() (reached <-chan struct{}, resume func()) {
+	h := &handOnHold{gate: make(chan struct{}), reached: make(chan struct{})}
+	handOnGate.Store(h)
 	var once sync.Once
-	return func() {
+	return h.reached, func() {
 		once.Do(func() {
 			handOnGate.Store(nil)
-			close(gate)
+			close(h.gate)
 		})
 	}
 }

@@ -244,7 +244,7 @@ func (f Factory) testOwnReservationBeforeHandOn(t *testing.T) {
 		if err := <-left; !errors.Is(err, context.Canceled) {
 			t.Fatalf("a canceled WaitRelease(%s) = %v; want context.Canceled", resource, err)
 		}
-		resume := redisstore.HoldHandOns()
+		handedOn, resume := redisstore.HoldHandOns()
 		if err := holder.Release(ctx, resource, "h"); err != nil {
 			t.Fatal(err)
 		}
@@ -264,6 +264,14 @@ func (f Factory) testOwnReservationBeforeHandOn(t *testing.T) {
 			resume()
 			t.Logf("try %d: the lock after the release holds %q, %v: the subscription was dropped first", try, v, err)
 			continue
+		}
+		// The wake reaches the subscription after the release has
+		// answered: wait until it has (and holds its hand-on).
+		select {
+		case <-handedOn:
+		case <-ctx.Done():
+			resume()
+			t.Fatalf("the subscription did not get the wake of the reservation for its process")
 		}
 		err := s.Acquire(ctx, resource, "b", time.Minute)
 		resume()
