@@ -42,7 +42,7 @@
 // runs commands in order. So B's INCR ran after A's: fence(B) > fence(A).
 // A refused SET also runs its INCR, which only skips a value. Under load,
 // acquisitions sent together share one INCRBY sent after all of their
-// SETs, each taking one of the values it counted up (see soloFenced):
+// SETs, each taking one of the values it counted up (see soloAcquisitions):
 // each value still comes from an increment that ran after its SET and
 // before its holder had its answer, which is all the argument uses. A lock that
 // A's release reserved for a woken waiter B (see ReservationPrefix) is

@@ -15,7 +15,7 @@ import (
 // counter (and, on a cluster, PEXPIRETIME) in one round trip on one
 // connection; a second round trip lifts the counter to the server's clock
 // when it is behind it (after a restart or a failover). Under load, on
-// one server, acquisitions share an INCRBY (see soloFenced). See the
+// one server, acquisitions share an INCRBY (see soloAcquisitions). See the
 // package documentation on fencing for why fences increase.
 func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 	if err := s.check(ctx, resource, token, ttl); err != nil {
@@ -36,9 +36,9 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 			}
 		}
 	}
-	defer s.fencing.Add(-1)
-	if s.shares(s.fencing.Add(1)) {
-		return s.acquireFencedShared(ctx, resource, key, token, ttl)
+	defer s.acquiring.Add(-1)
+	if s.shares(s.acquiring.Add(1)) {
+		return s.acquireShared(ctx, lock.CallAcquireFenced, resource, key, token, ttl)
 	}
 	b := batches.Get().(*batch)
 	defer batches.Put(b)

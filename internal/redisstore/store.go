@@ -32,8 +32,8 @@ type Store struct {
 	pipe            pipeline                    // calls started with Start
 	maxSenders      int                         // batches of started calls in flight at once: see Batcher
 	handoffs        handoffs                    // resources this store just released to a waiter
-	fencing         atomic.Int32                // AcquireFenced calls under way: see soloFenced
-	shareAll        atomic.Bool                 // every AcquireFenced shares: see ShareFences
+	acquiring       atomic.Int32                // Acquire and AcquireFenced calls under way: see soloAcquisitions
+	shareAll        atomic.Bool                 // every acquisition shares: see ShareBatches
 	reservationArg  string                      // how long a release reserves a lock for the woken waiter, in ms
 }
 
@@ -80,7 +80,9 @@ func (s *Store) String() string { return s.name }
 // Acquire implements [lock.Store] with SET NX PX GET: one round trip,
 // whose answer also tells a lock held by another (its token) from a key
 // of another type (a WRONGTYPE error). Without GET (Redis before 7.0, or
-// a NilAverse client), a refusal is read with a GET afterwards.
+// a NilAverse client), a refusal is read with a GET afterwards. Under
+// load, on one server, acquisitions go out in shared batches (see
+// soloAcquisitions).
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return err
@@ -92,6 +94,13 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	if s.guard > 0 {
 		_, err := s.acquireGuarded(ctx, false, key, token, ttl)
 		return err
+	}
+	if s.replicas == 0 {
+		defer s.acquiring.Add(-1)
+		if s.shares(s.acquiring.Add(1)) {
+			_, err := s.acquireShared(ctx, lock.CallAcquire, resource, key, token, ttl)
+			return err
+		}
 	}
 	for {
 		var err error

@@ -13,14 +13,13 @@ import (
 	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
-// testConformanceSharedFences runs the kit on stores that send every
-// fenced acquisition in a shared batch (ShareFences), as they do under
-// load.
-func (f Factory) testConformanceSharedFences(t *testing.T) {
+// testConformanceSharedBatches runs the kit on stores that send every
+// acquisition in a shared batch (ShareBatches), as they do under load.
+func (f Factory) testConformanceSharedBatches(t *testing.T) {
 	client := f.Client(t, redistest.Start(t))
 	conformance.TestStore(t, func(t *testing.T) lock.Store {
 		s := f.On(t, client)
-		redisstore.ShareFences(f.Engine(s))
+		redisstore.ShareBatches(f.Engine(s))
 		return s
 	}, nil)
 }

@@ -92,7 +92,7 @@ func Run(t *testing.T, f Factory) {
 		{"ConformanceSentinelWaitReplicas", f.testConformanceSentinel},
 		{"ConformanceRestartGuard", f.testConformanceRestartGuard},
 		{"ConformanceBeforeRedis7", f.testConformanceBeforeRedis7},
-		{"ConformanceSharedFences", f.testConformanceSharedFences},
+		{"ConformanceSharedBatches", f.testConformanceSharedBatches},
 		{"Validation", f.testValidation},
 		{"KeysOnCluster", f.testKeysOnCluster},
 		{"AmbiguousOutcomes", f.testAmbiguousOutcomes},
