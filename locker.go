@@ -104,9 +104,11 @@ type Options struct {
 	// when every store can raise fences ([FenceRaiser]), makes plain
 	// acquisitions and no raises. Mutual exclusion does not depend on
 	// fences; they let a protected resource refuse a holder whose lock
-	// expired. Fencing costs nothing on the memory store; on Redis it turns
-	// SET NX PX into a script (see docs/performance.md). Default: fence
-	// whenever the stores can.
+	// expired. Fencing costs nothing on the memory store; on Redis it adds
+	// an INCR of the server's fence counter to the acquisition's round
+	// trip, and on memcached one more request, each shared by the
+	// acquisitions of a batch under load (see docs/fencing.md and
+	// docs/performance.md). Default: fence whenever the stores can.
 	NoFence bool
 
 	// LockDelay keeps a lock whose holder vanished — it stopped extending
