@@ -49,16 +49,20 @@ func (s *Store) shares(n int32) bool {
 var errFenceBeforeLock = errors.New("the acquisition was sent again after its fence was counted")
 
 // fenceShares is where a batch's shared INCRBY is, and which commands
-// are the acquisitions that share it.
+// are fenced acquisitions whose fence the batch counts.
 type fenceShares struct {
-	at      int    // the INCRBY's index in the batch's commands; -1 if none
-	n       int    // acquisitions sharing it
-	sharing []bool // by command index: an acquisition sharing it
+	at     int    // the INCRBY's index in the batch's commands; -1 if none
+	n      int    // acquisitions sharing it
+	fenced []bool // by command index: a fenced acquisition whose fence the batch counts; nil if none
 }
 
-// has reports whether command i of the batch is an acquisition sharing
-// the batch's fence increment.
-func (f fenceShares) has(i int) bool { return f.sharing != nil && f.sharing[i] }
+// fenceFollows reports whether command i of the batch is a fenced
+// acquisition whose fence the batch counts after it (in its own INCR or
+// the shared INCRBY): one the server answers NOSCRIPT (a claim) is not
+// sent again, as the fence counted would be older than the lock; its
+// outcome claims in full and takes a fence of its own (see
+// Store.fenced).
+func (f fenceShares) fenceFollows(i int) bool { return f.fenced != nil && f.fenced[i] }
 
 // shareable reports whether the fence of sc, a started call, can come
 // from its batch's shared increment: a fenced acquisition on one server
@@ -87,17 +91,19 @@ func (s *Store) batchCmds(live []*startedCall) ([]Cmd, fenceShares) {
 		f.n = 0
 	}
 	cmds := make([]Cmd, 0, size-f.n+1)
-	if f.n > 0 {
-		f.sharing = make([]bool, cap(cmds))
-	}
 	var counter string
 	for _, sc := range live {
+		if sc.call.Op == lock.CallAcquireFenced && sc.n > 1 && sc.cmds[0].Script != nil {
+			if f.fenced == nil {
+				f.fenced = make([]bool, cap(cmds))
+			}
+			f.fenced[len(cmds)] = true
+		}
 		if !sc.shared {
 			cmds = append(cmds, sc.cmds[:sc.n]...)
 			continue
 		}
 		counter = sc.cmds[1].Keys[0] // one per server: FenceKey
-		f.sharing[len(cmds)] = true
 		cmds = append(cmds, sc.cmds[0])
 	}
 	if f.n > 0 {

@@ -118,7 +118,7 @@ type startedCall struct {
 	cmds     [3]Cmd
 	n        int // commands in cmds
 	replies  [3]Reply
-	shared   bool // its INCR goes out as a share of its batch's INCRBY: see shareFences
+	shared   bool // its INCR goes out as a share of its batch's INCRBY: see batchCmds
 	done     func(uint64, error)
 	stop     func() bool // stops the context's watch
 	answered atomic.Bool
@@ -241,16 +241,15 @@ func (s *Store) send(batch []*startedCall) {
 // resend sends again the commands of a batch that the server answered
 // NOSCRIPT (in full) or that never left (see Client.NotSent), up to
 // maxResends times, and returns in which round each command was last
-// sent (nil if none was sent again). A shared fence's acquisition is not
-// sent again for NOSCRIPT: its outcome claims in full and lifts a fence
-// of its own (see Store.fenced).
+// sent (nil if none was sent again). A fenced acquisition is not sent
+// again for NOSCRIPT: see fenceShares.fenceFollows.
 func (s *Store) resend(ctx context.Context, cmds []Cmd, replies []Reply, shares fenceShares) []uint8 {
 	var round []uint8
 	for n := range maxResends {
 		var again []int
 		for i := range replies {
 			r := &replies[i]
-			if (r.noScript() && !shares.has(i)) || (r.Err != nil && s.client.NotSent(ctx, r.Err)) {
+			if (r.noScript() && !shares.fenceFollows(i)) || (r.Err != nil && s.client.NotSent(ctx, r.Err)) {
 				cmds[i].Full = cmds[i].Full || r.noScript()
 				again = append(again, i)
 			}

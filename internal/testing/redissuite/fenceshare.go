@@ -83,3 +83,48 @@ func (f Factory) testFencesShared(t *testing.T) {
 		t.Errorf("INCRBY ran 0 times for %d fences taken by %d goroutines at once; want fence increments shared", len(seen), workers)
 	}
 }
+
+// testFencedClaimAfterScriptFlush: a fenced acquisition that claims a
+// lock reserved for its process (a woken waiter's), sent in a batch
+// after SCRIPT FLUSH, is answered NOSCRIPT; its fence is counted after
+// the claim has taken the lock, not taken from the increment sent with
+// the refused claim, which ran before the lock was held.
+func (f Factory) testFencedClaimAfterScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	s := f.Server(t, srv, redisstore.WithPrefix("fc:"))
+	holder := f.Server(t, srv, redisstore.WithPrefix("fc:"))
+	redisstore.ShareBatches(f.Engine(s))
+	redisstore.HoldLifts(f.Engine(s))
+	fencedCycle(t, ctx, s, "warm") // s reads the server's clock
+	// The counter far ahead of the clock: no lift changes its next value.
+	if err := s.RaiseFence(ctx, "r", 4e15); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- s.WaitRelease(ctx, "r") }()
+	waitersInLine(t, srv, "fc:{r}", 1)
+	if err := srv.Do("SCRIPT", "FLUSH").Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Release(ctx, "r", "h"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("WaitRelease(r) = %v; want nil", err)
+	}
+	last, _, err := s.LastFence(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence, err := s.AcquireFenced(ctx, "r", "s", time.Minute)
+	if err != nil {
+		t.Fatalf("the woken waiter's AcquireFenced(r) after SCRIPT FLUSH = %v; want a fence", err)
+	}
+	if fence <= last+1 {
+		t.Errorf("AcquireFenced(r) claiming after SCRIPT FLUSH = fence %d, the counter was %d; want a fence counted after the claim (> %d), not the increment sent with the refused claim", fence, last, last+1)
+	}
+}

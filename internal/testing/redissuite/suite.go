@@ -103,6 +103,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitReplicasCluster", f.testWaitReplicasCluster},
 		{"FencesIncrease", f.testFencesIncrease},
 		{"FencesShared", f.testFencesShared},
+		{"FencedClaimAfterScriptFlush", f.testFencedClaimAfterScriptFlush},
 		{"FencesBehindTheClock", f.testFencesBehindTheClock},
 		{"FencesAcrossRestart", f.testFencesAcrossRestart},
 		{"FencesAfterPromotionWithLostWrites", f.testFencesAfterPromotion},
