@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -144,34 +145,60 @@ func (f fenceShares) scatter(live []*startedCall, replies []Reply, round []uint8
 // The call is answered by its context as a blocking call is: if it ends
 // first, with an unknown outcome.
 func (s *Store) acquireShared(ctx context.Context, op lock.CallOp, resource, key, token string, ttl time.Duration) (uint64, error) {
-	type result struct {
-		fence uint64
-		err   error
-	}
-	answers := make(chan result, 1)
-	sc := &startedCall{
-		ctx:  ctx,
-		call: lock.Call{Op: op, Resource: resource, Token: token, TTL: ttl},
-		key:  key,
-		done: func(fence uint64, err error) { answers <- result{fence, err} },
-		stop: watchNothing,
-	}
+	c := sharedCalls.Get().(*sharedCall)
+	sc := &c.startedCall
+	sc.ctx = ctx
+	sc.call = lock.Call{Op: op, Resource: resource, Token: token, TTL: ttl}
+	sc.key = key
 	if op == lock.CallAcquireFenced {
 		sc.n = s.fencedCmds(&sc.cmds, true, key, token, ttl)
 	} else {
 		sc.cmds[0], sc.n = s.take(key, token, ttl), 1
 	}
 	s.enqueue(sc)
+	var a sharedAnswer
 	select {
-	case r := <-answers:
-		return r.fence, r.err
+	case a = <-c.answers:
 	case <-ctx.Done():
 		if sc.answered.CompareAndSwap(false, true) {
+			// Not answered: the batch may still hold sc, which is
+			// left to the garbage collector.
 			return 0, s.failed(ctx, ctx.Err())
 		}
-		r := <-answers
-		return r.fence, r.err
+		a = <-c.answers
 	}
+	c.reset()
+	sharedCalls.Put(c)
+	return a.fence, a.err
+}
+
+// sharedCall is a started call of acquireShared, reused: once its done
+// has been called, nothing of the batch touches it (see
+// startedCall.answer).
+type sharedCall struct {
+	startedCall
+	answers chan sharedAnswer
+}
+
+// sharedAnswer is the outcome of a sharedCall.
+type sharedAnswer struct {
+	fence uint64
+	err   error
+}
+
+var sharedCalls = sync.Pool{New: func() any {
+	c := &sharedCall{answers: make(chan sharedAnswer, 1)}
+	c.done = func(fence uint64, err error) { c.answers <- sharedAnswer{fence, err} }
+	c.stop = watchNothing
+	return c
+}}
+
+// reset readies an answered c for its next call.
+func (c *sharedCall) reset() {
+	c.ctx, c.call, c.key = nil, lock.Call{}, ""
+	c.cmds, c.replies = [3]Cmd{}, [3]Reply{}
+	c.n, c.shared = 0, false
+	c.answered.Store(false)
 }
 
 // watchNothing is the stop of a started call whose caller watches its

@@ -126,8 +126,9 @@ type startedCall struct {
 
 // answer calls done, if nobody has, and stops watching the context.
 func (sc *startedCall) answer(fence uint64, err error) {
+	stop := sc.stop // read first: once answered, sc may be reused (see sharedCall)
 	if sc.answerOnce(fence, err) {
-		sc.stop()
+		stop()
 	}
 }
 

@@ -1,6 +1,7 @@
 package redissuite
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -127,4 +128,53 @@ func (f Factory) testFencedClaimAfterScriptFlush(t *testing.T) {
 	if fence <= last+1 {
 		t.Errorf("AcquireFenced(r) claiming after SCRIPT FLUSH = fence %d, the counter was %d; want a fence counted after the claim (> %d), not the increment sent with the refused claim", fence, last, last+1)
 	}
+}
+
+// testSharedCallsAnswerTheirOwn: calls sent in shared batches, many of
+// them ended by their contexts while their batch is under way, each get
+// their own outcome: an acquisition reported taken holds the caller's
+// token on the server, and one reported refused or failed is not the
+// caller's (the store reuses the calls of its batches).
+func (f Factory) testSharedCallsAnswerTheirOwn(t *testing.T) {
+	srv := redistest.Start(t)
+	s := f.Server(t, srv, redisstore.WithPrefix("own:"))
+	redisstore.ShareBatches(f.Engine(s))
+	ctx := ctxFor(t, time.Minute)
+	const workers, rounds, resources = 16, 60, 4
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range rounds {
+				r := fmt.Sprint("r", (w+i)%resources)
+				token := fmt.Sprintf("w%d-%d", w, i)
+				// Every third call is canceled by another goroutine as it
+				// starts: at any point of the call, often while its batch
+				// is on the wire.
+				cctx, cancel := context.WithCancel(ctx)
+				if i%3 == 0 {
+					go cancel()
+				}
+				var err error
+				if i%2 == 0 {
+					_, err = s.AcquireFenced(cctx, r, token, time.Minute)
+				} else {
+					err = s.Acquire(cctx, r, token, time.Minute)
+				}
+				cancel()
+				got, gerr := srv.Do("GET", "own:{"+r+"}").ToString()
+				switch {
+				case err == nil && (gerr != nil || got != token):
+					t.Errorf("Acquire(%s, %s) = nil, but the lock holds %q (%v); want the caller's token", r, token, got, gerr)
+				case err != nil && gerr == nil && got == token && errors.Is(err, lock.ErrNotAcquired):
+					t.Errorf("Acquire(%s, %s) = %v, but the lock holds the caller's token", r, token, err)
+				}
+				// Release whatever this caller may hold (an unknown
+				// outcome may have taken the lock).
+				if rerr := s.Release(ctx, r, token); rerr != nil && !errors.Is(rerr, lock.ErrNotHeld) {
+					t.Errorf("Release(%s, %s) = %v", r, token, rerr)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -104,6 +104,7 @@ func Run(t *testing.T, f Factory) {
 		{"FencesIncrease", f.testFencesIncrease},
 		{"FencesShared", f.testFencesShared},
 		{"FencedClaimAfterScriptFlush", f.testFencedClaimAfterScriptFlush},
+		{"SharedCallsAnswerTheirOwn", f.testSharedCallsAnswerTheirOwn},
 		{"FencesBehindTheClock", f.testFencesBehindTheClock},
 		{"FencesAcrossRestart", f.testFencesAcrossRestart},
 		{"FencesAfterPromotionWithLostWrites", f.testFencesAfterPromotion},
