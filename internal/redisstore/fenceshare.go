@@ -26,8 +26,8 @@ import (
 // store at once, on one server; fewer each send their own round trip, as
 // a batch would only make them wait for one another. Besides the fence
 // increments, a batch saves the client a round trip's work per call (on
-// go-redis, a pipeline and its connection: ~1.3x the fenced pairs/s, and
-// ~1.25x the unfenced, at 64 goroutines in BenchmarkStore).
+// go-redis, a pipeline and its connection): docs/performance.md has the
+// measurements.
 
 // soloAcquisitions is how many Acquire and AcquireFenced calls at once
 // send their own commands before further ones queue to share a batch.

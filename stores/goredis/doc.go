@@ -35,7 +35,8 @@
 //   - A pipeline, and each command, holds a connection of the client's
 //     pool while it waits for its answer (go-redis does not multiplex
 //     callers on a connection), so size PoolSize for the callers in
-//     flight; calls started with Start share one pipeline per batch.
+//     flight; calls started with Start, and acquisitions under load (more
+//     than four under way in the store), share one pipeline per batch.
 //   - A waiting subscription holds a connection of its own: a process
 //     holds one connection per resource it is waiting for.
 //   - With a cluster client that reads from replicas (ReadOnly,

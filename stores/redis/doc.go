@@ -56,8 +56,12 @@
 // NOSCRIPT (after SCRIPT FLUSH, a restart or a failover), so NOSCRIPT
 // never reaches the caller. Exists is EXISTS, TTL is PTTL,
 // both sent to the master like the writes (never to a replica, which may
-// lag). No operation starts a goroutine or a timer except WaitRelease, and
-// Start while its queue is not empty.
+// lag). Under load — more than four acquisitions of the store under way
+// at once, on one server — further Acquire and AcquireFenced calls wait
+// for the store's batch on the wire and go out together in the next, as
+// calls started with Start do. No operation starts a goroutine or a timer
+// except WaitRelease, and Start and those batched acquisitions while the
+// store's queue is not empty.
 //
 // A lock key holding something other than a string (a value some other
 // program wrote under the lock's name) is reported as a WRONGTYPE error,
@@ -105,7 +109,9 @@
 // resource — nothing of a resource stays once its lock is released or
 // expires. Fences increase strictly per resource, across releases and
 // expiry, because one connection runs the commands in order and a holder
-// releases only once it has its fence.
+// releases only once it has its fence. The fenced acquisitions of one
+// batch (see Operations) share one INCRBY sent after all of their SETs,
+// each taking one of the values it counted, which keeps that argument.
 //
 // Fences are kept near the server's clock in microseconds: every 25ms a
 // store lifts the counter 25 to 50ms ahead of the clock with a script,
