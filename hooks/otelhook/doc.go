@@ -14,7 +14,8 @@
 //     took, by lock.op and lock.outcome (ok, contention, canceled,
 //     unavailable, invalid, error).
 //   - lock.contention (counter): acquisition attempts that found the
-//     resource held by another owner.
+//     resource held by another owner, each once, including one during
+//     which the caller's context ended (its call reports canceled).
 //   - lock.lost (counter): locks lost while Run held them.
 //   - lock.held (asynchronous up-down counter): locks held, as far as the
 //     hook can tell: acquired, and not yet released, lost or past their

@@ -74,12 +74,14 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) (*Hook, error) {
 func (h *Hook) Begin(ctx context.Context, op, resource string) context.Context {
 	ctx, _ = h.tracer.Start(ctx, "lock."+op, trace.WithAttributes(
 		attribute.String("lock.op", op), attribute.String("lock.resource", resource)))
-	return ctx
+	return withAttempts(ctx, op)
 }
 
 // Observe implements lock.Hook.
 func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 	span := trace.SpanFromContext(ctx)
+	call := attemptsOf(ctx)
+	call.observe(e)
 	switch e.Kind {
 	case lock.EventStoreCall:
 		h.storeCall(ctx, span, e)
@@ -87,7 +89,7 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 		span.AddEvent("quorum", trace.WithAttributes(
 			attribute.Int("lock.granted", e.Granted), attribute.Int("lock.refused", e.Refused), attribute.Int("lock.failed", e.Failed)))
 	case lock.EventRetry:
-		if errors.Is(e.Err, lock.ErrNotAcquired) {
+		if call.takeRefusal() || errors.Is(e.Err, lock.ErrNotAcquired) {
 			h.contention.Add(ctx, 1)
 		}
 		span.AddEvent("retry", trace.WithAttributes(
@@ -100,7 +102,10 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 	case lock.EventNotAcquired:
 		o := outcome(e.Err)
 		h.acquireDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("lock.op", e.Op), attribute.String("lock.outcome", o)))
-		if o == "contention" {
+		// The last attempt is counted here unless a retry was: it may
+		// have found the resource held even when the call reports its
+		// context's end.
+		if call.takeRefusal() || o == "contention" {
 			h.contention.Add(ctx, 1)
 		}
 		span.SetAttributes(attribute.Int("lock.attempts", e.Attempt), attribute.String("lock.outcome", o))
