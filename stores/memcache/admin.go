@@ -16,6 +16,10 @@ import (
 // report lock.ErrNotHeld (lock.Run then cancels its function's context
 // with lock.ErrLost), and until then it may go on as if it held the lock
 // while another owner takes it.
+//
+// A delete that fails on a connection a memcached restart broke is sent
+// again on another (see Guarantees and limits in the package
+// documentation): deleting twice deletes what deleting once does.
 func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error) {
 	if err := check(ctx, resource, "-", 1); err != nil {
 		return false, err
@@ -31,13 +35,20 @@ func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error)
 	return c.held, nil
 }
 
+// delete deletes key, sent again on a broken connection (see get.go):
+// the answer is then the last delete's, which finds the key gone if an
+// earlier one reached memcached.
 func (s *Store) delete(key string) (bool, error) {
-	switch err := s.client.Delete(key); {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, gomemcache.ErrCacheMiss):
-		return false, nil
-	default:
-		return false, requestError("delete", err)
+	for attempt := 0; ; attempt++ {
+		switch err := s.client.Delete(key); {
+		case s.resend(attempt, err):
+			continue
+		case err == nil:
+			return true, nil
+		case errors.Is(err, gomemcache.ErrCacheMiss):
+			return false, nil
+		default:
+			return false, requestError("delete", err)
+		}
 	}
 }

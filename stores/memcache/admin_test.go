@@ -44,3 +44,28 @@ func TestForceRelease(t *testing.T) {
 		t.Fatalf("ForceRelease on a dead server = %v, %v; want an error", held, err)
 	}
 }
+
+// ForceRelease after memcached restarted sends its delete again when it
+// fails on an idle connection to the old process (a forced delete may be
+// sent twice), and reports the resource free, as the restart left it.
+func TestForceReleaseAfterRestart(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	s := newStore(t, srv.Client(t), memcache.WithPrefix("admin:"))
+	if err := s.Acquire(ctx(t), "r", "owner", time.Minute); err != nil {
+		t.Fatalf("Acquire(r) = %v", err)
+	}
+	idleConnections(t, s, 8)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := s.ForceRelease(ctx(t), "r"); err != nil || held {
+		t.Fatalf("ForceRelease(r) after a restart = %v, %v; want false, nil", held, err)
+	}
+	if err := s.Acquire(ctx(t), "r", "next", time.Minute); err != nil {
+		t.Fatalf("Acquire(r) after the restart = %v; want nil", err)
+	}
+	if held, err := s.ForceRelease(ctx(t), "r"); err != nil || !held {
+		t.Fatalf("ForceRelease(r) of a lock taken after the restart = %v, %v; want true, nil", held, err)
+	}
+}

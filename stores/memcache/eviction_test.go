@@ -167,12 +167,7 @@ func TestRestartLosesLock(t *testing.T) {
 			t.Fatalf("TryLock(r%d) = %v", i, err)
 		}
 	}
-	// Leave several connections idle in the client's pool.
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() { _, _ = s.Exists(ctx(t), "r0") })
-	}
-	wg.Wait()
+	idleConnections(t, s, 8)
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +186,42 @@ func TestRestartLosesLock(t *testing.T) {
 	if _, err := locker.TryLock(ctx(t), "r0", time.Minute); err != nil {
 		t.Errorf("TryLock(r0) by another owner after a restart = %v; want nil (the lock was lost)", err)
 	}
+}
+
+// An acquisition is not sent again when its add fails on an idle
+// connection to a memcached that restarted (it may have taken effect): it
+// fails with an error, never ErrNotAcquired, and the next one, on a new
+// connection, takes the lock.
+func TestAcquireFailsOnConnectionRestartBroke(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	s := newStore(t, srv.Client(t), memcache.WithPrefix("p:"))
+	locker, err := lock.NewSingle(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idleConnections(t, s, 1)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = locker.TryLock(ctx(t), "r", time.Minute)
+	if !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("TryLock(r) on the connection the restart broke = %v; want ErrUnavailable, not ErrNotAcquired", err)
+	}
+	if _, err := locker.TryLock(ctx(t), "r", time.Minute); err != nil {
+		t.Fatalf("TryLock(r) again = %v; want nil", err)
+	}
+}
+
+// idleConnections leaves connections idle in the pool of s's client: n
+// reads at once leave up to n, and at least one.
+func idleConnections(t *testing.T, s *memcache.Store, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { _, _ = s.Exists(ctx(t), "idle") })
+	}
+	wg.Wait()
 }
 
 // lock.Run keeps a lock extended; when memcached restarts, the next
