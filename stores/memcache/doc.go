@@ -198,13 +198,14 @@
 //     held is gone, and others can take them at once. The holder finds
 //     out at its next Extend or Release, which report lock.ErrNotHeld
 //     (lock.Run cancels its function's context with lock.ErrLost): their
-//     reads, those of Exists and Holder, and ForceRelease's delete are
-//     sent again when they fail on a connection the restart broke. An add
-//     or a cas is not (it may have taken effect), so an Acquire can fail
-//     on one instead, with an error (lock.ErrUnavailable from the
-//     lockers), never lock.ErrNotAcquired. Until
-//     then the holder may still write: fences are what let the protected resource
-//     refuse it, and they survive the restart (see Fences). CAS ids also
+//     reads, those of Exists, Holder and RaiseFence (an incr by 0), and
+//     ForceRelease's delete are sent again when they fail on a connection
+//     the restart broke. An add or a cas is not (it may have taken
+//     effect), so an Acquire can fail on one instead, with an error
+//     (lock.ErrUnavailable from the lockers), never lock.ErrNotAcquired.
+//     Until then the holder may still write: fences are what let the
+//     protected resource refuse it, and they survive the restart (see
+//     Fences). CAS ids also
 //     start again from 1 after a restart, so in principle a cas
 //     carrying an id read before the restart could match the item of a
 //     new holder: it takes the restart and the new holder's add to fall

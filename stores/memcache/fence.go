@@ -134,7 +134,7 @@ func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) e
 }
 
 func (s *Store) raise(fence uint64) error {
-	last, err := s.client.Increment(s.fenceKey, 0)
+	last, err := s.readFence()
 	switch {
 	case errors.Is(err, gomemcache.ErrCacheMiss):
 		last, err = s.nextFence(0)
@@ -148,4 +148,15 @@ func (s *Store) raise(fence uint64) error {
 	// counter further.
 	_, err = s.nextFence(fence - last - 1)
 	return err
+}
+
+// readFence reads the fence counter with an incr by 0, which changes
+// nothing: a read, sent again on a broken connection (see get.go).
+func (s *Store) readFence() (uint64, error) {
+	for attempt := 0; ; attempt++ {
+		last, err := s.client.Increment(s.fenceKey, 0)
+		if !s.resend(attempt, err) {
+			return last, err
+		}
+	}
 }

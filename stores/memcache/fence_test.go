@@ -171,3 +171,26 @@ func TestAbandonedFenceFailureReleasesLock(t *testing.T) {
 		t.Error("the lock's item is still in memcached")
 	}
 }
+
+// RaiseFence after memcached restarted sends its read of the counter (an
+// incr by 0) again when it fails on an idle connection to the old
+// process, and creates the counter the restart lost above the fence.
+func TestRaiseFenceAfterRestart(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	s := newStore(t, srv.Client(t), memcache.WithPrefix("p:"), memcache.WithFenceGuard(0))
+	first, err := s.AcquireFenced(ctx(t), "r", "a", time.Minute)
+	if err != nil {
+		t.Fatalf("AcquireFenced(r) = %v", err)
+	}
+	idleConnections(t, s, 8)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RaiseFence(ctx(t), "r", first+1000); err != nil {
+		t.Fatalf("RaiseFence(r, %d) after a restart = %v; want nil", first+1000, err)
+	}
+	if next, err := s.AcquireFenced(ctx(t), "r", "b", time.Minute); err != nil || next <= first+1000 {
+		t.Fatalf("AcquireFenced(r, b) after RaiseFence(r, %d) = %d, %v; want a fence above it", first+1000, next, err)
+	}
+}

@@ -10,8 +10,9 @@ import (
 
 // gomemcache keeps idle connections, and after memcached restarts each of
 // them fails its next request at once (EOF, a reset). A request that may
-// be sent twice — a read, or ForceRelease's delete, which deletes whoever
-// holds the lock anyway — is sent again then, on the next connection, up
+// be sent twice — a read (RaiseFence's incr by 0 included), or
+// ForceRelease's delete, which deletes whoever holds the lock anyway — is
+// sent again then, on the next connection, up
 // to once per idle connection the client keeps and once more on a new
 // one: so that a Release or Extend after a restart reports the lock not
 // held, as it is, rather than the dead connection. An add or a cas whose
