@@ -57,7 +57,7 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 	if err != nil {
 		return 0, err
 	}
-	item := &gomemcache.Item{Key: s.key(resource), Value: []byte(token), Expiration: exp}
+	item := s.lockItem(resource, token, exp)
 	if ctx.Done() == nil {
 		return s.addFenced(item)
 	}

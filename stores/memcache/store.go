@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
@@ -113,7 +114,7 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	if err != nil {
 		return err
 	}
-	item := &gomemcache.Item{Key: s.key(resource), Value: []byte(token), Expiration: exp}
+	item := s.lockItem(resource, token, exp)
 	if ctx.Done() == nil {
 		return s.add(item)
 	}
@@ -123,6 +124,14 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 		s.pending.add(item.Key, token, c.done)
 	}
 	return err
+}
+
+// lockItem returns the item of resource's lock under token, expiring at
+// exp. Its value is the token's own bytes, not a copy: gomemcache only
+// writes an item's value to its connection, and the store never changes
+// it.
+func (s *Store) lockItem(resource, token string, exp int32) *gomemcache.Item {
+	return &gomemcache.Item{Key: s.key(resource), Value: unsafe.Slice(unsafe.StringData(token), len(token)), Expiration: exp}
 }
 
 func (s *Store) add(item *gomemcache.Item) error {
