@@ -42,9 +42,14 @@ const heldShards = 32
 type heldShard struct {
 	mu      sync.Mutex
 	locks   map[string]*heldEntry
-	sweepAt int      // sweep when the map reaches this size
-	_       [40]byte // keep shards on separate cache lines
+	spare   []*heldEntry // entries a sweep took out, for new resources
+	sweepAt int          // sweep when the map reaches this size
+	_       [16]byte     // keep shards on separate cache lines
 }
+
+// maxSpare bounds the entries a shard keeps for reuse: what a locker
+// locking a fresh name each time frees between two sweeps of a shard.
+const maxSpare = 64
 
 // heldEntry is a held lock, how long after its validity a store may still
 // hold it, and what the locker keeps with it, if anything (a MultiLocker:
@@ -91,7 +96,11 @@ func (h *heldSet) putAttached(l Lock, beyond time.Duration, x any) {
 		if len(s.locks) >= s.sweepAt {
 			s.sweep(time.Now())
 		}
-		e = &heldEntry{}
+		if n := len(s.spare); n > 0 {
+			e, s.spare = s.spare[n-1], s.spare[:n-1]
+		} else {
+			e = &heldEntry{}
+		}
 		s.locks[key] = e
 	}
 	*e = heldEntry{lock: l, beyond: beyond, attached: x, inUse: true}
@@ -118,13 +127,18 @@ func (h *heldSet) extended(l Lock, beyond time.Duration) {
 	}
 }
 
-// sweep deletes the entries that are free or expired at now, and returns
-// the earliest expiry among those left (zero if none). Called with mu
-// held.
+// sweep deletes the entries that are free or expired at now, keeping up
+// to maxSpare of them for reuse (a locker that locks a fresh name each
+// time then allocates no entry), and returns the earliest expiry among
+// those left (zero if none). Called with mu held.
 func (s *heldShard) sweep(now time.Time) (next time.Time) {
 	for r, e := range s.locks {
 		if !e.live(now) {
 			delete(s.locks, r)
+			if len(s.spare) < maxSpare {
+				*e = heldEntry{}
+				s.spare = append(s.spare, e)
+			}
 		} else if next.IsZero() || e.expires().Before(next) {
 			next = e.expires()
 		}
