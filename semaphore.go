@@ -203,6 +203,17 @@ func (s *Semaphore) markOf(l Lock) (Locker, Lock, bool) {
 	return nil, Lock{}, false
 }
 
+// mayHold reports whether l can be a permit of s: with plain locks,
+// whether its token names one of s's slots; natively, whatever its token
+// (only the store can tell).
+func (s *Semaphore) mayHold(l Lock) bool {
+	if slots, ok := s.impl.(*slotSemaphore); ok {
+		_, err := slots.slotLock("", l)
+		return err == nil
+	}
+	return true
+}
+
 // delayBeyondTTL is how long the stores keep a permit beyond its TTL: the
 // locker's Options.LockDelay.
 func (s *Semaphore) delayBeyondTTL() time.Duration { return s.impl.delayBeyondTTL() }
