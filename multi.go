@@ -241,18 +241,24 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 			failures = append(failures, m.storeError(i, err))
 		}
 	}
-	if failures != nil {
-		return false, m.failure(ctx, op, resource, fmt.Errorf("%w: no store reported the resource held, %d could not tell", ErrUnavailable, len(failures)), failures)
+	switch {
+	case failures == nil:
+		return false, nil
+	case invalid(failures) == len(failures):
+		// Stores that refuse the request itself refuse it again: final.
+		return false, m.failure(ctx, op, resource, fmt.Errorf("%w: no store reported the resource held, %d refused the request", ErrInvalid, len(failures)), failures)
 	}
-	return false, nil
+	return false, m.failure(ctx, op, resource, fmt.Errorf("%w: no store reported the resource held, %d could not tell", ErrUnavailable, len(failures)), failures)
 }
 
 // Unlock implements [Locker]. It releases l on every store, and succeeds
 // if a quorum of them released it: the stores that failed (they may hold
 // their copy until it expires) are asked again in the background, and the
 // hook sees those calls. It reports ErrNotHeld if fewer than a quorum of
-// stores still held the lock, and ErrUnavailable if failed stores leave it
-// undecided whether a quorum did.
+// stores still held the lock, ErrInvalid if stores that refused the
+// request itself (an error matching ErrInvalid: they refuse it again)
+// leave too few to make a quorum, and ErrUnavailable if failed stores
+// leave it undecided whether a quorum did.
 func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
 	if err := m.checkHeld(ctx, op, l); err != nil {
@@ -271,21 +277,20 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 	errs := m.release(ctx, op, l)
 	n := len(m.stores)
 	released, failures := m.tally(errs)
-	var failed []int
-	for _, f := range failures {
-		if !isOutcome(f.Err) {
-			failed = append(failed, f.Index)
-		}
-	}
+	notHeld, refused := countOutcomes(failures), invalid(failures)
 	switch {
 	case m.quorum.Met(released, n):
 		m.held.remove(l)
 		return nil
-	case len(failed) > 0 && m.quorum.Met(released+len(failed), n):
-		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, len(failed), n), failures)
+	case !m.quorum.Met(n-notHeld, n):
+		m.held.remove(l)
+		return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
+	case !m.quorum.Met(n-refused, n):
+		// Stores that refuse the request itself refuse it again: final.
+		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores refused the request; quorum %v cannot be met", ErrInvalid, refused, n, m.quorum), failures)
 	}
-	m.held.remove(l)
-	return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
+	failed := len(failures) - notHeld
+	return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, failed, n), failures)
 }
 
 // release releases l on every store and returns their errors in store
@@ -361,10 +366,14 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 		m.held.extended(next, m.heldBeyond(elapsed, ttl))
 		return next, nil
 	}
-	notHeld := countOutcomes(failures)
-	if !m.quorum.Met(n-notHeld, n) {
+	notHeld, refused := countOutcomes(failures), invalid(failures)
+	switch {
+	case !m.quorum.Met(n-notHeld, n):
 		m.held.remove(l)
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
+	case !m.quorum.Met(n-refused, n):
+		// Stores that refuse the request itself refuse it again: final.
+		return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores refused the request; quorum %v cannot be met", ErrInvalid, refused, n, m.quorum), failures)
 	}
 	return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores extended the lock; quorum %v not met", ErrUnavailable, extended, n, m.quorum), failures)
 }
