@@ -75,3 +75,21 @@ func TestMultiStoreRefusalIsInvalid(t *testing.T) {
 		})
 	}
 }
+
+// A SingleLocker reports a store's refusal of Unlock, Extend or IsLocked
+// as invalid input as it reports one of Lock, and as a MultiLocker does:
+// ErrInvalid, not ErrUnavailable.
+func TestSingleStoreRefusalIsInvalid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		var releases atomic.Int64
+		s := mustSingle(t, refusesNames(&releases), nil)
+		l, err := s.TryLock(ctx, "r", time.Minute)
+		wantNil(t, "TryLock(r)", err)
+		_, err = s.Extend(ctx, l, time.Minute)
+		wantInvalidNotUnavailable(t, "Extend(r) on a store that refuses the name", err)
+		wantInvalidNotUnavailable(t, "Unlock(r) on a store that refuses the name", s.Unlock(ctx, l))
+		_, err = s.IsLocked(ctx, "r")
+		wantInvalidNotUnavailable(t, "IsLocked(r) on a store that refuses the name", err)
+	})
+}
