@@ -181,6 +181,9 @@ func (m *MultiLocker) releaseLater(ctx context.Context, op string, c Call, i int
 	only := func(j int) bool { return j == i }
 	m.later(ctx, func(ctx context.Context) bool {
 		err := m.releaseAll(ctx, op, c, only, false, true)[i]
+		if err == nil {
+			m.releasedLater(c, i)
+		}
 		return err == nil || (!ambiguous && isOutcome(err))
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockkit/lock/internal/inproc"
@@ -258,7 +259,9 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 // stores still held the lock, ErrInvalid if stores that refused the
 // request itself (an error matching ErrInvalid: they refuse it again)
 // leave too few to make a quorum, and ErrUnavailable if failed stores
-// leave it undecided whether a quorum did.
+// leave it undecided whether a quorum did. Retried after ErrUnavailable,
+// on the locker that took the lock, it counts the stores that the earlier
+// call, or the background, released as released.
 func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
 	if err := m.checkHeld(ctx, op, l); err != nil {
@@ -274,8 +277,16 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 }
 
 func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
+	undecided, _ := m.held.attached(l).(*undecidedUnlock)
 	errs := m.release(ctx, op, l)
 	n := len(m.stores)
+	if undecided != nil {
+		for i, err := range errs {
+			if errors.Is(err, ErrNotHeld) && undecided.released[i].Load() {
+				errs[i] = nil // released by an earlier call, or in the background
+			}
+		}
+	}
 	released, failures := m.tally(errs)
 	notHeld, refused := countOutcomes(failures), invalid(failures)
 	switch {
@@ -289,8 +300,36 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 		// Stores that refuse the request itself refuse it again: final.
 		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores refused the request; quorum %v cannot be met", ErrInvalid, refused, n, m.quorum), failures)
 	}
+	if undecided == nil {
+		undecided = &undecidedUnlock{released: make([]atomic.Bool, n)}
+	}
+	for i, err := range errs {
+		if err == nil {
+			undecided.released[i].Store(true)
+		}
+	}
+	m.held.attach(l, undecided)
 	failed := len(failures) - notHeld
 	return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, failed, n), failures)
+}
+
+// undecidedUnlock is what a MultiLocker keeps with a lock whose Unlock
+// was left undecided (ErrUnavailable): the stores that released it since,
+// in that call, a retry or the background (releaseLater), so that a
+// retried Unlock counts them as released rather than as stores that no
+// longer held the lock. (A background release that lands before the
+// record is kept is not counted, and the retry reports ErrNotHeld: its
+// first try waits a store timeout, and the Unlock returns at once.) The
+// held set keeps the record until the lock expires; a lock this locker
+// did not take has none.
+type undecidedUnlock struct{ released []atomic.Bool }
+
+// releasedLater records that the background released c's token on store
+// i, for a retried Unlock (see undecidedUnlock).
+func (m *MultiLocker) releasedLater(c Call, i int) {
+	if u, ok := m.held.attached(Lock{Resource: c.Resource, Token: c.Token}).(*undecidedUnlock); ok {
+		u.released[i].Store(true)
+	}
 }
 
 // release releases l on every store and returns their errors in store
