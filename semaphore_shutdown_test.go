@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,5 +45,26 @@ func TestSemaphoreShutDownWithItsLocker(t *testing.T) {
 		wantNil(t, "other.Unlock(o1)", other.Unlock(ctx, o1))
 		wantNil(t, "other.Unlock(o2)", other.Unlock(ctx, o2))
 		noPermits(t, mems, "jobs")
+	})
+}
+
+// A native semaphore no longer referenced while it holds a permit is
+// still shut down, and its permit released, by its locker's Shutdown:
+// the locker holds its semaphores weakly, and a permit keeps its
+// semaphore reachable.
+func TestSemaphoreDroppedWithPermitShutDownWithItsLocker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		func() {
+			sem := mustSemaphore(t, l, 2)
+			_, err := sem.TryLock(ctx, "jobs", time.Minute)
+			wantNil(t, "sem.TryLock(jobs)", err)
+		}()
+		runtime.GC()
+		runtime.GC()
+		wantNil(t, "locker.Shutdown()", l.Shutdown(ctx))
+		noPermits(t, []*memory.Store{m}, "jobs")
 	})
 }
