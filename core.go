@@ -32,6 +32,7 @@ type core struct {
 	local        inproc.Store // SingleLocker: its store, which records its locks itself (see heldLocks)
 	owner        uint64       // this locker, to local
 	gate         gate
+	dependents   dependents // lockers built on this one that hold locks of their own (native semaphores)
 	clock        inproc.Clock
 	obs          observer
 }
@@ -221,8 +222,9 @@ func (c *core) UnlockAll(ctx context.Context) error {
 	return c.unlockAll(ctx, "UnlockAll", nil)
 }
 
-// unlockAll releases every held lock for op, ending the contexts of their
-// holders first with a cause that wraps ErrLost and err.
+// unlockAll releases every held lock for op, and those of the locker's
+// dependents, ending the contexts of their holders first with a cause
+// that wraps ErrLost and err.
 func (c *core) unlockAll(ctx context.Context, op string, err error) error {
 	var errs []error
 	for _, l := range c.heldLocks() {
@@ -230,6 +232,9 @@ func (c *core) unlockAll(ctx context.Context, op string, err error) error {
 		if err := c.eng.Unlock(ctx, l); err != nil && !errors.Is(err, ErrNotHeld) {
 			errs = append(errs, err)
 		}
+	}
+	for _, d := range c.dependents.live() {
+		errs = append(errs, d.unlockAll(ctx, op, err))
 	}
 	return errors.Join(errs...)
 }
@@ -241,13 +246,18 @@ func (c *core) unlockAll(ctx context.Context, op string, err error) error {
 // returns), and releases every lock the locker holds, ending first the
 // contexts of the Runs and election terms that hold them. If ctx ends
 // first, it releases them all the same, each release bounded by the store
-// timeout, and returns ctx's error.
+// timeout, and returns ctx's error. A SingleLocker's Shutdown does the
+// same for the semaphores built natively on it (see [Semaphore]), and its
+// UnlockAll releases their permits.
 func (c *core) Shutdown(ctx context.Context) error {
 	const op = "shutdown"
 	if err := checkContext(ctx, op, ""); err != nil {
 		return err
 	}
 	c.gate.shut(ctx, c.storeTimeout)
+	for _, d := range c.dependents.live() {
+		d.gate.shut(ctx, d.storeTimeout)
+	}
 	if ctx.Err() == nil {
 		return c.unlockAll(ctx, "Shutdown", ErrClosed)
 	}

@@ -117,7 +117,8 @@
 //     reset, say) is part of the chain. An outcome the locker could not be
 //     sure of is never reported as "not acquired": the locker releases
 //     what the store may hold.
-//   - [ErrInvalid]: bad input, refused before anything is sent to a store.
+//   - [ErrInvalid]: bad input, refused before anything is sent to a store,
+//     or by a store in the call itself: retrying does not help.
 //   - [ErrClosed]: the locker was shut down.
 //   - [ErrStaleFence]: a [FenceGuard] refused a write whose fence is stale.
 //   - [ErrLimitMismatch]: a semaphore's callers disagree on its limit (the

@@ -31,7 +31,10 @@ var (
 	ErrUnavailable = errors.New("lock: stores unavailable")
 
 	// ErrInvalid reports bad input: an empty resource, a non-positive TTL, a
-	// zero Lock, a nil store, an invalid option. Nothing was sent to any store.
+	// zero Lock, a nil store, an invalid option. Nothing was sent to any
+	// store, unless a store refused the request itself (a TTL under etcd's
+	// minimum, say), which it would refuse again: the store's error is in
+	// the chain.
 	ErrInvalid = errors.New("lock: invalid argument")
 
 	// ErrClosed reports a call on a locker after Shutdown.

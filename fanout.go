@@ -91,19 +91,21 @@ func (m *MultiLocker) fanout(ctx context.Context, op string, c Call, only func(i
 // that made a store fail often broke the connection the release goes out
 // on too. With later set, a release that still fails, or that finds
 // nothing where ambiguous says an acquisition may yet land there, goes on
-// in the background (releaseLater).
+// in the background (releaseLater). A store that refuses the request
+// itself (ErrInvalid) refuses it again: it is not asked again.
 func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, later, ambiguous bool, results chan<- storeResult) {
 	rctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
 	tries := 1
 	var released func(int, uint64, error)
 	released = func(_ int, _ uint64, err error) {
-		if err != nil && !errors.Is(err, ErrNotHeld) && rctx.Err() == nil && tries < cleanupTries {
+		final := err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrInvalid)
+		if !final && rctx.Err() == nil && tries < cleanupTries {
 			tries++
 			m.start(ctx, rctx, op, i, c, released)
 			return
 		}
 		cancel()
-		if later && err != nil && (!isOutcome(err) || ambiguous) {
+		if later && err != nil && !errors.Is(err, ErrInvalid) && (!isOutcome(err) || ambiguous) {
 			m.releaseLater(ctx, op, c, i, ambiguous)
 		}
 		results <- storeResult{i, err}
@@ -179,6 +181,9 @@ func (m *MultiLocker) releaseLater(ctx context.Context, op string, c Call, i int
 	only := func(j int) bool { return j == i }
 	m.later(ctx, func(ctx context.Context) bool {
 		err := m.releaseAll(ctx, op, c, only, false, true)[i]
+		if err == nil {
+			m.releasedLater(c, i)
+		}
 		return err == nil || (!ambiguous && isOutcome(err))
 	})
 }

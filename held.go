@@ -54,8 +54,9 @@ const maxSpare = 64
 // heldEntry is a held lock, how long after its validity a store may still
 // hold it, and what the locker keeps with it, if anything (a MultiLocker:
 // the ballot of its acquisition while stores are still answering or
-// background work goes on). An entry whose lock was released is free:
-// inUse is false.
+// background work goes on, or the stores that released it since an
+// Unlock of it was left undecided). An entry whose lock was released is
+// free: inUse is false.
 type heldEntry struct {
 	lock     Lock
 	beyond   time.Duration
@@ -192,6 +193,17 @@ func (h *heldSet) attached(l Lock) any {
 		return e.attached
 	}
 	return nil
+}
+
+// attach attaches x to l, if the set holds l (its resource under its
+// token), in place of what was attached.
+func (h *heldSet) attach(l Lock, x any) {
+	s := h.shard(l)
+	s.mu.Lock()
+	if e := s.locks[h.key(l)]; e != nil && e.inUse && e.lock.Token == l.Token {
+		e.attached = x
+	}
+	s.mu.Unlock()
 }
 
 // remove forgets l, if it is the lock recorded for its resource.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockkit/lock/internal/inproc"
@@ -241,18 +242,26 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 			failures = append(failures, m.storeError(i, err))
 		}
 	}
-	if failures != nil {
-		return false, m.failure(ctx, op, resource, fmt.Errorf("%w: no store reported the resource held, %d could not tell", ErrUnavailable, len(failures)), failures)
+	switch {
+	case failures == nil:
+		return false, nil
+	case invalid(failures) == len(failures):
+		// Stores that refuse the request itself refuse it again: final.
+		return false, m.failure(ctx, op, resource, fmt.Errorf("%w: no store reported the resource held, %d refused the request", ErrInvalid, len(failures)), failures)
 	}
-	return false, nil
+	return false, m.failure(ctx, op, resource, fmt.Errorf("%w: no store reported the resource held, %d could not tell", ErrUnavailable, len(failures)), failures)
 }
 
 // Unlock implements [Locker]. It releases l on every store, and succeeds
 // if a quorum of them released it: the stores that failed (they may hold
 // their copy until it expires) are asked again in the background, and the
 // hook sees those calls. It reports ErrNotHeld if fewer than a quorum of
-// stores still held the lock, and ErrUnavailable if failed stores leave it
-// undecided whether a quorum did.
+// stores still held the lock, ErrInvalid if stores that refused the
+// request itself (an error matching ErrInvalid: they refuse it again)
+// leave too few to make a quorum, and ErrUnavailable if failed stores
+// leave it undecided whether a quorum did. Retried after ErrUnavailable,
+// on the locker that took the lock, it counts the stores that the earlier
+// call, or the background, released as released.
 func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
 	if err := m.checkHeld(ctx, op, l); err != nil {
@@ -268,24 +277,59 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 }
 
 func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
+	undecided, _ := m.held.attached(l).(*undecidedUnlock)
 	errs := m.release(ctx, op, l)
 	n := len(m.stores)
-	released, failures := m.tally(errs)
-	var failed []int
-	for _, f := range failures {
-		if !isOutcome(f.Err) {
-			failed = append(failed, f.Index)
+	if undecided != nil {
+		for i, err := range errs {
+			if errors.Is(err, ErrNotHeld) && undecided.released[i].Load() {
+				errs[i] = nil // released by an earlier call, or in the background
+			}
 		}
 	}
+	released, failures := m.tally(errs)
+	notHeld, refused := countOutcomes(failures), invalid(failures)
 	switch {
 	case m.quorum.Met(released, n):
 		m.held.remove(l)
 		return nil
-	case len(failed) > 0 && m.quorum.Met(released+len(failed), n):
-		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, len(failed), n), failures)
+	case !m.quorum.Met(n-notHeld, n):
+		m.held.remove(l)
+		return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
+	case !m.quorum.Met(n-refused, n):
+		// Stores that refuse the request itself refuse it again: final.
+		return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores refused the request; quorum %v cannot be met", ErrInvalid, refused, n, m.quorum), failures)
 	}
-	m.held.remove(l)
-	return &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
+	if undecided == nil {
+		undecided = &undecidedUnlock{released: make([]atomic.Bool, n)}
+	}
+	for i, err := range errs {
+		if err == nil {
+			undecided.released[i].Store(true)
+		}
+	}
+	m.held.attach(l, undecided)
+	failed := len(failures) - notHeld
+	return m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores failed to release and may hold the lock until it expires", ErrUnavailable, failed, n), failures)
+}
+
+// undecidedUnlock is what a MultiLocker keeps with a lock whose Unlock
+// was left undecided (ErrUnavailable): the stores that released it since,
+// in that call, a retry or the background (releaseLater), so that a
+// retried Unlock counts them as released rather than as stores that no
+// longer held the lock. (A background release that lands before the
+// record is kept is not counted, and the retry reports ErrNotHeld: its
+// first try waits a store timeout, and the Unlock returns at once.) The
+// held set keeps the record until the lock expires; a lock this locker
+// did not take has none.
+type undecidedUnlock struct{ released []atomic.Bool }
+
+// releasedLater records that the background released c's token on store
+// i, for a retried Unlock (see undecidedUnlock).
+func (m *MultiLocker) releasedLater(c Call, i int) {
+	if u, ok := m.held.attached(Lock{Resource: c.Resource, Token: c.Token}).(*undecidedUnlock); ok {
+		u.released[i].Store(true)
+	}
 }
 
 // release releases l on every store and returns their errors in store
@@ -361,10 +405,14 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 		m.held.extended(next, m.heldBeyond(elapsed, ttl))
 		return next, nil
 	}
-	notHeld := countOutcomes(failures)
-	if !m.quorum.Met(n-notHeld, n) {
+	notHeld, refused := countOutcomes(failures), invalid(failures)
+	switch {
+	case !m.quorum.Met(n-notHeld, n):
 		m.held.remove(l)
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
+	case !m.quorum.Met(n-refused, n):
+		// Stores that refuse the request itself refuse it again: final.
+		return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores refused the request; quorum %v cannot be met", ErrInvalid, refused, n, m.quorum), failures)
 	}
 	return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: %d of %d stores extended the lock; quorum %v not met", ErrUnavailable, extended, n, m.quorum), failures)
 }

@@ -80,12 +80,22 @@ func NewRWLocker(locker Locker) (*RWLocker, error) {
 // Reader returns the shared side: its locks are held by many readers at
 // once, and by no reader while a writer holds the resource (flock -s).
 // Its IsLocked reports whether any reader holds the resource.
+//
+// A lock of the other side (a writer's lock passed to the reader's
+// Unlock or Extend, or a reader's to the writer's) is not held on this
+// side: the call releases or extends nothing and returns an error
+// matching [ErrNotHeld], over every locker. It is not [ErrInvalid],
+// which reports bad input before anything is sent: when the store keeps
+// the readers' permits itself ([Permitter]), a writer's token looks like
+// a reader's, and only the store can tell that no reader holds it.
 func (rw *RWLocker) Reader() Locker { return rw.reader }
 
 // Writer returns the exclusive side: its lock is held by one writer, and
 // only while no reader holds the resource (flock -x). A writer waiting for
 // readers to leave keeps new readers out. Its IsLocked reports whether a
-// writer holds the resource or waits for readers to leave.
+// writer holds the resource or waits for readers to leave. A reader's
+// lock passed to its Unlock or Extend is not held on this side (see
+// Reader): the error matches [ErrNotHeld].
 func (rw *RWLocker) Writer() Locker { return rw.writer }
 
 func readName(resource string) string  { return resource + "~read" }
@@ -115,7 +125,15 @@ func newRWSide(rw *RWLocker, write bool) *rwSide {
 	}
 	var validators []ResourceValidator
 	s.waitFor, _, validators = s.initDerived(s, rw.locker)
-	s.mark = func(_ string, l Lock) (Locker, Lock, error) { return s.under, s.inner(l), nil }
+	s.mark = func(op string, l Lock) (Locker, Lock, error) {
+		inner := s.inner(l)
+		if !s.write && !rw.readers.mayHold(inner) {
+			// A writer's lock, say, passed to the reader side: report it
+			// as a store that keeps permits does (see Reader).
+			return nil, Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
+		}
+		return s.under, inner, nil
+	}
 	if len(validators) > 0 {
 		limit := rw.readers.limit
 		s.validators = []ResourceValidator{derivedNames{

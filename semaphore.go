@@ -22,11 +22,13 @@ import (
 // first are held. See NewSemaphore for how far that is detected.
 //
 // Shutdown of a Semaphore releases its permits and refuses new ones; the
-// locker it was built on stays in service. The reverse holds only in
-// part: Shutdown or UnlockAll of that locker releases the permits that
-// are its own plain locks (a semaphore built from plain locks), and
-// neither releases nor refuses native permits, which the Semaphore
-// holds itself. Shut a Semaphore down with its own Shutdown.
+// locker it was built on stays in service. Shutdown of that locker shuts
+// the semaphore down with it, however it was built: new permits are
+// refused with [ErrClosed], a Lock waiting for one ends with ErrClosed
+// (natively at once; with plain locks at its next attempt), and the
+// permits held are released, ending first the contexts of the Runs that
+// hold them. UnlockAll of that locker releases the semaphore's permits
+// too.
 type Semaphore struct {
 	impl  permitLocker
 	limit int
@@ -201,6 +203,17 @@ func (s *Semaphore) markOf(l Lock) (Locker, Lock, bool) {
 		return d.markOf(l)
 	}
 	return nil, Lock{}, false
+}
+
+// mayHold reports whether l can be a permit of s: with plain locks,
+// whether its token names one of s's slots; natively, whatever its token
+// (only the store can tell).
+func (s *Semaphore) mayHold(l Lock) bool {
+	if slots, ok := s.impl.(*slotSemaphore); ok {
+		_, err := slots.slotLock("", l)
+		return err == nil
+	}
+	return true
 }
 
 // delayBeyondTTL is how long the stores keep a permit beyond its TTL: the

@@ -17,18 +17,15 @@ import (
 )
 
 // The locker under a semaphore of plain locks, or under a read-write
-// lock, holds the slots' locks and the writer's intent: its Shutdown and
-// UnlockAll release them, and so must first end the contexts of the Runs
-// holding the permits and sides that stand for them, as they do for the
-// Runs holding its own locks.
+// lock, holds the slots' locks and the writer's intent, and natively the
+// permits are its dependents': its Shutdown and UnlockAll release them,
+// and so must first end the contexts of the Runs holding the permits and
+// sides that stand for them, as they do for the Runs holding its own
+// locks.
 func TestLockerShutdownEndsRunsOverDerivedLocks(t *testing.T) {
 	eachSemSetup(t, func(t *testing.T, mems []*memory.Store, newLocker func(t *testing.T) lock.Locker) {
-		native := isPermitter(newLocker(t))
 		for _, release := range []string{"UnlockAll", "Shutdown"} {
 			for _, name := range []string{"writer", "semaphore", "reader"} {
-				if native && name != "writer" {
-					continue // natively, permits are the semaphore's own, not the locker's
-				}
 				l := newLocker(t)
 				rw, err := lock.NewRWLocker(l)
 				wantNil(t, "NewRWLocker", err)

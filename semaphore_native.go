@@ -2,7 +2,10 @@ package lock
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
+	"weak"
 )
 
 // A native semaphore is a SingleLocker, with the options of the locker it
@@ -10,7 +13,10 @@ import (
 // locks: Acquire takes a permit, Release frees it, Extend extends it,
 // Exists says whether any is held, WaitRelease waits for a free permit.
 // Retries, validity, cleanup after an unknown outcome and hooks are the
-// SingleLocker's.
+// SingleLocker's. The locker it was built on counts it among its
+// dependents: its Shutdown shuts the semaphore down too, and its
+// UnlockAll releases the semaphore's permits, as both do for a semaphore
+// made of its plain locks.
 
 type nativeSemaphore struct {
 	*SingleLocker
@@ -29,7 +35,46 @@ func newNativeSemaphore(base *SingleLocker, p Permitter, limit int) (*nativeSema
 		return nil, err
 	}
 	l.held.perToken = true
+	base.dependents.add(&l.core)
 	return &nativeSemaphore{SingleLocker: l, p: p}, nil
+}
+
+// dependents are the lockers built on a locker that hold locks of their
+// own in its store, apart from it: the native semaphores over a
+// SingleLocker. The locker's Shutdown shuts their gates and its
+// UnlockAll and Shutdown release what they hold (see core.unlockAll).
+//
+// They are held weakly, so that a semaphore built and dropped is not kept
+// for the locker's lifetime: one that is no longer reachable holds no
+// permit (while a permit may be held, its held set's janitor, a timer,
+// keeps it reachable), and is forgotten.
+type dependents struct {
+	mu      sync.Mutex
+	cores   []weak.Pointer[core]
+	pruneAt int // forget the unreachable ones when cores reaches this length
+}
+
+func (d *dependents) add(c *core) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.cores) >= d.pruneAt {
+		d.cores = slices.DeleteFunc(d.cores, func(p weak.Pointer[core]) bool { return p.Value() == nil })
+		d.pruneAt = 2*len(d.cores) + 8
+	}
+	d.cores = append(d.cores, weak.Make(c))
+}
+
+// live returns the dependents still reachable.
+func (d *dependents) live() []*core {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*core
+	for _, p := range d.cores {
+		if c := p.Value(); c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (n *nativeSemaphore) permits(ctx context.Context, resource string) (int, error) {

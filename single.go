@@ -251,10 +251,15 @@ func (s *SingleLocker) forget(l Lock) {
 	}
 }
 
-// fail wraps a store failure, or the context's error if ctx ended.
+// fail wraps a store failure, or the context's error if ctx ended. A
+// store that refused the request itself (ErrInvalid) refuses it again:
+// that is final, as in attempt, not a failure.
 func (s *SingleLocker) fail(ctx context.Context, op, resource string, err error) error {
 	if ctx.Err() != nil {
 		return &Error{Op: op, Resource: resource, Err: ctxErr(ctx)}
+	}
+	if errors.Is(err, ErrInvalid) {
+		return &Error{Op: op, Resource: resource, Err: ErrInvalid, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
 	}
 	e := s.unavailable(err)
 	e.Op, e.Resource = op, resource
