@@ -125,15 +125,9 @@ func newRWSide(rw *RWLocker, write bool) *rwSide {
 	}
 	var validators []ResourceValidator
 	s.waitFor, _, validators = s.initDerived(s, rw.locker)
-	s.mark = func(op string, l Lock) (Locker, Lock, error) {
-		inner := s.inner(l)
-		if !s.write && !rw.readers.mayHold(inner) {
-			// A writer's lock, say, passed to the reader side: report it
-			// as a store that keeps permits does (see Reader).
-			return nil, Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
-		}
-		return s.under, inner, nil
-	}
+	// A writer's lock passed to the reader side is not one of the
+	// readers' permits: the semaphore reports it not held (see Reader).
+	s.mark = func(_ string, l Lock) (Locker, Lock, error) { return s.under, s.inner(l), nil }
 	if len(validators) > 0 {
 		limit := rw.readers.limit
 		s.validators = []ResourceValidator{derivedNames{

@@ -138,10 +138,18 @@ func (s *Semaphore) IsLocked(ctx context.Context, resource string) (bool, error)
 	return s.impl.IsLocked(ctx, resource)
 }
 
-// Unlock implements [Locker]: it releases the permit l.
+// Unlock implements [Locker]: it releases the permit l. A Lock that is
+// not one of the semaphore's permits (a plain lock, a permit of another
+// resource or limit) is not held: the error matches [ErrNotHeld], however
+// the semaphore was built. It is not [ErrInvalid], which reports bad input
+// before anything is sent (a zero Lock, an empty resource or token): a
+// store that keeps permits itself ([Permitter]) takes any token for a
+// permit's, and only it can tell that none is held under it.
 func (s *Semaphore) Unlock(ctx context.Context, l Lock) error { return s.impl.Unlock(ctx, l) }
 
-// Extend implements [Locker]: it extends the permit l.
+// Extend implements [Locker]: it extends the permit l. A Lock that is not
+// one of the semaphore's permits is not held, as for Unlock: the error
+// matches [ErrNotHeld].
 func (s *Semaphore) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	return s.impl.Extend(ctx, l, ttl)
 }
@@ -203,17 +211,6 @@ func (s *Semaphore) markOf(l Lock) (Locker, Lock, bool) {
 		return d.markOf(l)
 	}
 	return nil, Lock{}, false
-}
-
-// mayHold reports whether l can be a permit of s: with plain locks,
-// whether its token names one of s's slots; natively, whatever its token
-// (only the store can tell).
-func (s *Semaphore) mayHold(l Lock) bool {
-	if slots, ok := s.impl.(*slotSemaphore); ok {
-		_, err := slots.slotLock("", l)
-		return err == nil
-	}
-	return true
 }
 
 // delayBeyondTTL is how long the stores keep a permit beyond its TTL: the

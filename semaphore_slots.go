@@ -163,17 +163,26 @@ func (s *slotSemaphore) wait(ctx context.Context, op, resource string, _ *Error)
 	return woken
 }
 
-// slotLock returns the lock on its slot that the permit l stands for.
+// slotLock returns the lock on its slot that the permit l stands for. A
+// token that names no slot of the semaphore is not a permit it holds: the
+// error matches ErrNotHeld, as a store that keeps permits itself answers
+// (see Semaphore.Unlock), not ErrInvalid.
 func (s *slotSemaphore) slotLock(op string, l Lock) (Lock, error) {
 	slotPart, token, ok := strings.Cut(l.Token, ":")
 	slot, err := strconv.Atoi(slotPart)
 	switch {
 	case !ok || err != nil || slot < 0 || token == "":
-		return Lock{}, invalidf(op, l.Resource, "the Lock's token is not a permit's of a semaphore built from plain locks")
+		return Lock{}, notPermit(op, l.Resource, "the Lock's token names no slot of a semaphore built from plain locks")
 	case slot >= s.limit:
-		return Lock{}, invalidf(op, l.Resource, "the Lock's token names permit %d, beyond the semaphore's limit of %d", slot, s.limit)
+		return Lock{}, notPermit(op, l.Resource, "the Lock's token names permit %d, beyond the semaphore's limit of %d", slot, s.limit)
 	}
 	return Lock{Resource: slotName(l.Resource, slot), Token: token, ValidUntil: l.ValidUntil, Fence: l.Fence}, nil
+}
+
+// notPermit reports a Lock whose token is not a permit of the semaphore:
+// it matches ErrNotHeld.
+func notPermit(op, resource, format string, args ...any) error {
+	return &Error{Op: op, Resource: resource, Err: fmt.Errorf("%w ("+format+")", append([]any{ErrNotHeld}, args...)...)}
 }
 
 // IsLocked implements [Locker]: whether any slot is held.
