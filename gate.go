@@ -16,6 +16,7 @@ type gate struct {
 	close    context.CancelFunc //
 	idle     chan struct{}      // closed once shut with no call in flight
 	idleOnce sync.Once
+	base     *gate // the gate of the locker this one takes its locks with, if followed (see follow)
 }
 
 const closedBit = 1 << 62
@@ -58,5 +59,26 @@ func (g *gate) shut(ctx context.Context, patience time.Duration) {
 	}
 }
 
-// isShut reports whether shut was called.
-func (g *gate) isShut() bool { return g.state.Load()&closedBit != 0 }
+// follow makes g's waits end when base's do, and isShut report a shut
+// base: a locker built on another one's locks (a semaphore of plain
+// locks, a read-write lock's side) can take nothing once that one is shut
+// down, so its Lock must not wait on for a release. It is called once,
+// before g is used.
+func (g *gate) follow(base *gate) { g.base = base }
+
+// isShut reports whether shut was called on g or on the gate it follows.
+func (g *gate) isShut() bool {
+	return g.state.Load()&closedBit != 0 || g.base != nil && g.base.isShut()
+}
+
+// afterShut arranges for f to run once g, or the gate it follows, is
+// shut (at once if one is), and returns a function that undoes that. f
+// may run more than once.
+func (g *gate) afterShut(f func()) (stop func()) {
+	stopOwn := context.AfterFunc(g.closing, f)
+	if g.base == nil {
+		return func() { stopOwn() }
+	}
+	stopBase := g.base.afterShut(f)
+	return func() { stopOwn(); stopBase() }
+}

@@ -218,16 +218,17 @@ const maxWakes = 10
 
 // pause waits d, or, if waiting (the last attempt met contention and the
 // stores can notify releases), until a release within bound or, should
-// the wait fail, until d has passed; or until Shutdown. It reports whether
+// the wait fail, until d has passed; or until Shutdown (of the locker, or
+// of the locker whose locks it takes: see gate.follow). It reports whether
 // ctx is still alive, and whether a release woke it.
 func (c *core) pause(ctx context.Context, op, resource string, d, bound time.Duration, last *Error, waiting bool) (alive, woken bool) {
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	defer context.AfterFunc(c.gate.closing, cancel)() // Shutdown ends the wait
+	defer c.gate.afterShut(cancel)() // Shutdown ends the wait
 	if waiting {
 		wctx, wcancel := context.WithTimeout(ctx, bound)
 		defer wcancel()
-		defer context.AfterFunc(c.gate.closing, wcancel)()
+		defer c.gate.afterShut(wcancel)()
 		if c.eng.wait(wctx, op, resource, last) {
 			return ctx.Err() == nil, true // woken by a release: try again at once
 		}

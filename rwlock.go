@@ -43,6 +43,12 @@ import (
 // otherwise up to 32 (further readers wait). The writer polls for the
 // readers to leave at its retry delay; a reader waiting for a writer wakes
 // when the writer releases its intent, on stores that can notify.
+//
+// Shutdown of the locker it is built on shuts both sides down with it: a
+// Lock waiting on either side ends with [ErrClosed] at once, new locks are
+// refused with ErrClosed, and the locks the sides hold are released
+// (they are that locker's locks, or its readers' permits), ending first
+// the contexts of the Runs that hold them.
 type RWLocker struct {
 	locker  Locker
 	readers *Semaphore

@@ -24,9 +24,8 @@ import (
 // Shutdown of a Semaphore releases its permits and refuses new ones; the
 // locker it was built on stays in service. Shutdown of that locker shuts
 // the semaphore down with it, however it was built: new permits are
-// refused with [ErrClosed], a Lock waiting for one ends with ErrClosed
-// (natively at once; with plain locks at its next attempt), and the
-// permits held are released, ending first the contexts of the Runs that
+// refused with [ErrClosed], a Lock waiting for one ends with ErrClosed at
+// once, and the permits held are released, ending first the contexts of the Runs that
 // hold them. UnlockAll of that locker releases the semaphore's permits
 // too.
 type Semaphore struct {

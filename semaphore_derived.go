@@ -97,7 +97,8 @@ func (d *derived) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, 
 }
 
 // adopt sets up c, a locker built on locker, with locker's retry policy
-// and validity accounting when it is one of ours, and returns what else
+// and validity accounting when it is one of ours, its Lock calls ending
+// as soon as locker shuts down, and returns what else
 // it can use of it: a function that waits for the release of a lock on
 // a name (nil if it cannot wait), its stores and their name rules.
 func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name string) bool, stores []storeRef, validators []ResourceValidator) {
@@ -116,6 +117,7 @@ func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name 
 	default:
 		return nil, nil, nil
 	}
+	c.gate.follow(&base.gate) // its Shutdown ends our waits
 	c.retry, c.canWait = base.retry, base.canWait
 	c.driftFactor, c.granularity, c.storeTimeout = base.driftFactor, base.granularity, base.storeTimeout
 	c.lockDelay = base.lockDelay

@@ -68,3 +68,51 @@ func TestSemaphoreDroppedWithPermitShutDownWithItsLocker(t *testing.T) {
 		noPermits(t, []*memory.Store{m}, "jobs")
 	})
 }
+
+// A Lock waiting for a permit that its semaphore does not hold (every
+// permit is another process's) ends with ErrClosed as soon as the locker
+// the semaphore is built on shuts down, however it was built: a
+// semaphore of plain locks no longer waits on until a release or its
+// wait's end, as a Lock on the locker itself does not.
+func TestSemaphoreWaitEndsAtItsLockersShutdown(t *testing.T) {
+	eachSemSetup(t, func(t *testing.T, mems []*memory.Store, newLocker func(t *testing.T) lock.Locker) {
+		ctx := t.Context()
+		l := newLocker(t)
+		sem := mustSemaphore(t, l, 2)
+		other := mustSemaphore(t, newLocker(t), 2) // another process's
+		var held []lock.Lock
+		for range 2 {
+			p, err := other.TryLock(ctx, "jobs", time.Minute)
+			wantNil(t, "other.TryLock(jobs)", err)
+			held = append(held, p)
+		}
+
+		waiting := make(chan error, 1)
+		go func() {
+			_, err := sem.Lock(ctx, "jobs", time.Minute)
+			waiting <- err
+		}()
+		synctest.Wait() // the Lock waits for one of the 2 permits other holds
+		wantNil(t, "locker.Shutdown()", l.Shutdown(ctx))
+		endsAtOnce(t, "sem.Lock(jobs)", waiting)
+
+		for _, p := range held {
+			wantNil(t, "other.Unlock(permit)", other.Unlock(ctx, p))
+		}
+		noPermits(t, mems, "jobs")
+	})
+}
+
+// endsAtOnce fails the test unless the call whose outcome done carries
+// has returned ErrClosed once every goroutine of the bubble is blocked,
+// with no time passed.
+func endsAtOnce(t *testing.T, call string, done <-chan error) {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case err := <-done:
+		wantIs(t, call, err, lock.ErrClosed)
+	default:
+		t.Fatalf("%s waiting when its locker shut down still waits; want ErrClosed at once", call)
+	}
+}
