@@ -72,13 +72,13 @@ func (g *gate) isShut() bool {
 }
 
 // afterShut arranges for f to run once g, or the gate it follows, is
-// shut (at once if one is), and returns a function that undoes that. f
-// may run more than once.
-func (g *gate) afterShut(f func()) (stop func()) {
+// shut (at once if one is), and returns a function that undoes that, as
+// context.AfterFunc does. f may run more than once.
+func (g *gate) afterShut(f func()) (stop func() bool) {
 	stopOwn := context.AfterFunc(g.closing, f)
 	if g.base == nil {
-		return func() { stopOwn() }
+		return stopOwn
 	}
 	stopBase := g.base.afterShut(f)
-	return func() { stopOwn(); stopBase() }
+	return func() bool { own, base := stopOwn(), stopBase(); return own && base }
 }
