@@ -62,13 +62,17 @@ type waitFor struct {
 	// released for the waiter's subscription (if the store reserves: see
 	// ReservationPrefix), which the process's next acquisition claims.
 	reserved bool
+	// wrongType is the error of a key of another type at key, which
+	// look and wait answer with WRONGTYPE.
+	wrongType func(s *Store, key string) error
 }
 
 var lockWait = &waitFor{
-	look:     func(key string) Cmd { return cmd1("PTTL", key) },
-	wait:     waitScript,
-	pass:     passScript,
-	reserved: true,
+	look:      func(key string) Cmd { return cmd1("PTTL", key) },
+	wait:      waitScript,
+	pass:      passScript,
+	reserved:  true,
+	wrongType: (*Store).wrongType,
 }
 
 // wait blocks until what waits for at key is free, is released or
@@ -93,6 +97,8 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		look := what.look(key)
 		look.Queue = true
 		switch r := s.run(ctx, look); {
+		case r.serverErr("WRONGTYPE"):
+			return what.wrongType(s, key)
 		case r.Err != nil:
 			return s.failed(ctx, r.Err)
 		case r.Int == -2:
@@ -139,6 +145,9 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		r := s.run(ctx, register)
 		if r.Err != nil {
 			t.line.Leave(w, true, t.handOn)
+			if r.serverErr("WRONGTYPE") {
+				return what.wrongType(s, key)
+			}
 			return s.failed(ctx, r.Err)
 		}
 		var expired <-chan time.Time
