@@ -147,7 +147,8 @@
 // PTTL — and, since nothing tells a waiter that the lock was extended for
 // less or taken again for less, it looks again 50ms after getting in line,
 // then after twice as long each time, up to every second, keeping its
-// place in line. Waiters of one process share a subscription, which stays a moment
+// place in line (so a key without a TTL at the lock's name, set by another
+// client, is seen to be deleted). Waiters of one process share a subscription, which stays a moment
 // after the last returns (the lockers come back after each attempt) and
 // wakes them longest-waiting first. A release that wakes a waiter hands
 // it the lock: it sets the lock to a reservation for the woken

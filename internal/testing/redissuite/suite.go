@@ -131,6 +131,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitLeftEntriesDoNotWake", f.testWaitLeftEntriesDoNotWake},
 		{"WaitRechecksOnExpiry", f.testWaitRechecksOnExpiry},
 		{"WaitSeesShorterExpiry", f.testWaitSeesShorterExpiry},
+		{"WaitSeesKeyWithoutTTLDeleted", f.testWaitSeesKeyWithoutTTLDeleted},
 		{"WaitAfterScriptFlush", f.testWaitAfterScriptFlush},
 		{"WaitServerDies", f.testWaitServerDies},
 		{"WaitOnClusterLeavesNothing", f.testWaitOnClusterLeavesNothing},
