@@ -34,6 +34,7 @@ type Store struct {
 	handoffs        handoffs                    // resources this store just released to a waiter
 	acquiring       atomic.Int32                // Acquire and AcquireFenced calls under way: see soloAcquisitions
 	shareAll        atomic.Bool                 // every acquisition shares: see ShareBatches
+	batchGate       atomic.Pointer[hold]        // holds batches of started calls: see HoldBatches
 	reservationArg  string                      // how long a release reserves a lock for the woken waiter, in ms
 }
 
@@ -144,6 +145,7 @@ func (s *Store) acquired(ctx context.Context, set *Cmd, r Reply) error {
 	case r.serverErr("WRONGTYPE"):
 		err = s.wrongType(key)
 	case r.Err != nil:
+		s.unclaimed(set) // no answer says it took the reservation, or not
 		err = s.failed(ctx, r.Err)
 	case !get && r.Nil:
 		err = s.refused(ctx, key, token, r.Resent)

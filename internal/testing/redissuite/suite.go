@@ -142,6 +142,7 @@ func Run(t *testing.T, f Factory) {
 		{"WakeSurvivesLaterWait", f.testWakeSurvivesLaterWait},
 		{"ClaimOnlyAfterWake", f.testClaimOnlyAfterWake},
 		{"OwnReservationBeforeHandOn", f.testOwnReservationBeforeHandOn},
+		{"UnsentClaimIsClaimedAgain", f.testUnsentClaimIsClaimedAgain},
 		{"UnclaimedReservationLapses", f.testUnclaimedReservationLapses},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
 		{"Fairness", f.testFairness},

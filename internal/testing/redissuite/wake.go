@@ -287,3 +287,92 @@ func (f Factory) testOwnReservationBeforeHandOn(t *testing.T) {
 	}
 	t.Fatal("the subscription was dropped before the release in every try")
 }
+
+// testUnsentClaimIsClaimedAgain: the acquisition of a woken process
+// claims the lock reserved for it; if that claim is never answered (its
+// caller gives up before its shared batch goes out, so it is not sent),
+// the process's next acquisition claims the reservation again. (The
+// claim used to count as made: the next acquisition sent SET NX, which
+// the process's own reservation refused until it lapsed.)
+func (f Factory) testUnsentClaimIsClaimedAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("unsent:"))
+	s := f.Server(t, srv, redisstore.WithPrefix("unsent:"))
+	// The reservation lapses only when the test ends: an acquisition
+	// that does not claim it is refused however loaded the machine.
+	redisstore.SetReservationTTL(f.Engine(holder), time.Minute)
+	redisstore.ShareBatches(f.Engine(s))
+	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.WaitRelease(ctx, "r") }()
+		return done
+	}
+	// Two callers wait: one to be woken, and one that keeps the
+	// process's subscription, whose id the reservation names.
+	first := wait()
+	waitersInLine(t, srv, "unsent:{r}", 1)
+	keeper := wait()
+	waitersInLine(t, srv, "unsent:{r}", 2)
+	if err := holder.Release(ctx, "r", "h"); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-first:
+	case err = <-keeper:
+		keeper = first
+	case <-ctx.Done():
+		t.Fatal("nobody woken by the release")
+	}
+	if err != nil {
+		t.Fatalf("the woken caller's WaitRelease(r) = %v; want nil", err)
+	}
+
+	// The woken caller's acquisition, the claim, waits in its batch
+	// until its caller gives up, and is not sent.
+	reached, resume := redisstore.HoldBatches(f.Engine(s))
+	defer resume()
+	actx, giveUp := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- s.Acquire(actx, "r", "a", time.Minute) }()
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		t.Fatal("the acquisition's batch never went out")
+	}
+	giveUp()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire(r, a) given up before its batch went out = %v; want context.Canceled", err)
+	}
+	resume()
+	if v, err := srv.Do("GET", "unsent:{r}").ToString(); err != nil || !strings.HasPrefix(v, redisstore.ReservationPrefix) {
+		t.Fatalf("the lock after the unsent claim holds %q, %v; want the reservation", v, err)
+	}
+
+	if err := s.Acquire(ctx, "r", "b", time.Minute); err != nil {
+		got, _ := srv.Do("GET", "unsent:{r}").ToString()
+		t.Fatalf("Acquire(r, b) after the process's claim went unsent = %v (the lock holds %q); want nil: the lock is reserved for the process", err, got)
+	}
+	if err := s.Release(ctx, "r", "b"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-keeper:
+	case <-ctx.Done():
+		t.Fatal("the keeper was not woken by the release")
+	}
+	if err != nil {
+		t.Fatalf("the keeper's WaitRelease(r) = %v; want nil", err)
+	}
+	if err := s.Acquire(ctx, "r", "c", time.Minute); err != nil {
+		t.Fatalf("the keeper's Acquire(r, c) after its wake = %v; want nil", err)
+	}
+	if err := s.Release(ctx, "r", "c"); err != nil {
+		t.Fatal(err)
+	}
+	noSubscriptionsLeft(t, srv, "unsent:{r}")
+}
