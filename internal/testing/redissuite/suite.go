@@ -143,6 +143,7 @@ func Run(t *testing.T, f Factory) {
 		{"ClaimOnlyAfterWake", f.testClaimOnlyAfterWake},
 		{"OwnReservationBeforeHandOn", f.testOwnReservationBeforeHandOn},
 		{"UnsentClaimIsClaimedAgain", f.testUnsentClaimIsClaimedAgain},
+		{"LostClaimReplyIsClaimedAgain", f.testLostClaimReplyIsClaimedAgain},
 		{"UnclaimedReservationLapses", f.testUnclaimedReservationLapses},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
 		{"Fairness", f.testFairness},
