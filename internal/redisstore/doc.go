@@ -118,7 +118,9 @@
 // it, and leaves the reservation to that acquisition. A wake that finds
 // no caller of the process waiting is handed on to the next in line, but
 // an acquisition of the process that comes before the hand-on claims it
-// all the same. The claim is sent once per wake: a lock the process's
+// all the same. The claim is sent once per wake (again only if no answer
+// told whether it took the lock: it was not sent, or its reply was lost;
+// see subscriptions.unclaim): a lock the process's
 // callers do not wait for, or wait for with no wake since its last
 // acquisition, is taken with SET NX, so only contended locks cost the
 // script. A lock waiter also looks again now and then (firstRelook).

@@ -29,14 +29,18 @@ func (s *Store) extended(ctx context.Context, r Reply) error {
 	return nil
 }
 
-// TTL implements [lock.TTLReader] with PTTL (millisecond precision).
+// TTL implements [lock.TTLReader] with PTTL (millisecond precision), in
+// a script that checks the key's type first (ttl.lua): a key of another
+// type is a WRONGTYPE error, as in Acquire and Holder, not a lock held.
 func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, error) {
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return 0, false, err
 	}
 	key := s.lockKey(resource)
-	r := s.do(ctx, cmd1("PTTL", key))
+	r := s.eval(ctx, ttlScript, []string{key})
 	switch {
+	case r.serverErr("WRONGTYPE"):
+		return 0, false, s.wrongType(key)
 	case r.Err != nil:
 		return 0, false, s.failed(ctx, r.Err)
 	case r.Int == -2:

@@ -155,6 +155,7 @@ func (s *Store) acquireShared(ctx context.Context, op lock.CallOp, resource, key
 	} else {
 		sc.cmds[0], sc.n = s.take(key, token, ttl), 1
 	}
+	take := sc.cmds[0] // the batch may read sc.cmds meanwhile, and write its own
 	s.enqueue(sc)
 	var a sharedAnswer
 	select {
@@ -162,7 +163,9 @@ func (s *Store) acquireShared(ctx context.Context, op lock.CallOp, resource, key
 	case <-ctx.Done():
 		if sc.answered.CompareAndSwap(false, true) {
 			// Not answered: the batch may still hold sc, which is
-			// left to the garbage collector.
+			// left to the garbage collector. Whether it sent the
+			// acquisition or not, nothing tells.
+			s.unclaimed(&take)
 			return 0, s.failed(ctx, ctx.Err())
 		}
 		a = <-c.answers

@@ -71,6 +71,21 @@ func (h *subscriptions) claim(s *Store, key string) string {
 	return ""
 }
 
+// unclaim gives a claim back: one that claim counted for the
+// reservation ReservationPrefix+id (reservation, the claim script's
+// argument) of the subscription to releases of the lock at key through s,
+// and that no answer says was used or refused (it was not sent, or its
+// reply was lost). The next acquisition of the process then claims the
+// reservation again, instead of sending SET NX, which its own
+// reservation would refuse until it lapses. If the claim did take the
+// lock, the next claim only acts as SET NX does.
+func (h *subscriptions) unclaim(s *Store, key, reservation string) {
+	id, ok := strings.CutPrefix(reservation, ReservationPrefix)
+	if t := h.lookup(s, key); ok && t != nil && t.id == id {
+		t.reserved.Add(1)
+	}
+}
+
 // lookup returns the subscription to releases of the lock at key through
 // s, or nil.
 func (h *subscriptions) lookup(s *Store, key string) *topic {
@@ -131,7 +146,8 @@ type topic struct {
 	// reserved counts the reservations that releases made for this
 	// subscription with their wakes (if reserving: see ReservationPrefix)
 	// that no acquisition of the process has tried to claim: the next
-	// acquisition claims one (see take), whichever caller makes it. A
+	// acquisition claims one (see take), whichever caller makes it, and
+	// gives it back if no answer tells what the claim did (see unclaim). A
 	// wait does not count one off: a caller that begins to wait after a
 	// wake is not necessarily the woken one (see takeWoken); nor does a
 	// hand-on (see handOn).
@@ -292,10 +308,7 @@ func (t *topic) drop() {
 func (t *topic) handOn() {
 	takeOne(&t.woken)
 	go func() {
-		if h := handOnGate.Load(); h != nil {
-			h.once.Do(func() { close(h.reached) })
-			<-h.gate
-		}
+		waitAt(&handOnGate)
 		ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 		defer cancel()
 		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock)}, ReservationPrefix+t.id, ReservationPrefix, t.store.reservationArg)
@@ -304,13 +317,35 @@ func (t *topic) handOn() {
 
 // handOnGate, if set, holds every hand-on before it runs its script:
 // see HoldHandOns.
-var handOnGate atomic.Pointer[handOnHold]
+var handOnGate atomic.Pointer[hold]
 
-// handOnHold is what HoldHandOns sets: gate is closed to let hand-ons
-// go on; reached is closed when the first reaches it.
-type handOnHold struct {
+// hold is what HoldHandOns and HoldBatches set: gate is closed to let
+// what it holds go on; reached is closed when the first reaches it.
+type hold struct {
 	gate, reached chan struct{}
 	once          sync.Once
+}
+
+// newHold returns a hold stored in at, and the function that lets go of
+// it: see HoldHandOns.
+func newHold(at *atomic.Pointer[hold]) (reached <-chan struct{}, resume func()) {
+	h := &hold{gate: make(chan struct{}), reached: make(chan struct{})}
+	at.Store(h)
+	var once sync.Once
+	return h.reached, func() {
+		once.Do(func() {
+			at.Store(nil)
+			close(h.gate)
+		})
+	}
+}
+
+// waitAt waits at the hold at, if there is one.
+func waitAt(at *atomic.Pointer[hold]) {
+	if h := at.Load(); h != nil {
+		h.once.Do(func() { close(h.reached) })
+		<-h.gate
+	}
 }
 
 // HoldHandOns makes the process's subscriptions hold the wakes they hand
@@ -318,17 +353,7 @@ type handOnHold struct {
 // wake is handed on; reached is closed once a subscription holds one (it
 // has counted the reservation the wake carries). The test must not run
 // in parallel with others that wait.
-func HoldHandOns() (reached <-chan struct{}, resume func()) {
-	h := &handOnHold{gate: make(chan struct{}), reached: make(chan struct{})}
-	handOnGate.Store(h)
-	var once sync.Once
-	return h.reached, func() {
-		once.Do(func() {
-			handOnGate.Store(nil)
-			close(h.gate)
-		})
-	}
-}
+func HoldHandOns() (reached <-chan struct{}, resume func()) { return newHold(&handOnGate) }
 
 // subscriptionID returns a name for a subscription, unique across
 // processes, for the waiters' queue.

@@ -231,6 +231,7 @@ var permitWait = &waitFor{
 	look: func(key string) Cmd {
 		return script(permitWaitScript, []string{key, WaitersOf(key)}, "", QueueMargin, "0")
 	},
-	wait: permitWaitScript,
-	pass: permitPassScript,
+	wait:      permitWaitScript,
+	pass:      permitPassScript,
+	wrongType: (*Store).permitsWrongType,
 }

@@ -73,3 +73,11 @@ func (s *Store) take(key, token string, ttl time.Duration) Cmd {
 	}
 	return s.setNX(key, token, ttl)
 }
+
+// unclaimed gives back the claim of cmd, if it is one of take's claims,
+// whose outcome no answer told: see subscriptions.unclaim.
+func (s *Store) unclaimed(cmd *Cmd) {
+	if cmd.Script == claimScript {
+		hub.unclaim(s, cmd.Keys[0], cmd.Args[2])
+	}
+}

@@ -60,10 +60,12 @@ var (
 	raiseScript = load("raise")
 	// guardedScript acquires behind the restart guard.
 	guardedScript = load("guarded")
+	// ttlScript reads a lock's PTTL, refusing a key of another type.
+	ttlScript = load("ttl")
 )
 
 // Scripts returns every script of the store, for tests.
 func Scripts() []*Script {
-	return []*Script{releaseScript, waitScript, passScript, claimScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript,
+	return []*Script{releaseScript, waitScript, passScript, claimScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript, ttlScript,
 		permitAcquireScript, permitReleaseScript, permitExtendScript, permitCountScript, permitWaitScript, permitPassScript}
 }

@@ -183,6 +183,7 @@ func (s *Store) sendQueued() {
 			return
 		}
 		p.mu.Unlock()
+		waitAt(&s.batchGate)
 		s.send(batch)
 		clear(batch) // let go of the contexts and callbacks
 		p.mu.Lock()
@@ -200,7 +201,7 @@ func (s *Store) send(batch []*startedCall) {
 	live := batch[:0] // the calls to send, compacted in place
 	for _, sc := range batch {
 		if sc.answered.Load() || sc.ctx.Err() != nil {
-			sc.answer(0, sc.ctx.Err()) // not sent: it has no effect
+			s.notSent(sc)
 			continue
 		}
 		if d, ok := sc.ctx.Deadline(); !ok {
@@ -237,6 +238,26 @@ func (s *Store) send(batch []*startedCall) {
 		}
 		sc.answer(s.outcome(sc, r))
 	}
+}
+
+// notSent answers sc, a call of a batch whose context ended before it
+// was sent, with its context's error: it had no effect, so a claim of a
+// reservation in it (see acquireShared) is given back, unless its caller
+// answered it first (and gave it back).
+func (s *Store) notSent(sc *startedCall) {
+	first, stop := sc.cmds[0], sc.stop // read first: once answered, sc may be reused
+	if sc.answerOnce(0, sc.ctx.Err()) {
+		stop()
+		s.unclaimed(&first)
+	}
+}
+
+// HoldBatches makes s hold each batch of started calls (and of shared
+// acquisitions: see ShareBatches) before sending it, until resume is
+// called, for tests that end a call's context before its batch goes out;
+// reached is closed once a batch is held.
+func HoldBatches(s *Store) (reached <-chan struct{}, resume func()) {
+	return newHold(&s.batchGate)
 }
 
 // resend sends again the commands of a batch that the server answered

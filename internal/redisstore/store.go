@@ -34,6 +34,7 @@ type Store struct {
 	handoffs        handoffs                    // resources this store just released to a waiter
 	acquiring       atomic.Int32                // Acquire and AcquireFenced calls under way: see soloAcquisitions
 	shareAll        atomic.Bool                 // every acquisition shares: see ShareBatches
+	batchGate       atomic.Pointer[hold]        // holds batches of started calls: see HoldBatches
 	reservationArg  string                      // how long a release reserves a lock for the woken waiter, in ms
 }
 
@@ -144,6 +145,7 @@ func (s *Store) acquired(ctx context.Context, set *Cmd, r Reply) error {
 	case r.serverErr("WRONGTYPE"):
 		err = s.wrongType(key)
 	case r.Err != nil:
+		s.unclaimed(set) // no answer says it took the reservation, or not
 		err = s.failed(ctx, r.Err)
 	case !get && r.Nil:
 		err = s.refused(ctx, key, token, r.Resent)
@@ -218,16 +220,25 @@ func (s *Store) released(ctx context.Context, lockKey string, start time.Time, r
 	return nil
 }
 
-// Exists implements [lock.Store] with EXISTS.
+// Exists implements [lock.Store] with TYPE, which costs what EXISTS does:
+// a string is a lock (or a reservation of one), no key is no lock, and a
+// key of another type is a WRONGTYPE error, as in Acquire and Holder
+// (EXISTS would report it held, a lock nobody will ever release).
 func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return false, err
 	}
-	r := s.do(ctx, cmd1("EXISTS", s.lockKey(resource)))
-	if r.Err != nil {
+	key := s.lockKey(resource)
+	r := s.do(ctx, cmd1("TYPE", key))
+	switch {
+	case r.Err != nil:
 		return false, s.failed(ctx, r.Err)
+	case r.Str == "none":
+		return false, nil
+	case r.Str == "string":
+		return true, nil
 	}
-	return r.Int == 1, nil
+	return false, s.wrongType(key)
 }
 
 // ValidateResource implements [lock.ResourceValidator]: every non-empty

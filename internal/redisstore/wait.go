@@ -18,7 +18,9 @@ import (
 // looking means no release that happens after the call began is missed.
 // A lock set to expire sooner than the TTL a waiter saw (extended for
 // less, or taken again for less) is seen to expire a second late at most:
-// waiters look again now and then (see firstRelook).
+// waiters look again now and then (see firstRelook). So is a key with no
+// TTL at the lock's name (set by another client, or by hand) seen to be
+// deleted.
 //
 // A release wakes exactly one caller across every process: it pops the
 // first subscription in line, reserves the lock for it (see
@@ -62,13 +64,17 @@ type waitFor struct {
 	// released for the waiter's subscription (if the store reserves: see
 	// ReservationPrefix), which the process's next acquisition claims.
 	reserved bool
+	// wrongType is the error of a key of another type at key, which
+	// look and wait answer with WRONGTYPE.
+	wrongType func(s *Store, key string) error
 }
 
 var lockWait = &waitFor{
-	look:     func(key string) Cmd { return cmd1("PTTL", key) },
-	wait:     waitScript,
-	pass:     passScript,
-	reserved: true,
+	look:      func(key string) Cmd { return cmd1("PTTL", key) },
+	wait:      waitScript,
+	pass:      passScript,
+	reserved:  true,
+	wrongType: (*Store).wrongType,
 }
 
 // wait blocks until what waits for at key is free, is released or
@@ -93,6 +99,8 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		look := what.look(key)
 		look.Queue = true
 		switch r := s.run(ctx, look); {
+		case r.serverErr("WRONGTYPE"):
+			return what.wrongType(s, key)
 		case r.Err != nil:
 			return s.failed(ctx, r.Err)
 		case r.Int == -2:
@@ -139,6 +147,9 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		r := s.run(ctx, register)
 		if r.Err != nil {
 			t.line.Leave(w, true, t.handOn)
+			if r.serverErr("WRONGTYPE") {
+				return what.wrongType(s, key)
+			}
 			return s.failed(ctx, r.Err)
 		}
 		var expired <-chan time.Time
@@ -146,15 +157,17 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		case ms == -2: // free
 			t.line.Leave(w, false, t.handOn)
 			return nil
-		case ms >= 0 || ms == -3: // held, or being handed to a waiter ahead
+		case ms >= 0 || ms == -1 || ms == -3: // held (-1: with no TTL), or being handed to a waiter ahead
 			// Wake when its TTL runs out, or the handoff's grace, at the
 			// latest; and look again before, now and then, in case the
-			// lock now expires sooner (see relook).
+			// lock now expires sooner (see relook). A key with no TTL
+			// (not a lock this store took) has only the relooks:
+			// nothing announces its deletion.
 			d := time.Duration(ms+1) * time.Millisecond
 			switch {
 			case ms == -3:
 				d, behind = handoffGrace, false
-			case d > relook:
+			case ms == -1 || d > relook:
 				d, relook = relook, min(2*relook, maxRelook)
 			}
 			if expiry == nil {
@@ -186,7 +199,9 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 // saw: nothing tells it when the lock is set to expire sooner (extended
 // to a shorter TTL, or taken again for a shorter one by the next holder),
 // so it sees such an expiry at most the time it has waited so far, and
-// at most maxRelook, late. Looking again keeps its place in line.
+// at most maxRelook, late. A key without a TTL, which nothing may free
+// with a release, is looked at on the same schedule. Looking again keeps
+// its place in line.
 const (
 	firstRelook = 50 * time.Millisecond
 	maxRelook   = time.Second

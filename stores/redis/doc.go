@@ -54,9 +54,10 @@
 // PEXPIRETIME) sent together (see Fencing); Release and Extend are
 // Lua scripts run with EVALSHA, sent in full only when the server answers
 // NOSCRIPT (after SCRIPT FLUSH, a restart or a failover), so NOSCRIPT
-// never reaches the caller. Exists is EXISTS, TTL is PTTL,
-// both sent to the master like the writes (never to a replica, which may
-// lag). Under load — more than four acquisitions of the store under way
+// never reaches the caller. Exists is TYPE (which costs what EXISTS
+// does, and tells a lock from a key of another type), TTL is PTTL after a
+// TYPE, in one script; both are sent to the master like the writes (never
+// to a replica, which may lag). Under load — more than four acquisitions of the store under way
 // at once, on one server — further Acquire and AcquireFenced calls wait
 // for the store's batch on the wire and go out together in the next, as
 // calls started with Start do. No operation starts a goroutine or a timer
@@ -66,9 +67,10 @@
 // A lock key holding something other than a string (a value some other
 // program wrote under the lock's name) is reported as a WRONGTYPE error,
 // never as contention: SET NX PX GET and the scripts' GET answer WRONGTYPE
-// themselves; on Redis before 7.0, which has no SET with both NX and GET,
-// a refused SET NX is followed by a GET — a second round trip on the
-// refusal path only.
+// themselves; Exists, TTL and WaitRelease read the key's TYPE (PTTL and
+// EXISTS would report it a lock held); on Redis before 7.0, which has no
+// SET with both NX and GET, a refused SET NX is followed by a GET — a
+// second round trip on the refusal path only.
 //
 // Cancellation: rueidis serves a command on an idle connection
 // synchronously when the command's context has a deadline, and then
@@ -145,7 +147,8 @@
 // PTTL — and, since nothing tells a waiter that the lock was extended for
 // less or taken again for less, it looks again 50ms after getting in line,
 // then after twice as long each time, up to every second, keeping its
-// place in line. Waiters of one process share a subscription, which stays a moment
+// place in line (so a key without a TTL at the lock's name, set by another
+// client, is seen to be deleted). Waiters of one process share a subscription, which stays a moment
 // after the last returns (the lockers come back after each attempt) and
 // wakes them longest-waiting first. A release that wakes a waiter hands
 // it the lock: it sets the lock to a reservation for the woken

@@ -24,10 +24,16 @@
 -- free, or gave up), and would otherwise wake the newcomer ahead of
 -- everyone who got in line after them, and pile up.
 --
+-- A key of another type at the lock's name is a WRONGTYPE error, as in
+-- GET: PTTL alone would report it as a lock held, which no release frees.
+--
 -- KEYS: lock, waiters. ARGV: subscription id, queue margin (ms), "1" to
 -- get in line at the front, "1" to get in line behind a handoff, the
 -- number of the subscription's callers waiting, "0" or "r".
 local ms = redis.call('PTTL', KEYS[1])
+if ms ~= -2 and redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then
+	return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock')
+end
 if ms == -2 then
 	if ARGV[4] ~= '1' or redis.call('LLEN', KEYS[2]) == 0 then
 		return -2

@@ -211,6 +211,35 @@ func (f Factory) testWaitRechecksOnExpiry(t *testing.T) {
 	}
 }
 
+// testWaitSeesKeyWithoutTTLDeleted: a key with no TTL at a lock's name
+// (set by another client, or by an operator) is waited for as a lock is,
+// and deleting it without a release (nothing announces it) frees the
+// waiter, which looks again now and then, rather than leaving it waiting
+// until its context ends.
+func (f Factory) testWaitSeesKeyWithoutTTLDeleted(t *testing.T) {
+	srv := redistest.Start(t)
+	s := f.Server(t, srv, redisstore.WithPrefix("nottlwait:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := srv.Do("SET", "nottlwait:{r}", "set-by-hand").Error(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.WaitRelease(ctx, "r") }()
+	waitersInLine(t, srv, "nottlwait:{r}", 1)
+	select {
+	case err := <-done:
+		t.Fatalf("WaitRelease(r) on a key without a TTL, before it was deleted = %v; want it waiting", err)
+	default:
+	}
+	if err := srv.Do("DEL", "nottlwait:{r}").Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitRelease(r) on a key without a TTL, deleted = %v; want nil once the waiter looks again", err)
+	}
+	noSubscriptionsLeft(t, srv, "nottlwait:{r}")
+}
+
 // testWaitSeesShorterExpiry: a lock shortened while waited for (extended
 // for less than the TTL the waiter saw) and left to expire frees the
 // waiter soon after it expires, not at the TTL it saw.

@@ -287,3 +287,231 @@ func (f Factory) testOwnReservationBeforeHandOn(t *testing.T) {
 	}
 	t.Fatal("the subscription was dropped before the release in every try")
 }
+
+// testUnsentClaimIsClaimedAgain: the acquisition of a woken process
+// claims the lock reserved for it; if that claim is never answered (its
+// caller gives up before its shared batch goes out, so it is not sent),
+// the process's next acquisition claims the reservation again. (The
+// claim used to count as made: the next acquisition sent SET NX, which
+// the process's own reservation refused until it lapsed.)
+func (f Factory) testUnsentClaimIsClaimedAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("unsent:"))
+	s := f.Server(t, srv, redisstore.WithPrefix("unsent:"))
+	// The reservation lapses only when the test ends: an acquisition
+	// that does not claim it is refused however loaded the machine.
+	redisstore.SetReservationTTL(f.Engine(holder), time.Minute)
+	redisstore.ShareBatches(f.Engine(s))
+	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.WaitRelease(ctx, "r") }()
+		return done
+	}
+	// Two callers wait: one to be woken, and one that keeps the
+	// process's subscription, whose id the reservation names.
+	first := wait()
+	waitersInLine(t, srv, "unsent:{r}", 1)
+	keeper := wait()
+	waitersInLine(t, srv, "unsent:{r}", 2)
+	if err := holder.Release(ctx, "r", "h"); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-first:
+	case err = <-keeper:
+		keeper = first
+	case <-ctx.Done():
+		t.Fatal("nobody woken by the release")
+	}
+	if err != nil {
+		t.Fatalf("the woken caller's WaitRelease(r) = %v; want nil", err)
+	}
+
+	// The woken caller's acquisition, the claim, waits in its batch
+	// until its caller gives up, and is not sent.
+	reached, resume := redisstore.HoldBatches(f.Engine(s))
+	defer resume()
+	actx, giveUp := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- s.Acquire(actx, "r", "a", time.Minute) }()
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		t.Fatal("the acquisition's batch never went out")
+	}
+	giveUp()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire(r, a) given up before its batch went out = %v; want context.Canceled", err)
+	}
+	resume()
+	if v, err := srv.Do("GET", "unsent:{r}").ToString(); err != nil || !strings.HasPrefix(v, redisstore.ReservationPrefix) {
+		t.Fatalf("the lock after the unsent claim holds %q, %v; want the reservation", v, err)
+	}
+
+	if err := s.Acquire(ctx, "r", "b", time.Minute); err != nil {
+		got, _ := srv.Do("GET", "unsent:{r}").ToString()
+		t.Fatalf("Acquire(r, b) after the process's claim went unsent = %v (the lock holds %q); want nil: the lock is reserved for the process", err, got)
+	}
+	if err := s.Release(ctx, "r", "b"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-keeper:
+	case <-ctx.Done():
+		t.Fatal("the keeper was not woken by the release")
+	}
+	if err != nil {
+		t.Fatalf("the keeper's WaitRelease(r) = %v; want nil", err)
+	}
+	if err := s.Acquire(ctx, "r", "c", time.Minute); err != nil {
+		t.Fatalf("the keeper's Acquire(r, c) after its wake = %v; want nil", err)
+	}
+	if err := s.Release(ctx, "r", "c"); err != nil {
+		t.Fatal(err)
+	}
+	noSubscriptionsLeft(t, srv, "unsent:{r}")
+}
+
+// testLostClaimReplyIsClaimedAgain: as testUnsentClaimIsClaimedAgain,
+// for a claim that was sent and whose reply was lost: the server holds it
+// back (CLIENT PAUSE WRITE) and its connection is killed before it runs.
+// The next acquisition of the process claims the reservation again. On a
+// client whose connection also carries the process's subscription
+// (rueidis, over RESP3), the kill ends the subscription, and the count of
+// its reservation with it: the test is skipped there.
+func (f Factory) testLostClaimReplyIsClaimedAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("lost:"))
+	s := f.Server(t, srv, redisstore.WithPrefix("lost:"))
+	redisstore.SetReservationTTL(f.Engine(holder), time.Minute)
+	// The killed connection may be that of a waiter's look at the lock
+	// (a script too, held back as well): then try again.
+	for try := range 5 {
+		resource := fmt.Sprintf("r%d", try)
+		if lostClaimTry(t, ctx, srv, holder, s, resource) {
+			return
+		}
+	}
+	t.Fatal("every try killed a waiter's look rather than the claim")
+}
+
+// lostClaimTry runs testLostClaimReplyIsClaimedAgain on resource, and
+// reports false if it killed the connection of a waiter's look rather
+// than the claim's.
+func lostClaimTry(t *testing.T, ctx context.Context, srv *redistest.Server, holder, s Store, resource string) bool {
+	key := "lost:{" + resource + "}"
+	if err := holder.Acquire(ctx, resource, "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.WaitRelease(ctx, resource) }()
+		return done
+	}
+	// One caller to be woken, one to keep the process's subscription.
+	first := wait()
+	waitersInLine(t, srv, key, 1)
+	keeper := wait()
+	waitersInLine(t, srv, key, 2)
+	if err := holder.Release(ctx, resource, "h"); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-first:
+	case err = <-keeper:
+		keeper = first
+	case <-ctx.Done():
+		t.Fatal("nobody woken by the release")
+	}
+	if err != nil {
+		t.Fatalf("the woken caller's WaitRelease(%s) = %v; want nil", resource, err)
+	}
+
+	// The woken caller's acquisition sends the claim; the server holds
+	// it back, and its connection is killed.
+	if err := srv.Do("CLIENT", "PAUSE", "30000", "WRITE").Error(); err != nil {
+		t.Fatal(err)
+	}
+	unpause := func() {
+		if err := srv.Do("CLIENT", "UNPAUSE").Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lost := make(chan error, 1)
+	go func() { lost <- s.Acquire(ctx, resource, "a", time.Minute) }()
+	var blocked string
+	eventually(t, "a script held back", func() bool {
+		blocked = heldBackScript(t, srv)
+		return blocked != ""
+	})
+	if strings.Contains(blocked, " ssub=1 ") {
+		unpause()
+		t.Skip("the claim's connection carries the process's subscription: killing it ends the subscription")
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(blocked, "id="), " ")
+	if err := srv.Do("CLIENT", "KILL", "ID", id).Error(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-lost:
+	case err = <-keeper:
+		t.Logf("the killed connection held a waiter's look (it returned %v): trying again", err)
+		unpause()
+		<-lost
+		return false
+	case <-ctx.Done():
+		t.Fatal("the acquisition did not return when its connection was killed")
+	}
+	unpause()
+	if err == nil || errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("Acquire(%s, a) whose connection was killed before the server ran it = %v; want a connection error", resource, err)
+	}
+	if v, err := srv.Do("GET", key).ToString(); err != nil || !strings.HasPrefix(v, redisstore.ReservationPrefix) {
+		t.Fatalf("the lock after the lost claim holds %q, %v; want the reservation", v, err)
+	}
+
+	if err := s.Acquire(ctx, resource, "b", time.Minute); err != nil {
+		got, _ := srv.Do("GET", key).ToString()
+		t.Fatalf("Acquire(%s, b) after the reply to the process's claim was lost = %v (the lock holds %q); want nil: the lock is reserved for the process", resource, err, got)
+	}
+	if err := s.Release(ctx, resource, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-keeper; err != nil {
+		t.Fatalf("the keeper's WaitRelease(%s) = %v; want nil", resource, err)
+	}
+	if err := s.Acquire(ctx, resource, "c", time.Minute); err != nil {
+		t.Fatalf("the keeper's Acquire(%s, c) after its wake = %v; want nil", resource, err)
+	}
+	if err := s.Release(ctx, resource, "c"); err != nil {
+		t.Fatal(err)
+	}
+	noSubscriptionsLeft(t, srv, key)
+	return true
+}
+
+// heldBackScript returns the CLIENT LIST line of a client whose script
+// the server holds back (blocked by CLIENT PAUSE), or "".
+func heldBackScript(t *testing.T, srv *redistest.Server) string {
+	t.Helper()
+	list, err := srv.Do("CLIENT", "LIST").ToString()
+	if err != nil {
+		t.Fatalf("CLIENT LIST = %v", err)
+	}
+	for _, line := range strings.Split(list, "\n") {
+		fields := strings.Fields(line)
+		for _, field := range fields {
+			if flags, ok := strings.CutPrefix(field, "flags="); ok && strings.Contains(flags, "b") && strings.Contains(line, " cmd=evalsha ") {
+				return line
+			}
+		}
+	}
+	return ""
+}
