@@ -122,7 +122,7 @@ func boxed(s string) any {
 	return s
 }
 
-var words = [...]any{"SET", "NX", "PX", "INCR", "PEXPIRETIME", "GET", "EXISTS", "PTTL", "WAIT"}
+var words = [...]any{"SET", "NX", "PX", "INCR", "PEXPIRETIME", "GET", "TYPE", "PTTL", "WAIT"}
 
 // shas holds the SHA-1s of the store's scripts as interface values, so
 // that sending one does not allocate.
