@@ -190,9 +190,11 @@ func (t *Term) Fence() uint64 { return t.fence }
 // ValidUntil returns the end of the term as of its latest renewal: the
 // lock's validity less a tenth of it. The leader may act until then;
 // after it, another may be elected once the lock's validity has run out.
+// Once the term is lost or resigned, it is in the past.
 func (t *Term) ValidUntil() time.Time { return t.h.k.end(t.h.k.current()) }
 
-// Lock returns the lock that makes the term, as of its latest renewal.
+// Lock returns the lock that makes the term, as of its latest renewal;
+// once the term is lost or resigned, its Valid reports false.
 func (t *Term) Lock() Lock { return t.h.k.current() }
 
 // Resign ends the term: it cancels the term's context with cause

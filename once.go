@@ -71,15 +71,12 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	h := hold(ctx, op, locker, held, ttl, o, 0)
 	defer func() {
 		if rest := o.minInterval - time.Since(began); rest > 0 {
-			h.halt()
-			cause := context.Cause(h.ctx)
+			l, cause := h.end()
 			if !errors.Is(cause, ErrLost) {
-				kept, xerr := keepFor(ctx, locker, h.k.current(), rest)
+				kept, xerr := keepFor(ctx, locker, l, rest)
 				if kept || xerr != nil {
 					// Kept to the interval's end, or left to expire at its
 					// TTL: the interval's end at best.
-					h.stopHold()
-					h.cancel(nil)
 					if xerr != nil && !errors.Is(xerr, errors.ErrUnsupported) {
 						err = errors.Join(err, fmt.Errorf("minimum interval not kept: %w", xerr))
 					}
