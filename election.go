@@ -36,7 +36,8 @@ type Election struct {
 // by default every third of it), [MaxHold] (a term ends that long after
 // election, so that leaders rotate). It returns an error matching
 // ErrInvalid, before anything is sent, for a nil locker, an empty role, a
-// ttl outside (0, MaxTTL], or options that do not fit the ttl.
+// ttl outside (0, MaxTTL], a retry policy that Lock would refuse, or
+// options that do not fit the ttl.
 func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOption) (*Election, error) {
 	const op = "election"
 	o := collect(opts)
@@ -47,6 +48,11 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 		return nil, invalidf(op, role, "ttl is %v: want > 0", ttl)
 	case ttl > MaxTTL:
 		return nil, invalidf(op, role, "ttl is %v: want at most %v", ttl, MaxTTL)
+	}
+	if o.retry != nil {
+		if err := o.retry.validate(); err != nil {
+			return nil, invalidf(op, role, "%v", err)
+		}
 	}
 	if err := checkRun(op, locker, role, ttl, o, termMargin); err != nil {
 		return nil, err
