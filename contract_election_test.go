@@ -1,13 +1,17 @@
 package lock_test
 
-// Elections against their doc comments.
+// Elections against their doc comments: what NewElection refuses, what
+// Resign and Lead return when the release fails or ctx ends.
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
 )
 
 // NewElection refuses a retry policy that Lock would refuse, before
@@ -37,3 +41,72 @@ func TestContractNewElectionRefusesBadRetry(t *testing.T) {
 	}
 }
 
+// Resign reports a release that failed (ErrUnavailable: the role stays
+// taken until the lock expires), and later calls return the same.
+func TestContractResignReportsAFailedRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		e := mustElection(t, mustSingle(t, m, nil), "leader", time.Second)
+		term, err := e.Campaign(t.Context())
+		wantNil(t, "Campaign()", err)
+		m.Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset, Times: memory.Always})
+		err = term.Resign(t.Context())
+		wantIs(t, "Resign() with the release failing", err, lock.ErrUnavailable)
+		if errors.Is(err, lock.ErrLost) {
+			t.Errorf("Resign() with the release failing = %v; want no ErrLost: the term was not lost", err)
+		}
+		wantIs(t, "term's cause after Resign()", context.Cause(term.Context()), lock.ErrResigned)
+		m.ClearFaults()
+		if again := term.Resign(t.Context()); again != err {
+			t.Errorf("Resign() again = %v; want the first call's %v", again, err)
+		}
+	})
+}
+
+// Lead: fn's context, the term's, ends with Lead's ctx (with its cause),
+// and Lead then frees the role; a release that fails is in Lead's error.
+func TestContractLeadEndsWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		e := mustElection(t, mustSingle(t, m, nil), "leader", time.Minute)
+		ctx, cancel := context.WithCancelCause(t.Context())
+		errStop := errors.New("stopping")
+		err := e.Lead(ctx, func(tctx context.Context, term *lock.Term) error {
+			cancel(errStop)
+			<-tctx.Done()
+			if cause := context.Cause(tctx); cause != errStop {
+				t.Errorf("term's cause after Lead's ctx ended = %v; want ctx's cause %v", cause, errStop)
+			}
+			return tctx.Err()
+		})
+		wantIs(t, "Lead() ended by its context", err, context.Canceled)
+		if errors.Is(err, lock.ErrLost) || errors.Is(err, lock.ErrUnavailable) {
+			t.Errorf("Lead() ended by its context = %v; want fn's error only", err)
+		}
+		noResidue(t, m)
+
+		m.Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset, Times: memory.Always})
+		err = e.Lead(t.Context(), func(context.Context, *lock.Term) error { return nil })
+		wantIs(t, "Lead() with the release failing", err, lock.ErrUnavailable)
+		m.ClearFaults()
+	})
+}
+
+// Lead returns Campaign's error, without running fn, when the caller is
+// not elected.
+func TestContractLeadNotElected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		leader := mustElection(t, mustSingle(t, m, nil), "leader", time.Minute)
+		term, err := leader.Campaign(t.Context())
+		wantNil(t, "Campaign()", err)
+		other := mustElection(t, mustSingle(t, m, nil), "leader", time.Minute, lock.WithRetry(lock.NoRetry))
+		ran := false
+		err = other.Lead(t.Context(), func(context.Context, *lock.Term) error { ran = true; return nil })
+		wantIs(t, "Lead(NoRetry) while another leads", err, lock.ErrNotAcquired)
+		if ran {
+			t.Error("Lead(NoRetry) while another leads ran fn; want it not run")
+		}
+		wantNil(t, "Resign()", term.Resign(t.Context()))
+	})
+}

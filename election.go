@@ -69,7 +69,8 @@ func (e *Election) Role() string { return e.role }
 // context ends (see [Term.Context]) — call Resign in every case, to free
 // the role at once and stop the renewals. On failure the error is Lock's:
 // ErrNotAcquired (another leads, after every attempt allowed), a context
-// error, ErrUnavailable or ErrInvalid.
+// error, ErrUnavailable, ErrClosed (the locker was shut down) or
+// ErrInvalid.
 func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if ctx == nil {
 		return nil, invalidf("campaign", e.role, "nil context")

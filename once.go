@@ -33,10 +33,10 @@ func MinInterval(d time.Duration) LockOption {
 // the interval has passed since the run began: it is extended to the
 // interval's end and left to expire, so that replicas whose schedules
 // fire a little apart, or a replica that fires again early, skip the
-// job until then. (An interval that cannot be kept — the store cannot
-// extend, or the extension fails — is reported with fn's result, except
-// when the store cannot extend locks: the lock then simply expires at its
-// TTL.) Shutdown and UnlockAll of the locker release such a lock early.
+// job until then. (An interval that cannot be kept because the extension
+// fails is reported with fn's result; when the store cannot extend locks,
+// the lock is left to expire at its TTL, which is not reported.) Shutdown
+// and UnlockAll of the locker release such a lock early.
 // The interval runs on the store's clock, give or take the locker's drift
 // allowance. With Options.LockDelay, whose delay the stores add to a
 // lock's TTL, the lock is extended for the interval less the delay, so
