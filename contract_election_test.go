@@ -110,3 +110,29 @@ func TestContractLeadNotElected(t *testing.T) {
 		wantNil(t, "Resign()", term.Resign(t.Context()))
 	})
 }
+
+// Without WithRetry, Campaign waits as the locker's Lock does: a locker
+// whose Options.Retry makes two attempts gives up with ErrNotAcquired,
+// the default one waits until Campaign's context ends.
+func TestContractCampaignWaitsAsTheLockersPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		leader := mustElection(t, mustSingle(t, m, nil), "leader", time.Minute)
+		term, err := leader.Campaign(t.Context())
+		wantNil(t, "Campaign()", err)
+		two := mustSingle(t, m, &lock.Options{Retry: &lock.Retry{Attempts: 2, Delay: 10 * time.Millisecond}})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		start := time.Now()
+		_, err = mustElection(t, two, "leader", time.Minute).Campaign(ctx)
+		wantIs(t, "Campaign() over a locker retrying twice, while another leads", err, lock.ErrNotAcquired)
+		if d := time.Since(start); d >= time.Hour {
+			t.Errorf("Campaign() over a locker retrying twice took %v; want it to give up before its context ends", d)
+		}
+		ctx, cancel = context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		_, err = mustElection(t, mustSingle(t, m, nil), "leader", time.Minute).Campaign(ctx)
+		wantIs(t, "Campaign() over a default locker, while another leads", err, context.DeadlineExceeded)
+		wantNil(t, "Resign()", term.Resign(t.Context()))
+	})
+}

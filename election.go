@@ -31,7 +31,8 @@ type Election struct {
 
 // NewElection returns an election for role over locker, whose terms are
 // leases of ttl, renewed in the background. opts are those of [Run]:
-// [WithRetry] (how Campaign waits: by default until its context ends;
+// [WithRetry] (how Campaign waits: by default as the locker's Lock does,
+// which with the default Options.Retry is until Campaign's context ends;
 // NoRetry makes one attempt), [ExtendEvery] (how often a term is renewed:
 // by default every third of it), [MaxHold] (a term ends that long after
 // election, so that leaders rotate). It returns an error matching
@@ -64,7 +65,8 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 func (e *Election) Role() string { return e.role }
 
 // Campaign waits until the caller is elected (as the election's retry
-// policy says, by default until ctx ends) and returns its term. ctx bounds
+// policy says, by default the locker's: until ctx ends unless its
+// Options.Retry says otherwise) and returns its term. ctx bounds
 // the campaign only: the term lasts until [Term.Resign], or until its
 // context ends (see [Term.Context]) — call Resign in every case, to free
 // the role at once and stop the renewals. On failure the error is Lock's:
