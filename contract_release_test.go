@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/faultkit"
 	"github.com/lockkit/lock/stores/memory"
 )
 
@@ -98,4 +99,32 @@ func TestContractResignEndsTheTermBeforeTheRelease(t *testing.T) {
 		ended("after Resign")
 		noResidue(t, w.Store)
 	})
+}
+
+// No goroutine outlives a term once it is resigned (also after a loss),
+// nor Lead or RunOnce once they return, a lock kept for MinInterval
+// included; on real time, the scheduler's own paths (under synctest a
+// leak would deadlock the bubble instead).
+func TestNoGoroutineLeftByTermsAndRunOnce(t *testing.T) {
+	before := faultkit.Goroutines()
+	ctx := context.Background()
+	m := memory.New()
+	l := mustSingle(t, m, nil)
+	e := mustElection(t, l, "leader", time.Minute)
+	term, err := e.Campaign(ctx)
+	wantNil(t, "Campaign()", err)
+	wantNil(t, "Resign()", term.Resign(ctx))
+	term, err = e.Campaign(ctx)
+	wantNil(t, "Campaign()", err)
+	wantNil(t, "UnlockAll()", l.UnlockAll(ctx))
+	wantIs(t, "Resign() after UnlockAll", term.Resign(ctx), lock.ErrLost)
+	wantNil(t, "Lead()", e.Lead(ctx, func(context.Context, *lock.Term) error { return nil }))
+	nop := func(context.Context, lock.Lock) error { return nil }
+	wantNil(t, "RunOnce()", lock.RunOnce(ctx, l, "job", time.Minute, nop))
+	wantNil(t, "RunOnce(MinInterval(1h))", lock.RunOnce(ctx, l, "kept", time.Minute, nop, lock.MinInterval(time.Hour)))
+	if leaked := before.Leaked(5 * time.Second); len(leaked) > 0 {
+		t.Errorf("%d goroutines left after the terms were resigned and Lead and RunOnce returned; want none:\n%s", len(leaked), leaked[0])
+	}
+	wantNil(t, "UnlockAll()", l.UnlockAll(ctx))
+	noResidue(t, m)
 }
