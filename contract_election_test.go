@@ -136,3 +136,33 @@ func TestContractCampaignWaitsAsTheLockersPolicy(t *testing.T) {
 		wantNil(t, "Resign()", term.Resign(t.Context()))
 	})
 }
+
+// A term ends at the election's MaxHold at the latest (its context then
+// ends with ErrMaxHold), and Term.ValidUntil, "the end of the term", says
+// so: a leader that acts until ValidUntil does not act past MaxHold.
+func TestContractTermValidUntilStopsAtMaxHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		e := mustElection(t, mustSingle(t, m, nil), "leader", 3*time.Second, lock.MaxHold(10*time.Second))
+		start := time.Now()
+		term, err := e.Campaign(t.Context())
+		wantNil(t, "Campaign()", err)
+		limit := start.Add(10 * time.Second)
+		for range 9 {
+			if end := term.ValidUntil(); end.After(limit) {
+				t.Errorf("term.ValidUntil() at %v = %v, after MaxHold's %v", time.Since(start), end.Sub(start), limit.Sub(start))
+			}
+			if err := term.Context().Err(); err != nil {
+				t.Fatalf("term's context at %v, before MaxHold: %v", time.Since(start), context.Cause(term.Context()))
+			}
+			time.Sleep(time.Second)
+		}
+		<-term.Context().Done()
+		wantIs(t, "term's cause at MaxHold", context.Cause(term.Context()), lock.ErrMaxHold)
+		if end := term.ValidUntil(); end.After(time.Now()) {
+			t.Errorf("term.ValidUntil() after MaxHold = %v, in the future", end.Sub(start))
+		}
+		wantNil(t, "Resign()", term.Resign(t.Context()))
+		noResidue(t, m)
+	})
+}

@@ -199,8 +199,15 @@ func (t *Term) Fence() uint64 { return t.fence }
 // ValidUntil returns the end of the term as of its latest renewal: the
 // lock's validity less a tenth of it. The leader may act until then;
 // after it, another may be elected once the lock's validity has run out.
-// Once the term is lost or resigned, it is in the past.
-func (t *Term) ValidUntil() time.Time { return t.h.k.end(t.h.k.current()) }
+// With the election's MaxHold, the term ends then at the latest. Once the
+// term is lost or resigned, it is in the past.
+func (t *Term) ValidUntil() time.Time {
+	end := t.h.k.end(t.h.k.current())
+	if at := t.h.k.maxHoldAt; !at.IsZero() && at.Before(end) {
+		return at
+	}
+	return end
+}
 
 // Lock returns the lock that makes the term, as of its latest renewal;
 // once the term is lost or resigned, its Valid reports false.
