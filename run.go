@@ -205,11 +205,11 @@ func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
 // ended, if it had. Later calls return the same lock.
 func (h *holding) end() (l Lock, cause error) {
 	h.halt()
-	l = h.k.finish()
+	h.k.loseOnce.Do(func() {}) // the holder is done: no loss is reported from here on
 	cause = context.Cause(h.ctx)
 	h.stopHold()
-	h.cancel(nil)
-	return l, cause
+	h.cancel(nil) // before the validity is cut, so that Err never reports nil for a lock cut
+	return h.k.finish(), cause
 }
 
 // checkExtendEvery refuses an extension interval that is not shorter than
@@ -308,10 +308,8 @@ type keeper struct {
 
 // finish ends the validity of the lock that FromContext returns, once the
 // holder is done with it, and returns the lock as it was, for its release
-// (or keeping, for MinInterval). No loss is reported after it: the lock is
-// released by its holder, not lost. Later calls return the same lock.
+// (or keeping, for MinInterval). Later calls return the same lock.
 func (k *keeper) finish() Lock {
-	k.loseOnce.Do(func() {}) // a loss not reported yet is not reported
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.final == nil {
