@@ -7,6 +7,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -109,5 +110,38 @@ func TestContractRunOnceUnlockAllEndsTheJob(t *testing.T) {
 		}, lock.MinInterval(time.Hour))
 		wantIs(t, "RunOnce() whose lock UnlockAll released", err, lock.ErrLost)
 		noResidue(t, m)
+	})
+}
+
+// "Every replica tries, one runs the job, the others skip it": replicas
+// on lockers of their own, at once, with a MinInterval that outlasts the
+// test so that the order of their attempts does not matter.
+func TestContractRunOnceOneOfManyRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		const replicas = 8
+		var ran atomic.Int32
+		errs := make(chan error, replicas)
+		for range replicas {
+			l := mustSingle(t, m, nil)
+			go func() {
+				errs <- lock.RunOnce(t.Context(), l, "job", time.Minute, func(context.Context, lock.Lock) error {
+					ran.Add(1)
+					return nil
+				}, lock.MinInterval(time.Hour))
+			}()
+		}
+		skipped := 0
+		for range replicas {
+			switch err := <-errs; {
+			case errors.Is(err, lock.ErrSkipped):
+				skipped++
+			case err != nil:
+				t.Errorf("RunOnce() = %v; want nil or ErrSkipped", err)
+			}
+		}
+		if n := ran.Load(); n != 1 || skipped != replicas-1 {
+			t.Errorf("%d replicas calling RunOnce(job, MinInterval(1h)) at once: %d ran the job, %d skipped; want 1 and %d", replicas, n, skipped, replicas-1)
+		}
 	})
 }
