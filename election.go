@@ -31,12 +31,14 @@ type Election struct {
 
 // NewElection returns an election for role over locker, whose terms are
 // leases of ttl, renewed in the background. opts are those of [Run]:
-// [WithRetry] (how Campaign waits: by default until its context ends;
+// [WithRetry] (how Campaign waits: by default as the locker's Lock does,
+// which with the default Options.Retry is until Campaign's context ends;
 // NoRetry makes one attempt), [ExtendEvery] (how often a term is renewed:
 // by default every third of it), [MaxHold] (a term ends that long after
 // election, so that leaders rotate). It returns an error matching
 // ErrInvalid, before anything is sent, for a nil locker, an empty role, a
-// ttl outside (0, MaxTTL], or options that do not fit the ttl.
+// ttl outside (0, MaxTTL], a retry policy that Lock would refuse, or
+// options that do not fit the ttl.
 func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOption) (*Election, error) {
 	const op = "election"
 	o := collect(opts)
@@ -48,6 +50,11 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 	case ttl > MaxTTL:
 		return nil, invalidf(op, role, "ttl is %v: want at most %v", ttl, MaxTTL)
 	}
+	if o.retry != nil {
+		if err := o.retry.validate(); err != nil {
+			return nil, invalidf(op, role, "%v", err)
+		}
+	}
 	if err := checkRun(op, locker, role, ttl, o, termMargin); err != nil {
 		return nil, err
 	}
@@ -58,12 +65,14 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 func (e *Election) Role() string { return e.role }
 
 // Campaign waits until the caller is elected (as the election's retry
-// policy says, by default until ctx ends) and returns its term. ctx bounds
+// policy says, by default the locker's: until ctx ends unless its
+// Options.Retry says otherwise) and returns its term. ctx bounds
 // the campaign only: the term lasts until [Term.Resign], or until its
 // context ends (see [Term.Context]) — call Resign in every case, to free
 // the role at once and stop the renewals. On failure the error is Lock's:
 // ErrNotAcquired (another leads, after every attempt allowed), a context
-// error, ErrUnavailable or ErrInvalid.
+// error, ErrUnavailable, ErrClosed (the locker was shut down) or
+// ErrInvalid.
 func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if ctx == nil {
 		return nil, invalidf("campaign", e.role, "nil context")
@@ -190,9 +199,18 @@ func (t *Term) Fence() uint64 { return t.fence }
 // ValidUntil returns the end of the term as of its latest renewal: the
 // lock's validity less a tenth of it. The leader may act until then;
 // after it, another may be elected once the lock's validity has run out.
-func (t *Term) ValidUntil() time.Time { return t.h.k.end(t.h.k.current()) }
+// With the election's MaxHold, the term ends then at the latest. Once the
+// term is lost or resigned, it is in the past.
+func (t *Term) ValidUntil() time.Time {
+	end := t.h.k.end(t.h.k.current())
+	if at := t.h.k.maxHoldAt; !at.IsZero() && at.Before(end) {
+		return at
+	}
+	return end
+}
 
-// Lock returns the lock that makes the term, as of its latest renewal.
+// Lock returns the lock that makes the term, as of its latest renewal;
+// once the term is lost or resigned, its Valid reports false.
 func (t *Term) Lock() Lock { return t.h.k.current() }
 
 // Resign ends the term: it cancels the term's context with cause

@@ -24,7 +24,10 @@ const holderSep = '~'
 
 // HolderOf returns the public part of token: what follows its last '~',
 // or "" if it has none. Tokens made by a locker with Options.Holder set
-// end in "~" and the holder; tokengen.Random tokens contain no '~'.
+// end in "~" and the holder; tokengen.Random tokens contain no '~'. A
+// token of one's own [TokenGenerator] that contains '~' has what follows
+// its last '~' read as public (by HolderOf, the Holder methods and lockctl
+// status): keep '~' out of a generator's tokens.
 func HolderOf(token string) string {
 	i := strings.LastIndexByte(token, holderSep)
 	if i < 0 {

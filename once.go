@@ -33,10 +33,10 @@ func MinInterval(d time.Duration) LockOption {
 // the interval has passed since the run began: it is extended to the
 // interval's end and left to expire, so that replicas whose schedules
 // fire a little apart, or a replica that fires again early, skip the
-// job until then. (An interval that cannot be kept — the store cannot
-// extend, or the extension fails — is reported with fn's result, except
-// when the store cannot extend locks: the lock then simply expires at its
-// TTL.) Shutdown and UnlockAll of the locker release such a lock early.
+// job until then. (An interval that cannot be kept because the extension
+// fails is reported with fn's result; when the store cannot extend locks,
+// the lock is left to expire at its TTL, which is not reported.) Shutdown
+// and UnlockAll of the locker release such a lock early.
 // The interval runs on the store's clock, give or take the locker's drift
 // allowance. With Options.LockDelay, whose delay the stores add to a
 // lock's TTL, the lock is extended for the interval less the delay, so
@@ -71,15 +71,12 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	h := hold(ctx, op, locker, held, ttl, o, 0)
 	defer func() {
 		if rest := o.minInterval - time.Since(began); rest > 0 {
-			h.halt()
-			cause := context.Cause(h.ctx)
+			l, cause := h.end()
 			if !errors.Is(cause, ErrLost) {
-				kept, xerr := keepFor(ctx, locker, h.k.current(), rest)
+				kept, xerr := keepFor(ctx, locker, l, rest)
 				if kept || xerr != nil {
 					// Kept to the interval's end, or left to expire at its
 					// TTL: the interval's end at best.
-					h.stopHold()
-					h.cancel(nil)
 					if xerr != nil && !errors.Is(xerr, errors.ErrUnsupported) {
 						err = errors.Join(err, fmt.Errorf("minimum interval not kept: %w", xerr))
 					}

@@ -28,7 +28,8 @@ import (
 //     channel closes at most a scheduling delay later;
 //   - with cause [ErrMaxHold] once the time set with [MaxHold] has passed
 //     since acquisition (the lock is no longer extended from then on);
-//   - when ctx is canceled.
+//   - when ctx is canceled;
+//   - when fn returns, before the lock is released.
 //
 // fn receives the lock as acquired; [FromContext] on fn's context returns
 // it as of its latest extension, so that fn can check that it is still
@@ -188,14 +189,27 @@ func (h *holding) halt() {
 // cancellation, bounded by the TTL), and returns the cause with which the
 // holder's context had ended, if it had, and the release's error.
 func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
-	h.halt()
+	l, cause := h.end()
 	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), h.k.ttl)
-	unlockErr = h.k.locker.Unlock(uctx, h.k.current())
+	unlockErr = h.k.locker.Unlock(uctx, l)
 	ucancel()
+	return cause, unlockErr
+}
+
+// end stops the keeper and ends the holder's claim before the lock is
+// released or left to run out: the holder's context is canceled (if it
+// had not ended) and the lock that FromContext and the Term report is
+// no longer valid, so that nothing that outlives the holder's function
+// acts on a lock it no longer holds. It returns the lock as held, to
+// release or keep, and the cause with which the holder's context had
+// ended, if it had. Later calls return the same lock.
+func (h *holding) end() (l Lock, cause error) {
+	h.halt()
+	h.k.loseOnce.Do(func() {}) // the holder is done: no loss is reported from here on
 	cause = context.Cause(h.ctx)
 	h.stopHold()
-	h.cancel(nil)
-	return cause, unlockErr
+	h.cancel(nil) // before the validity is cut, so that Err never reports nil for a lock cut
+	return h.k.finish(), cause
 }
 
 // checkExtendEvery refuses an extension interval that is not shorter than
@@ -212,8 +226,10 @@ func checkExtendEvery(op, resource string, every, validity time.Duration) error 
 // extension: its ValidUntil moves with each extension, and is cut to the
 // moment of the loss when the lock is lost (fn's context then ends with
 // [ErrLost]: an extension found it not held, or UnlockAll or Shutdown
-// released it), so that FromContext(ctx).Valid() tells whether the lock
-// may still be relied on. The contexts of [RunOnce]'s function and of an
+// released it), and to the moment fn returned once it has (the lock is
+// then released, or kept for [MinInterval] but no longer for fn), so
+// that FromContext(ctx).Valid() tells whether the lock may still be
+// relied on, also in a goroutine that outlives fn. The contexts of [RunOnce]'s function and of an
 // election's [Term] carry their lock the same way. It reports false for
 // any other context, nil included.
 func FromContext(ctx context.Context) (Lock, bool) {
@@ -287,6 +303,23 @@ type keeper struct {
 	cur     Lock  // the lock as of its latest extension; its validity ends at the loss
 	lastErr error // the last extension's failure, if it failed
 	gone    bool  // lost: no extension revives cur
+	final   *Lock // the lock as held when the holder's claim ended (finish)
+}
+
+// finish ends the validity of the lock that FromContext returns, once the
+// holder is done with it, and returns the lock as it was, for its release
+// (or keeping, for MinInterval). Later calls return the same lock.
+func (k *keeper) finish() Lock {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.final == nil {
+		l := k.cur
+		k.final, k.gone = &l, true
+		if now := time.Now(); now.Before(k.cur.ValidUntil) {
+			k.cur.ValidUntil = now
+		}
+	}
+	return *k.final
 }
 
 func (k *keeper) current() Lock {
