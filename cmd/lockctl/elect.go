@@ -56,6 +56,9 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	case len(argv) > 0 && strings.HasPrefix(argv[0], "-"):
 		return usagef("%q after ROLE: flags go before ROLE (everything after it is the command)", argv[0])
 	}
+	if err := checkName("ROLE", role); err != nil {
+		return err
+	}
 	switch {
 	case len(argv) == 0:
 		return usagef("missing COMMAND after ROLE %q", role)

@@ -115,3 +115,12 @@ func positiveDuration(name string, d time.Duration) error {
 	}
 	return nil
 }
+
+// checkName refuses an empty RESOURCE or ROLE (what) before any store is
+// opened: every store refuses the name, and release --force would send it.
+func checkName(what, name string) error {
+	if name == "" {
+		return usagef("empty %s: want a name such as deploy/prod", what)
+	}
+	return nil
+}

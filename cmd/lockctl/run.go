@@ -99,6 +99,9 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	} else if len(argv) > 0 && strings.HasPrefix(argv[0], "-") {
 		return usagef("%q after RESOURCE: flags go before RESOURCE (everything after it is the command)", argv[0])
 	}
+	if err := checkName("RESOURCE", resource); err != nil {
+		return err
+	}
 	switch {
 	case len(argv) == 0:
 		return usagef("missing COMMAND after RESOURCE %q", resource)

@@ -89,6 +89,9 @@ stores cannot tell. The permits' and rwlock's error is only on failure.`,
 			if len(args) != 1 {
 				return usagef("want one RESOURCE, got %d arguments", len(args))
 			}
+			if err := checkName("RESOURCE", args[0]); err != nil {
+				return err
+			}
 			if err := positiveDuration("timeout", *timeout); err != nil {
 				return err
 			}

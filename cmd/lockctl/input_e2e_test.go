@@ -1,0 +1,31 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Bad input is refused with a usage error naming what is wrong, before
+// lockctl connects to anything: against a store nothing listens on, the
+// answer is the usage error (2), not the unreachable store (1).
+func TestBadInputRefusedBeforeConnecting(t *testing.T) {
+	store := "redis://" + closedPort(t)
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"run", "--store", store, "", "true"}, "empty RESOURCE"},
+		{[]string{"acquire", "--store", store, ""}, "empty RESOURCE"},
+		{[]string{"status", "--store", store, ""}, "empty RESOURCE"},
+		{[]string{"release", "--force", "--yes", "--store", store, ""}, "empty RESOURCE"},
+		{[]string{"elect", "--store", store, "", "true"}, "empty ROLE"},
+	} {
+		t.Run(strings.Join(tc.args[:1], " "), func(t *testing.T) {
+			t.Parallel()
+			code, _, stderr := lockctl(t, nil, tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, "lockctl "+tc.args[0]+": "+tc.err) || strings.Contains(stderr, "connect") {
+				t.Errorf("lockctl %q = exit %d, stderr %q; want %d and %q, before connecting", tc.args, code, stderr, exitUsage, tc.err)
+			}
+		})
+	}
+}
