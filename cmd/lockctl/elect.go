@@ -67,6 +67,9 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	case o.fenceEnv != "" && strings.ContainsAny(o.fenceEnv, "=\x00"):
 		return usagef("--fence-env %q: not an environment variable name", o.fenceEnv)
 	}
+	if err := positiveDuration("ttl", o.ttl); err != nil {
+		return err
+	}
 	set, err := a.openStores(ctx, o.stores, "", a.stderr)
 	if err != nil {
 		return err

@@ -19,8 +19,10 @@ func TestBadInputRefusedBeforeConnecting(t *testing.T) {
 		{[]string{"status", "--store", store, ""}, "empty RESOURCE"},
 		{[]string{"release", "--force", "--yes", "--store", store, ""}, "empty RESOURCE"},
 		{[]string{"elect", "--store", store, "", "true"}, "empty ROLE"},
+		{[]string{"elect", "--store", store, "--ttl", "-1s", "leader", "true"}, "--ttl -1s: want a positive duration"},
+		{[]string{"elect", "--store", store, "--ttl", "0s", "leader", "true"}, "--ttl 0s: want a positive duration"},
 	} {
-		t.Run(strings.Join(tc.args[:1], " "), func(t *testing.T) {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Parallel()
 			code, _, stderr := lockctl(t, nil, tc.args...)
 			if code != exitUsage || !strings.Contains(stderr, "lockctl "+tc.args[0]+": "+tc.err) || strings.Contains(stderr, "connect") {
