@@ -139,20 +139,16 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		return err
 	}
 	var firstOnce sync.Once
-	// A first locker checks the TTL against the stores (memcached needs
-	// more than a second) before any worker starts.
-	if l, err := first.locker(nil); err != nil {
-		first.Close()
-		return &usageError{err: err}
-	} else if _, err := l.IsLocked(ctx, "lockctl-check"); err != nil {
-		first.Close()
-		return err
-	}
-
 	runID := randomID()
 	resources := make([]string, o.resources)
 	for i := range resources {
 		resources[i] = fmt.Sprintf("lockctl-check/%s/%d", runID, i)
+	}
+	// A first locker checks the TTL against the stores (memcached needs
+	// more than a second) before any worker starts.
+	if err := probeTTL(ctx, first, resources[0], o.ttl); err != nil {
+		first.Close()
+		return err
 	}
 	var stats callStats
 	cfg := contention.Config{
@@ -242,6 +238,28 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		return exitWith(exitUnsafe, nil)
 	}
 	return nil
+}
+
+// probeTTL checks that the stores are reachable and take locks of ttl,
+// with one lock on resource taken and released: the library refuses a
+// TTL the stores cannot honour before anything is sent, and the error
+// then names --ttl once, instead of once per worker.
+func probeTTL(ctx context.Context, set *storeSet, resource string, ttl time.Duration) error {
+	l, err := set.locker(nil)
+	if err != nil {
+		return &usageError{err: err}
+	}
+	if _, err := l.IsLocked(ctx, resource); err != nil {
+		return err
+	}
+	held, err := l.TryLock(ctx, resource, ttl)
+	switch {
+	case errors.Is(err, lock.ErrInvalid):
+		return usagef("--ttl %v: %w", ttl, err)
+	case err != nil:
+		return nil // the run itself reports the stores' failures
+	}
+	return l.Unlock(ctx, held)
 }
 
 func (cr *checkReport) print(a *app, o *checkOptions) {

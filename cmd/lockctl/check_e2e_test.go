@@ -66,3 +66,25 @@ func TestBench(t *testing.T) {
 		t.Errorf("bench: exit %d, stdout %q; want a table", code, stdout)
 	}
 }
+
+// A --ttl the stores cannot honour is a usage error that names --ttl
+// once, before any worker starts: it used to surface as each worker's
+// failure ("contention: client N: ..."), or for a huge TTL as an
+// overflowed internal timeout.
+func TestCheckRefusesTTLBeforeWorkersStart(t *testing.T) {
+	mc := backends[1].start(t)
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--ttl", "1ms"}, "lockctl check: --ttl 1ms: "},
+		{[]string{"--ttl", "2000000h"}, "lockctl check: --ttl 2000000h0m0s: "},
+		{append([]string{"--ttl", "1s"}, mc.flags()...), "lockctl check: --ttl 1s: "}, // memcached's TTLs are whole seconds
+	} {
+		args := append([]string{"check", "--workers", "4", "--duration", "1s"}, tc.args...)
+		code, stdout, stderr := lockctl(t, nil, args...)
+		if code != exitUsage || !strings.HasPrefix(stderr, tc.err) || strings.Contains(stderr, "contention") || stdout != "" {
+			t.Errorf("lockctl %q = exit %d, stdout %q, stderr %q; want %d and an error starting %q, before the workers start", args, code, stdout, stderr, exitUsage, tc.err)
+		}
+	}
+}
