@@ -31,3 +31,22 @@ func TestBadInputRefusedBeforeConnecting(t *testing.T) {
 		})
 	}
 }
+
+// A RESOURCE the stores refuse (longer than a Redis key may be) is a
+// usage error naming the store and the limit, for status and release
+// --force as for run: they used to report every store's failure, and 1.
+func TestResourceRefusedByStore(t *testing.T) {
+	be := backends[0].start(t)
+	long := strings.Repeat("x", 5000)
+	for _, args := range [][]string{
+		append(append([]string{"status"}, be.flags()...), long),
+		append(append([]string{"status", "--json"}, be.flags()...), long),
+		append(append([]string{"release", "--force", "--yes"}, be.flags()...), long),
+		append(append([]string{"run"}, be.flags()...), long, "true"),
+	} {
+		code, stdout, stderr := lockctl(t, nil, args...)
+		if code != exitUsage || !strings.Contains(stderr, "resource name is 5000 bytes long") || stdout != "" {
+			t.Errorf("lockctl %s on a 5000-byte RESOURCE = exit %d, stdout %.100q, stderr %.300q; want %d and the store's limit", args[0], code, stdout, stderr, exitUsage)
+		}
+	}
+}

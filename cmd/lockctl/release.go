@@ -99,6 +99,9 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 		return err
 	}
 	defer set.Close()
+	if err := set.checkResource(resource); err != nil {
+		return err
+	}
 	if !yes {
 		// The question waits for a person: the timeout starts after it.
 		fmt.Fprintf(a.stderr, "Release %q on %s whoever holds it? Its owner is not told and may go on working. [y/N] ", resource, set.names())

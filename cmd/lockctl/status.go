@@ -131,6 +131,9 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 		return err
 	}
 	defer set.Close()
+	if err := set.checkResource(resource); err != nil {
+		return err
+	}
 	locker, err := set.locker(nil)
 	if err != nil {
 		return &usageError{err: err}
