@@ -47,8 +47,9 @@ holder's Lock returned), with a live progress line on a terminal. It exits
 0 if nothing was violated, 3 if anything was, 1 if no lock could be taken.
 
 Its resources are named lockctl-check/RUN/N, RUN random, so runs do not
-meet each other or your locks; nothing is left behind but, on Redis, one
-fence counter per resource, which expires after a day.
+meet each other or your locks; nothing is left behind but the stores' fence
+counters, which every lock on them shares (on Redis the key lockkit:fence,
+one per hash slot on a cluster).
 
 Without --store (or $LOCKCTL_STORES) it checks the in-process memory store,
 so it works on a machine with nothing installed. Interrupt it (Ctrl-C) to

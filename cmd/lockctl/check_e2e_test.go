@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockkit/lock/internal/testing/redistest"
 )
 
 // check passes on every real store and fails, with status 3, on a store
@@ -85,6 +89,29 @@ func TestCheckRefusesTTLBeforeWorkersStart(t *testing.T) {
 		code, stdout, stderr := lockctl(t, nil, args...)
 		if code != exitUsage || !strings.HasPrefix(stderr, tc.err) || strings.Contains(stderr, "contention") || stdout != "" {
 			t.Errorf("lockctl %q = exit %d, stdout %q, stderr %q; want %d and an error starting %q, before the workers start", args, code, stdout, stderr, exitUsage, tc.err)
+		}
+	}
+}
+
+// check and bench leave nothing on Redis but the server's fence counter,
+// which every lock on it shares, as their help says.
+func TestCheckAndBenchLeaveOnlyTheFenceCounter(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.NewClient(t)
+	for _, args := range [][]string{
+		{"check", "--workers", "4", "--resources", "3", "--duration", "300ms"},
+		{"bench", "--workers", "4", "--duration", "300ms"},
+	} {
+		args = append(args, "--store", "redis://"+srv.Addr())
+		if code, stdout, stderr := lockctl(t, nil, args...); code != 0 {
+			t.Fatalf("lockctl %q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+		keys, err := client.Do(context.Background(), client.B().Keys().Pattern("*").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(keys, []string{"lockkit:fence"}) {
+			t.Errorf("keys left by lockctl %s = %q; want only the fence counter lockkit:fence", args[0], keys)
 		}
 	}
 }
