@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lockkit/lock/internal/testing/redistest"
 )
@@ -113,5 +115,44 @@ func TestCheckAndBenchLeaveOnlyTheFenceCounter(t *testing.T) {
 		if !slices.Equal(keys, []string{"lockkit:fence"}) {
 			t.Errorf("keys left by lockctl %s = %q; want only the fence counter lockkit:fence", args[0], keys)
 		}
+	}
+}
+
+// Interrupted, check stops early and prints the summary of what ran: an
+// operator's Ctrl-C is not a failure.
+func TestCheckInterrupted(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.NewClient(t)
+	p := start(t, nil, "check", "--json", "--workers", "1", "--duration", "10m", "--store", "redis://"+srv.Addr())
+	// The probe of --ttl draws the first fence before the workers start;
+	// two more mean the worker has taken a lock and taken the next.
+	fence := func() string {
+		v, _ := client.Do(context.Background(), client.B().Get().Key("lockkit:fence").Build()).ToString()
+		return v
+	}
+	last := ""
+	for range 3 {
+		eventually(t, 30*time.Second, "the fence counter did not move: check took no lock", func() bool {
+			v := fence()
+			return v != "" && v != last
+		})
+		last = fence()
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code := p.wait(t, time.Minute)
+	var rep checkReport
+	if err := json.Unmarshal([]byte(p.stdout.String()), &rep); err != nil || code != 0 || !rep.OK || rep.Acquisitions == 0 || rep.ElapsedMs >= ms(10*time.Minute) {
+		t.Errorf("check interrupted by SIGINT: exit %d, %v, stdout %q, stderr %q; want 0 and the summary of what ran", code, err, p.stdout, p.stderr)
+	}
+}
+
+// check takes its stores from $LOCKCTL_STORES when no --store is given,
+// and checks memory:// only when neither is.
+func TestCheckStoresFromEnvironment(t *testing.T) {
+	code, stdout, stderr := lockctl(t, []string{storesEnv + "=broken-memory://"}, "check", "--workers", "4", "--duration", "300ms")
+	if code != exitUnsafe || !strings.Contains(stdout, "stores: broken-memory://\n") {
+		t.Errorf("check with $%s=broken-memory://: exit %d, stdout %q, stderr %q; want %d on broken-memory://", storesEnv, code, stdout, stderr, exitUnsafe)
 	}
 }
