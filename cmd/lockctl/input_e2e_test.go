@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,20 @@ func TestResourceRefusedByStore(t *testing.T) {
 		code, stdout, stderr := lockctl(t, nil, args...)
 		if code != exitUsage || !strings.Contains(stderr, "resource name is 5000 bytes long") || stdout != "" {
 			t.Errorf("lockctl %s on a 5000-byte RESOURCE = exit %d, stdout %.100q, stderr %.300q; want %d and the store's limit", args[0], code, stdout, stderr, exitUsage)
+		}
+	}
+}
+
+// A --lock FILE that cannot be read is a usage error naming it: exit 1
+// says a store failed, and release --lock then means the lock may still
+// be held.
+func TestUnreadableLockFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.lock")
+	for _, cmd := range []string{"extend", "release"} {
+		args := []string{cmd, "--lock", missing, "--store", "redis://" + closedPort(t)}
+		code, _, stderr := lockctl(t, nil, args...)
+		if code != exitUsage || !strings.Contains(stderr, "lockctl "+cmd+": --lock "+missing+": ") || !strings.Contains(stderr, "no such file") {
+			t.Errorf("lockctl %q = exit %d, stderr %q; want %d naming --lock %s", args, code, stderr, exitUsage, missing)
 		}
 	}
 }
