@@ -156,3 +156,20 @@ func TestCheckStoresFromEnvironment(t *testing.T) {
 		t.Errorf("check with $%s=broken-memory://: exit %d, stdout %q, stderr %q; want %d on broken-memory://", storesEnv, code, stdout, stderr, exitUnsafe)
 	}
 }
+
+// check exits 1, saying why, when no lock could be taken: here a Redis
+// server that refuses every write (out of memory).
+func TestCheckNoLockTaken(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.NewClient(t)
+	ctx := context.Background()
+	for _, kv := range [][2]string{{"maxmemory-policy", "noeviction"}, {"maxmemory", "1"}} {
+		if err := client.Do(ctx, client.B().ConfigSet().ParameterValue().ParameterValue(kv[0], kv[1]).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := lockctl(t, nil, "check", "--workers", "2", "--duration", "300ms", "--ttl", "1s", "--store", "redis://"+srv.Addr())
+	if code != exitFailure || !strings.Contains(stdout, "\nFAIL: no lock was acquired: ") || !strings.Contains(stdout, "OOM") {
+		t.Errorf("check on a server refusing writes: exit %d, stdout %q, stderr %q; want %d and FAIL: no lock was acquired, with the store's error", code, stdout, stderr, exitFailure)
+	}
+}
