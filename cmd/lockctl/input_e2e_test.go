@@ -20,6 +20,8 @@ func TestBadInputRefusedBeforeConnecting(t *testing.T) {
 		{[]string{"status", "--store", store, ""}, "empty RESOURCE"},
 		{[]string{"release", "--force", "--yes", "--store", store, ""}, "empty RESOURCE"},
 		{[]string{"elect", "--store", store, "", "true"}, "empty ROLE"},
+		{[]string{"run", "--store", store, "--fence-env", "", "r", "true"}, `--fence-env "": not an environment variable name`},
+		{[]string{"elect", "--store", store, "--fence-env", "", "leader", "true"}, `--fence-env "": not an environment variable name`},
 		{[]string{"elect", "--store", store, "--ttl", "-1s", "leader", "true"}, "--ttl -1s: want a positive duration"},
 		{[]string{"elect", "--store", store, "--ttl", "0s", "leader", "true"}, "--ttl 0s: want a positive duration"},
 	} {
