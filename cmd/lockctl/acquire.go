@@ -73,6 +73,9 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 	if err := checkName("RESOURCE", resource); err != nil {
 		return err
 	}
+	if o.file == "" {
+		return usagef(`--lock "": want a FILE to write the lock to, or - for stdout`)
+	}
 	if err := o.take.check(o.ttl); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ func TestBadInputRefusedBeforeConnecting(t *testing.T) {
 	}{
 		{[]string{"run", "--store", store, "", "true"}, "empty RESOURCE"},
 		{[]string{"acquire", "--store", store, ""}, "empty RESOURCE"},
+		{[]string{"acquire", "--store", store, "--lock", "", "r"}, `--lock "": want a FILE`},
 		{[]string{"status", "--store", store, ""}, "empty RESOURCE"},
 		{[]string{"release", "--force", "--yes", "--store", store, ""}, "empty RESOURCE"},
 		{[]string{"elect", "--store", store, "", "true"}, "empty ROLE"},
