@@ -70,6 +70,12 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 		return usagef("want one RESOURCE, got %d arguments", len(args))
 	}
 	resource := args[0]
+	if err := checkName("RESOURCE", resource); err != nil {
+		return err
+	}
+	if o.file == "" {
+		return usagef(`--lock "": want a FILE to write the lock to, or - for stdout`)
+	}
 	if err := o.take.check(o.ttl); err != nil {
 		return err
 	}

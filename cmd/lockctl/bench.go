@@ -26,8 +26,9 @@ latency of each: --workers goroutines share one locker (one connection
 pool per store, as an application would) and each takes and releases a key
 of its own in a loop for --duration, with one attempt per lock (TryLock),
 so nothing waits for anything but the stores. The keys are named
-lockctl-bench/RUN/N, RUN random; on Redis each leaves a fence counter that
-expires after a day.
+lockctl-bench/RUN/N, RUN random; nothing is left behind but the stores'
+fence counters, which every lock on them shares (on Redis the key
+lockkit:fence).
 
 Prints a live progress line on a terminal, then a table of latency
 percentiles and the throughput; --json prints the same as JSON:

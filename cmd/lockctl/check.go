@@ -47,8 +47,9 @@ holder's Lock returned), with a live progress line on a terminal. It exits
 0 if nothing was violated, 3 if anything was, 1 if no lock could be taken.
 
 Its resources are named lockctl-check/RUN/N, RUN random, so runs do not
-meet each other or your locks; nothing is left behind but, on Redis, one
-fence counter per resource, which expires after a day.
+meet each other or your locks; nothing is left behind but the stores' fence
+counters, which every lock on them shares (on Redis the key lockkit:fence,
+one per hash slot on a cluster).
 
 Without --store (or $LOCKCTL_STORES) it checks the in-process memory store,
 so it works on a machine with nothing installed. Interrupt it (Ctrl-C) to
@@ -139,20 +140,16 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		return err
 	}
 	var firstOnce sync.Once
-	// A first locker checks the TTL against the stores (memcached needs
-	// more than a second) before any worker starts.
-	if l, err := first.locker(nil); err != nil {
-		first.Close()
-		return &usageError{err: err}
-	} else if _, err := l.IsLocked(ctx, "lockctl-check"); err != nil {
-		first.Close()
-		return err
-	}
-
 	runID := randomID()
 	resources := make([]string, o.resources)
 	for i := range resources {
 		resources[i] = fmt.Sprintf("lockctl-check/%s/%d", runID, i)
+	}
+	// A first locker checks the TTL against the stores (memcached needs
+	// more than a second) before any worker starts.
+	if err := probeTTL(ctx, first, resources[0], o.ttl); err != nil {
+		first.Close()
+		return err
 	}
 	var stats callStats
 	cfg := contention.Config{
@@ -242,6 +239,28 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		return exitWith(exitUnsafe, nil)
 	}
 	return nil
+}
+
+// probeTTL checks that the stores are reachable and take locks of ttl,
+// with one lock on resource taken and released: the library refuses a
+// TTL the stores cannot honour before anything is sent, and the error
+// then names --ttl once, instead of once per worker.
+func probeTTL(ctx context.Context, set *storeSet, resource string, ttl time.Duration) error {
+	l, err := set.locker(nil)
+	if err != nil {
+		return &usageError{err: err}
+	}
+	if _, err := l.IsLocked(ctx, resource); err != nil {
+		return err
+	}
+	held, err := l.TryLock(ctx, resource, ttl)
+	switch {
+	case errors.Is(err, lock.ErrInvalid):
+		return usagef("--ttl %v: %w", ttl, err)
+	case err != nil:
+		return nil // the run itself reports the stores' failures
+	}
+	return l.Unlock(ctx, held)
 }
 
 func (cr *checkReport) print(a *app, o *checkOptions) {

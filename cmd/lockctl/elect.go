@@ -41,7 +41,10 @@ signal ends the campaign.`,
 		fs.StringVar(&o.fenceEnv, "fence-env", "", "pass the term's fence to the command in environment variable `NAME` (stores that fence)")
 		fs.DurationVar(&o.killAfter, "kill-after", 10*time.Second, "when the term ends, how long after SIGTERM the command gets SIGKILL")
 		fs.BoolVar(&o.verbose, "verbose", false, "report on stderr when elected and when resigning")
-		return func(ctx context.Context, a *app, args []string) error { return a.elect(ctx, o, args) }
+		return func(ctx context.Context, a *app, args []string) error {
+			o.fenceEnvGiven = flagGiven(fs, "fence-env")
+			return a.elect(ctx, o, args)
+		}
 	},
 }
 
@@ -56,13 +59,19 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	case len(argv) > 0 && strings.HasPrefix(argv[0], "-"):
 		return usagef("%q after ROLE: flags go before ROLE (everything after it is the command)", argv[0])
 	}
+	if err := checkName("ROLE", role); err != nil {
+		return err
+	}
 	switch {
 	case len(argv) == 0:
 		return usagef("missing COMMAND after ROLE %q", role)
 	case o.killAfter < 0:
 		return usagef("--kill-after %v: want a duration >= 0", o.killAfter)
-	case o.fenceEnv != "" && strings.ContainsAny(o.fenceEnv, "=\x00"):
+	case o.fenceEnvGiven && (o.fenceEnv == "" || strings.ContainsAny(o.fenceEnv, "=\x00")):
 		return usagef("--fence-env %q: not an environment variable name", o.fenceEnv)
+	}
+	if err := positiveDuration("ttl", o.ttl); err != nil {
+		return err
 	}
 	set, err := a.openStores(ctx, o.stores, "", a.stderr)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -112,4 +113,80 @@ func TestElectUsage(t *testing.T) {
 			t.Errorf("lockctl %q: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
 		}
 	}
+}
+
+// elect passes signals on as run does, and a signal while campaigning
+// ends the campaign with 128+n, the command never started; a command
+// that cannot be found exits 127.
+func TestElectSignalsAndStatuses(t *testing.T) {
+	b := backends[0].start(t)
+	s := newScene(t)
+	elect := func(id string, opts ...string) *proc {
+		env, argv := s.command(id, opts...)
+		args := append(append([]string{"elect", "--verbose"}, b.flags()...), "leader", "--")
+		return start(t, env, append(args, argv...)...)
+	}
+	leader := elect("leader", "WAIT=1")
+	s.ready("leader")
+	candidate := elect("candidate", "WAIT=1")
+	candidate.stderr.waitFor(t, "campaigning", 30*time.Second)
+	if err := candidate.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := candidate.wait(t, 30*time.Second); code != exitSignal+int(syscall.SIGTERM) || !strings.Contains(candidate.stderr.String(), `interrupted by SIGTERM while campaigning for "leader"`) {
+		t.Errorf("elect interrupted while campaigning: exit %d, stderr %s; want %d", code, candidate.stderr, exitSignal+int(syscall.SIGTERM))
+	}
+	if s.started("candidate") {
+		t.Error("the interrupted candidate started its command")
+	}
+
+	if err := leader.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the leader's command did not get SIGUSR1", func() bool {
+		return slices.Contains(s.signals("leader"), "user defined signal 1")
+	})
+	if err := leader.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := leader.wait(t, 30*time.Second); code != exitSignal+int(syscall.SIGTERM) {
+		t.Errorf("elect whose command exits on SIGTERM: exit %d, stderr %s; want %d", code, leader.stderr, exitSignal+int(syscall.SIGTERM))
+	}
+	if sigs := s.signals("leader"); !slices.Equal(sigs, []string{"user defined signal 1", "terminated"}) {
+		t.Errorf("the leader's command got %q; want SIGUSR1, then SIGTERM", sigs)
+	}
+
+	args := append(append([]string{"elect"}, b.flags()...), "leader", "--", "/nonexistent/command")
+	if code, _, stderr := lockctl(t, nil, args...); code != exitNotFound || !strings.Contains(stderr, "cannot run /nonexistent/command") {
+		t.Errorf("elect of a missing command: exit %d, stderr %q; want %d", code, stderr, exitNotFound)
+	}
+
+	// lockctl help exit-codes names elect for the statuses it gives.
+	for _, status := range []string{"0", "76", "126/127", "128+n"} {
+		if entry := exitStatusEntry(exitCodesHelp, status); !strings.Contains(entry, "elect") {
+			t.Errorf("lockctl help exit-codes, status %s: %q; want it to name elect", status, entry)
+		}
+	}
+}
+
+// exitStatusEntry returns the text of status's entry in the table of
+// lockctl help exit-codes, its continuation lines included.
+func exitStatusEntry(table, status string) string {
+	var entry []string
+	for _, line := range strings.Split(table, "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 0:
+		case strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   "):
+			if len(entry) > 0 {
+				return strings.Join(entry, " ")
+			}
+			if fields[0] == status {
+				entry = fields[1:]
+			}
+		case len(entry) > 0:
+			entry = append(entry, fields...)
+		}
+	}
+	return strings.Join(entry, " ")
 }

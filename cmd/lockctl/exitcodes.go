@@ -9,30 +9,30 @@ import (
 // may itself exit with one of these; --conflict-exit-code moves the one
 // scripts most often test for.
 const (
-	exitOK       = 0   // success; for run, the command's own status
+	exitOK       = 0   // success; for run and elect, the command's own status
 	exitFailure  = 1   // a store failed or could not be reached, or another error
 	exitUsage    = 2   // bad flags or arguments, a malformed store URL
 	exitUnsafe   = 3   // check: mutual exclusion violated, or updates lost
 	exitConflict = 75  // run, acquire: the lock is held by another owner (EX_TEMPFAIL)
-	exitLost     = 76  // run: the lock was lost while the command ran; extend, release --lock: it was no longer held
-	exitNoExec   = 126 // run: the command was found but could not be started
-	exitNotFound = 127 // run: the command was not found
-	exitSignal   = 128 // run: 128+n when the command died of signal n, or lockctl was interrupted by it while waiting
+	exitLost     = 76  // run, elect: the lock or term was lost while the command ran; extend, release --lock: it was no longer held
+	exitNoExec   = 126 // run, elect: the command was found but could not be started
+	exitNotFound = 127 // run, elect: the command was not found
+	exitSignal   = 128 // run, elect: 128+n when the command died of signal n, or lockctl was interrupted by it while waiting
 )
 
 // exitCodesHelp is the table shown by lockctl help and docs/lockctl.md.
 const exitCodesHelp = `Exit status:
-  0        success; for run, the command's own exit status
+  0        success; for run and elect, the command's own exit status
   1        error: a store failed or could not be reached, among others
   2        usage error: bad flag or argument, malformed store URL
   3        check: mutual exclusion was violated or updates were lost
   75       run, acquire: the lock is held by another owner
            (--conflict-exit-code)
-  76       run: the lock was lost while the command ran (it was stopped);
-           extend, release --lock: the lock was no longer held
-  126/127  run: the command could not be started / was not found
-  128+n    run: the command died of signal n; run, acquire: lockctl was
-           interrupted by signal n while waiting for the lock
+  76       run, elect: the lock or term was lost while the command ran (it
+           was stopped); extend, release --lock: the lock was no longer held
+  126/127  run, elect: the command could not be started / was not found
+  128+n    run, elect: the command died of signal n; run, elect, acquire:
+           lockctl was interrupted by signal n while waiting for the lock
 `
 
 // exitError is an error that sets lockctl's exit status. With a nil err,

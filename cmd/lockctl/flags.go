@@ -115,3 +115,19 @@ func positiveDuration(name string, d time.Duration) error {
 	}
 	return nil
 }
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// checkName refuses an empty RESOURCE or ROLE (what) before any store is
+// opened: every store refuses the name, and release --force would send it.
+func checkName(what, name string) error {
+	if name == "" {
+		return usagef("empty %s: want a name such as deploy/prod", what)
+	}
+	return nil
+}

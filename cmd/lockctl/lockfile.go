@@ -48,9 +48,12 @@ func (a *app) readLockFile(path string) (lock.Lock, error) {
 		data, err = io.ReadAll(a.stdin)
 	} else {
 		data, err = os.ReadFile(path)
-		if err == nil {
-			a.warnIfOpen(path)
+		if err != nil {
+			// A lock file that cannot be read is a bad --lock, not a
+			// store's failure: nothing was sent.
+			return lock.Lock{}, usagef("--lock %s: %w", path, err)
 		}
+		a.warnIfOpen(path)
 	}
 	if err != nil {
 		return lock.Lock{}, err

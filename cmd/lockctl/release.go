@@ -67,6 +67,8 @@ is required when stdin is not a terminal. Exits 0 when the lock is gone
 				return usagef("release needs --lock FILE (a lock taken by acquire) or --force RESOURCE (whoever holds it; its owner is not told)")
 			case len(args) != 1:
 				return usagef("want one RESOURCE, got %d arguments", len(args))
+			case args[0] == "":
+				return checkName("RESOURCE", args[0])
 			case !*yes && !isTerminal(a.stdin):
 				return usagef("stdin is not a terminal, so lockctl cannot ask for confirmation: add --yes")
 			}
@@ -97,6 +99,9 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 		return err
 	}
 	defer set.Close()
+	if err := set.checkResource(resource); err != nil {
+		return err
+	}
 	if !yes {
 		// The question waits for a person: the timeout starts after it.
 		fmt.Fprintf(a.stderr, "Release %q on %s whoever holds it? Its owner is not told and may go on working. [y/N] ", resource, set.names())

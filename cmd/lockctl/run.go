@@ -75,18 +75,24 @@ the command is killed if lockctl itself dies.`,
 		fs.StringVar(&o.fenceEnv, "fence-env", "", "pass the lock's fence to the command in environment variable `NAME` (every store fences: redis, memcache, etcd, postgres, memory; a Redlock does unless one of its stores is etcd://)")
 		fs.DurationVar(&o.killAfter, "kill-after", 10*time.Second, "when the lock is lost, how long after SIGTERM the command gets SIGKILL")
 		fs.BoolVar(&o.verbose, "verbose", false, "report on stderr when the lock is acquired and released")
-		return func(ctx context.Context, a *app, args []string) error { return a.run(ctx, o, args) }
+		return func(ctx context.Context, a *app, args []string) error {
+			o.fenceEnvGiven = flagGiven(fs, "fence-env")
+			return a.run(ctx, o, args)
+		}
 	},
 }
 
 type runOptions struct {
-	stores    *storeFlags
-	take      *takeFlags
-	mode      *modeFlags
-	ttl       time.Duration
-	fenceEnv  string
-	killAfter time.Duration
-	verbose   bool
+	stores   *storeFlags
+	take     *takeFlags
+	mode     *modeFlags
+	ttl      time.Duration
+	fenceEnv string
+	// fenceEnvGiven: --fence-env was on the command line, possibly empty
+	// (--fence-env "$UNSET"), which must not silently pass no fence.
+	fenceEnvGiven bool
+	killAfter     time.Duration
+	verbose       bool
 }
 
 func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
@@ -99,12 +105,15 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	} else if len(argv) > 0 && strings.HasPrefix(argv[0], "-") {
 		return usagef("%q after RESOURCE: flags go before RESOURCE (everything after it is the command)", argv[0])
 	}
+	if err := checkName("RESOURCE", resource); err != nil {
+		return err
+	}
 	switch {
 	case len(argv) == 0:
 		return usagef("missing COMMAND after RESOURCE %q", resource)
 	case o.killAfter < 0:
 		return usagef("--kill-after %v: want a duration >= 0", o.killAfter)
-	case o.fenceEnv != "" && strings.ContainsAny(o.fenceEnv, "=\x00"):
+	case o.fenceEnvGiven && (o.fenceEnv == "" || strings.ContainsAny(o.fenceEnv, "=\x00")):
 		return usagef("--fence-env %q: not an environment variable name", o.fenceEnv)
 	}
 	if err := o.take.check(o.ttl); err != nil {

@@ -296,3 +296,23 @@ func TestRunFenceMemcacheAndRedlock(t *testing.T) {
 		})
 	}
 }
+
+// A store that becomes unreachable while the command runs: extensions
+// fail until the lock runs out, and then the command gets SIGTERM and
+// lockctl exits 76.
+func TestRunStoreGoneWhileRunning(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newScene(t)
+	p := s.run("cmd", []string{"--ttl", "3s", "--store", "redis://" + srv.Addr()}, "gone", "WAIT=1")
+	s.ready("cmd")
+	srv.Close()
+	if code := p.wait(t, 30*time.Second); code != exitLost {
+		t.Fatalf("run whose store went away: exit %d; want %d; stderr %s", code, exitLost, p.stderr)
+	}
+	if sigs := s.signals("cmd"); !slices.Equal(sigs, []string{"terminated"}) {
+		t.Errorf("the command got %q; want SIGTERM", sigs)
+	}
+	if !strings.Contains(p.stderr.String(), `lost the lock on "gone" while the command ran`) {
+		t.Errorf("stderr %q does not say the lock was lost", p.stderr)
+	}
+}

@@ -89,6 +89,9 @@ stores cannot tell. The permits' and rwlock's error is only on failure.`,
 			if len(args) != 1 {
 				return usagef("want one RESOURCE, got %d arguments", len(args))
 			}
+			if err := checkName("RESOURCE", args[0]); err != nil {
+				return err
+			}
 			if err := positiveDuration("timeout", *timeout); err != nil {
 				return err
 			}
@@ -128,6 +131,9 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 		return err
 	}
 	defer set.Close()
+	if err := set.checkResource(resource); err != nil {
+		return err
+	}
 	locker, err := set.locker(nil)
 	if err != nil {
 		return &usageError{err: err}

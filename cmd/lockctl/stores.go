@@ -215,6 +215,20 @@ func (s *storeSet) fences() bool {
 	return len(s.specs) > 0
 }
 
+// checkResource asks each store that validates names
+// (lock.ResourceValidator) whether it takes resource, so that a name the
+// stores refuse is a usage error rather than every store's failure.
+func (s *storeSet) checkResource(resource string) error {
+	for i, o := range s.stores {
+		if v, ok := o.Store.(lock.ResourceValidator); ok {
+			if err := v.ValidateResource(resource); err != nil {
+				return usagef("RESOURCE refused by store %s: %w", s.specs[i].display, err)
+			}
+		}
+	}
+	return nil
+}
+
 // inProcess reports whether every store lives in lockctl's memory.
 func (s *storeSet) inProcess() bool {
 	for _, spec := range s.specs {
