@@ -59,15 +59,18 @@
 //     per call under concurrency.
 //   - Permits ([lock.Permitter]): exactly limit winners among concurrent
 //     AcquirePermit calls, ReleasePermit by the wrong token refused (and
-//     twice, and of a permit never taken), expiry frees the permits,
-//     another limit refused with lock.ErrLimitMismatch while permits are
-//     held (and nothing changed), ExtendPermit keeps a permit, refuses a
-//     wrong token and never re-creates an expired one, permits and locks
+//     twice, and of a permit never taken), expiry frees the permits, each
+//     on its own while the others are still held, another limit refused
+//     with lock.ErrLimitMismatch while permits are held (and nothing
+//     changed) and granted once they have expired, canceled or expired
+//     contexts never reported as an outcome, ExtendPermit keeps a
+//     permit, refuses a wrong token and never re-creates an expired one,
+//     permits and locks
 //     of one name apart, fences increasing, across the release and the
 //     expiry of every permit too (when the store fences);
 //     WaitPermit ([lock.PermitWaiter]) returns at once while a permit is
 //     free, blocks while all are held, wakes on a release — of its own
-//     resource, not another's.
+//     resource, not another's — and on expiry, and honours its context.
 //   - Semaphores and read-write locks built on the store (natively on a
 //     Permitter, from plain locks otherwise): at most the limit of
 //     workers inside through a lock.Semaphore, a writer of a
