@@ -23,11 +23,13 @@
 // # Rules
 //
 //   - Acquisition and release: free and held resources (locks are not
-//     re-entrant), a refused Acquire leaves the holder's expiry alone,
-//     compare-and-delete release (wrong token, twice, never held, after
-//     expiry, after takeover), long tokens compared whole, independent
-//     resources, contention (exactly one winner per round), and canceled
-//     or expired contexts never reported as contention or as "not held".
+//     re-entrant, through Acquire or AcquireFenced), a refused Acquire
+//     leaves the holder's expiry alone, compare-and-delete release
+//     (wrong token, twice, never held, after expiry, after takeover),
+//     long tokens compared whole, independent resources, contention
+//     (exactly one winner per round), and canceled or expired contexts
+//     never reported as contention or as "not held", nor a held resource
+//     read as free, nor a wait as a release.
 //   - Names: plain names are accepted; unusual ones (spaces, control
 //     bytes, braces, Unicode, binary, 1 KiB) and lookalikes (names that
 //     differ only in case, surrounding white space, after byte 250, in
@@ -53,7 +55,8 @@
 //     wakes on release and on expiry, not for another resource, honours
 //     its context, and misses no release that happens as it begins.
 //   - Start ([lock.Starter]): the outcomes and fences of the blocking
-//     methods, errors.ErrUnsupported for calls the store cannot make, dead
+//     methods, errors.ErrUnsupported for calls the store cannot make,
+//     lock.ErrInvalid for a call of an unknown operation, dead
 //     contexts (canceled and expired deadlines), each call answered by its
 //     own deadline among calls with much shorter ones, exactly one answer
 //     per call under concurrency.
