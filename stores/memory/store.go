@@ -77,8 +77,9 @@ func (i instant) add(d time.Duration) instant { return i + instant(d) }
 type Option func(*Store)
 
 // WithName names the store in String, by which a lock.MultiLocker names
-// it in its errors (lock.StoreError); the default is "memory", which an empty name keeps (New returns no error to refuse it
-// with, as the other stores do).
+// it in its errors (lock.StoreError); the default is "memory", which an
+// empty name keeps (New returns no error to refuse it with, as the other
+// stores do).
 func WithName(name string) Option {
 	return func(s *Store) {
 		if name != "" {
