@@ -117,11 +117,14 @@ func (s *Store) AcquirePermit(ctx context.Context, resource, token string, limit
 	return fence, f.after(err)
 }
 
+// applyAcquirePermit is the effect of AcquirePermit. It reads the clock
+// once the shard is locked, so that permits that expired while it waited
+// for the mutex do not count.
 func (s *Store) applyAcquirePermit(resource, token string, limit int, ttl time.Duration) (uint64, error) {
-	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.now()
 	p := sh.permitSet(resource, now, true)
 	n := len(p.holders)
 	switch {
@@ -164,10 +167,10 @@ func (s *Store) onPermit(ctx context.Context, op Op, resource, token string, ttl
 		return err
 	}
 	apply := func() error {
-		now := s.now()
 		sh := s.shard(resource)
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
+		now := s.now() // once locked: a permit that expired meanwhile is not re-created
 		p := sh.permitSet(resource, now, false)
 		if p == nil {
 			return lock.ErrNotHeld

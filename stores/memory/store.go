@@ -238,12 +238,15 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	return f.after(s.applyExtend(resource, token, ttl))
 }
 
-// applyExtend is the effect of Extend.
+// applyExtend is the effect of Extend. It reads the clock once the shard
+// is locked, as applyAcquire does: a reading taken before could find
+// alive a lock that expired while the call waited for the mutex, and
+// re-create it.
 func (s *Store) applyExtend(resource, token string, ttl time.Duration) error {
-	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.now()
 	e := sh.locks[resource]
 	if e == nil || !e.live(now) || e.token != token {
 		return lock.ErrNotHeld
