@@ -67,10 +67,10 @@
 //     with lock.ErrLimitMismatch while permits are held (and nothing
 //     changed) and granted once they have expired, canceled or expired
 //     contexts never reported as an outcome, ExtendPermit keeps a
-//     permit, refuses a wrong token and never re-creates an expired one,
-//     permits and locks
-//     of one name apart, fences increasing, across the release and the
-//     expiry of every permit too (when the store fences);
+//     permit, shortens it too, refuses a wrong token and never re-creates
+//     an expired one, permits and locks of one name apart, fences
+//     increasing, across the release and the expiry of every permit too
+//     (when the store fences);
 //     WaitPermit ([lock.PermitWaiter]) returns at once while a permit is
 //     free, blocks while all are held, wakes on a release — of its own
 //     resource, not another's — and on expiry, and honours its context.

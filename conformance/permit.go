@@ -39,6 +39,8 @@ var permitRules = []rule{
 		why: "a caller with another limit must get ErrLimitMismatch and change nothing while permits are held: admitting it silently lets more holders in than the first callers allow"},
 	{name: "PermitExtend", needs: permitter, run: permitExtend,
 		why: "ExtendPermit must keep the permit for the new TTL, refuse a wrong token, and never re-create an expired permit: lock.Run relies on all three"},
+	{name: "PermitExtendShortens", needs: permitter, run: permitExtendShortens,
+		why: "ExtendPermit sets the TTL from now, a shorter one too: a store that only ever lengthens keeps permits longer than their holders asked"},
 	{name: "PermitNamespace", needs: permitter, run: permitNamespace,
 		why: "permits and locks live apart: a permit on r and a lock on r must not exclude each other, or a semaphore and a lock of one name block each other"},
 	{name: "PermitFences", needs: permitter, run: permitFences,

@@ -138,3 +138,12 @@ func waitPermitHonoursContext(t *testing.T, h *harness) {
 		t.Fatalf("WaitPermit(r) still blocked %v after its context ended; want it to return context.DeadlineExceeded", waitLimit)
 	}
 }
+
+// permitExtendShortens: ExtendPermit with a TTL shorter than the one left
+// makes the permit expire at the new one.
+func permitExtendShortens(t *testing.T, h *harness) {
+	r, a := h.res("r"), h.tok("a")
+	h.must(fmt.Sprintf("AcquirePermit(r, a, limit %d, %v)", permitLimit, h.long), h.acquirePermit(r, a, h.long))
+	h.must(fmt.Sprintf("ExtendPermit(r, a, %v)", h.ttl), h.permits().ExtendPermit(h.ctx(), r, a, h.ttl))
+	h.waitPermitsExpired(r, time.Now(), h.ttl, fmt.Sprintf("ExtendPermit(r, a, %v) of a permit taken for %v", h.ttl, h.long))
+}

@@ -40,6 +40,10 @@ func init() {
 			store: func() lock.Store { return permitWaitIgnoresExpiry() },
 			rule:  "WaitPermitWakesOnExpiry", wants: []string{"WaitPermit(r) still blocked", "want it to return nil once they expire"},
 		},
+		"permit-extend-never-shortens": {
+			store: func() lock.Store { return permitExtendNeverShortens() },
+			rule:  "PermitExtendShortens", wants: []string{"after ExtendPermit(r, a, 200ms) of a permit taken for 30s with ttl 200ms; want 0: the permits did not expire"},
+		},
 		"permit-wait-ignores-context": {
 			store: func() lock.Store { return permitWaitIgnoresContext() },
 			rule:  "WaitPermitHonoursContext", wants: []string{"WaitPermit(r) still blocked 5s after its context ended; want it to return context.DeadlineExceeded"},
@@ -169,6 +173,42 @@ func permitWaitIgnoresContext() *brokenstore.PermitStore {
 	return brokenstore.NewPermitStore(func(mem *memory.Store, f *brokenstore.PermitFuncs) {
 		f.WaitPermit = func(ctx context.Context, resource string) error {
 			return mem.WaitPermit(context.WithoutCancel(ctx), resource)
+		}
+	})
+}
+
+// permitExtendNeverShortens ignores an ExtendPermit that would end the
+// permit sooner than it was set to, as a store that keeps the later of
+// two expiries (a ZADD GT).
+func permitExtendNeverShortens() *brokenstore.PermitStore {
+	var mu sync.Mutex
+	expiries := make(map[[2]string]time.Time) // by resource and token
+	return brokenstore.NewPermitStore(func(mem *memory.Store, f *brokenstore.PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			fence, err := mem.AcquirePermit(ctx, resource, token, limit, ttl)
+			if err == nil {
+				mu.Lock()
+				expiries[[2]string{resource, token}] = time.Now().Add(ttl)
+				mu.Unlock()
+			}
+			return fence, err
+		}
+		f.ExtendPermit = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			mu.Lock()
+			defer mu.Unlock()
+			key, until := [2]string{resource, token}, time.Now().Add(ttl)
+			if until.Before(expiries[key]) {
+				n, err := mem.Permits(ctx, resource) // held or not, as the store would answer
+				if err == nil && n == 0 {
+					return lock.ErrNotHeld
+				}
+				return err
+			}
+			if err := mem.ExtendPermit(ctx, resource, token, ttl); err != nil {
+				return err
+			}
+			expiries[key] = until
+			return nil
 		}
 	})
 }
