@@ -212,7 +212,8 @@ func (s *Store) Permits(ctx context.Context, resource string) (int, error) {
 }
 
 // ExpirePermits makes every permit on resource expire now, as if their
-// TTLs had run out, and wakes the waiters. It returns how many were held.
+// TTLs had run out, and wakes one waiter per permit it frees, as that
+// many releases would. It returns how many were held.
 func (s *Store) ExpirePermits(resource string) int {
 	now := s.now()
 	sh := s.shard(resource)
