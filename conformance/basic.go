@@ -35,6 +35,12 @@ func acquireHeldBySelf(t *testing.T, h *harness) {
 	r, a := h.res("r"), h.tok("a")
 	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
 	h.want("Acquire(r, a) again (locks are not re-entrant)", h.store.Acquire(h.ctx(), r, a, h.long), lock.ErrNotAcquired)
+	if f, ok := h.store.(lock.Fencer); ok {
+		if fence, err := f.AcquireFenced(h.ctx(), r, a, h.long); !errors.Is(err, lock.ErrNotAcquired) {
+			t.Fatalf("AcquireFenced(r, a) while a holds r = %d, %v; want ErrNotAcquired (locks are not re-entrant)", fence, errString(err))
+		}
+	}
+	h.must("Release(r, a): a must still hold r after its own refused acquisitions", h.store.Release(h.ctx(), r, a))
 }
 
 func releaseOwner(t *testing.T, h *harness) {
@@ -216,6 +222,26 @@ func deadContextCalls(t *testing.T, h *harness, expired bool) {
 	if f, ok := h.store.(lock.FenceRaiser); ok {
 		if err := f.RaiseFence(ctx, held, 1); !errors.Is(err, target) {
 			t.Errorf("RaiseFence(held, 1) with %s context = %v; want %s", what, errString(err), sentinelName(target))
+		}
+	}
+	// A read with a dead context may answer what it knows, or the
+	// context's error, but never that the held resource is free.
+	if ok, err := h.store.Exists(ctx, held); err == nil && !ok {
+		t.Errorf("Exists(held) with %s context = false, nil while holder holds held; want %s, or true", what, sentinelName(target))
+	}
+	if tr, ok := h.store.(lock.TTLReader); ok {
+		if d, ok, err := tr.TTL(ctx, held); err == nil && !ok {
+			t.Errorf("TTL(held) with %s context = %v, false, nil while holder holds held; want %s, or held", what, d, sentinelName(target))
+		}
+	}
+	if hr, ok := h.store.(lock.HolderReader); ok {
+		if who, ok, err := hr.Holder(ctx, held); err == nil && !ok {
+			t.Errorf("Holder(held) with %s context = %q, false, nil while holder holds held; want %s, or held", what, who, sentinelName(target))
+		}
+	}
+	if w, ok := h.store.(lock.Waiter); ok {
+		if err := w.WaitRelease(ctx, held); !errors.Is(err, target) {
+			t.Errorf("WaitRelease(held) with %s context while holder holds held = %v; want %s", what, errString(err), sentinelName(target))
 		}
 	}
 	if !h.exists(held) {

@@ -23,11 +23,13 @@
 // # Rules
 //
 //   - Acquisition and release: free and held resources (locks are not
-//     re-entrant), a refused Acquire leaves the holder's expiry alone,
-//     compare-and-delete release (wrong token, twice, never held, after
-//     expiry, after takeover), long tokens compared whole, independent
-//     resources, contention (exactly one winner per round), and canceled
-//     or expired contexts never reported as contention or as "not held".
+//     re-entrant, through Acquire or AcquireFenced), a refused Acquire
+//     leaves the holder's expiry alone, compare-and-delete release
+//     (wrong token, twice, never held, after expiry, after takeover),
+//     long tokens compared whole, independent resources, contention
+//     (exactly one winner per round), and canceled or expired contexts
+//     never reported as contention or as "not held", nor a held resource
+//     read as free, nor a wait as a release.
 //   - Names: plain names are accepted; unusual ones (spaces, control
 //     bytes, braces, Unicode, binary, 1 KiB) and lookalikes (names that
 //     differ only in case, surrounding white space, after byte 250, in
@@ -53,21 +55,25 @@
 //     wakes on release and on expiry, not for another resource, honours
 //     its context, and misses no release that happens as it begins.
 //   - Start ([lock.Starter]): the outcomes and fences of the blocking
-//     methods, errors.ErrUnsupported for calls the store cannot make, dead
+//     methods, errors.ErrUnsupported for calls the store cannot make,
+//     lock.ErrInvalid for a call of an unknown operation, dead
 //     contexts (canceled and expired deadlines), each call answered by its
 //     own deadline among calls with much shorter ones, exactly one answer
 //     per call under concurrency.
 //   - Permits ([lock.Permitter]): exactly limit winners among concurrent
 //     AcquirePermit calls, ReleasePermit by the wrong token refused (and
-//     twice, and of a permit never taken), expiry frees the permits,
-//     another limit refused with lock.ErrLimitMismatch while permits are
-//     held (and nothing changed), ExtendPermit keeps a permit, refuses a
-//     wrong token and never re-creates an expired one, permits and locks
-//     of one name apart, fences increasing, across the release and the
-//     expiry of every permit too (when the store fences);
+//     twice, and of a permit never taken), expiry frees the permits, each
+//     on its own while the others are still held, another limit refused
+//     with lock.ErrLimitMismatch while permits are held (and nothing
+//     changed) and granted once they have expired, canceled or expired
+//     contexts never reported as an outcome, ExtendPermit keeps a
+//     permit, shortens it too, refuses a wrong token and never re-creates
+//     an expired one, permits and locks of one name apart, fences
+//     increasing, across the release and the expiry of every permit too
+//     (when the store fences);
 //     WaitPermit ([lock.PermitWaiter]) returns at once while a permit is
 //     free, blocks while all are held, wakes on a release — of its own
-//     resource, not another's.
+//     resource, not another's — and on expiry, and honours its context.
 //   - Semaphores and read-write locks built on the store (natively on a
 //     Permitter, from plain locks otherwise): at most the limit of
 //     workers inside through a lock.Semaphore, a writer of a

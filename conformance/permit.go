@@ -27,10 +27,20 @@ var permitRules = []rule{
 		why: "a second ReleasePermit must report ErrNotHeld, and so must the release of a permit never taken: the lockers tell a lost permit by it"},
 	{name: "PermitExpiry", needs: permitter, run: permitExpiry,
 		why: "an expired permit must free its place, or a crashed holder keeps it for good"},
+	{name: "PermitPartialExpiry", needs: permitter, run: permitPartialExpiry,
+		why: "a permit that expires must free its place while the others are still held: a store that keeps expired permits until the last one goes (one TTL on the whole set, refreshed by each acquisition) keeps a crashed holder's place as long as anyone else comes"},
+	{name: "PermitLimitAfterExpiry", needs: permitter, run: permitLimitAfterExpiry,
+		why: "the limit binds only while permits taken under it are held: a store that remembers the limit of expired permits refuses, with ErrLimitMismatch, every semaphore of that name whose limit was changed"},
+	{name: "PermitCanceledContext", needs: permitter, run: permitCanceledContext,
+		why: "a permit call whose context is canceled must report the context's error, never ErrNotAcquired, ErrLimitMismatch or ErrNotHeld: the lockers clean up by token only after an error they cannot read as an outcome"},
+	{name: "PermitExpiredDeadline", needs: permitter, run: permitExpiredDeadline,
+		why: "a permit call whose deadline has passed must report context.DeadlineExceeded, never an outcome it did not observe"},
 	{name: "PermitLimitMismatch", needs: permitter, run: permitLimitMismatch,
 		why: "a caller with another limit must get ErrLimitMismatch and change nothing while permits are held: admitting it silently lets more holders in than the first callers allow"},
 	{name: "PermitExtend", needs: permitter, run: permitExtend,
 		why: "ExtendPermit must keep the permit for the new TTL, refuse a wrong token, and never re-create an expired permit: lock.Run relies on all three"},
+	{name: "PermitExtendShortens", needs: permitter, run: permitExtendShortens,
+		why: "ExtendPermit sets the TTL from now, a shorter one too: a store that only ever lengthens keeps permits longer than their holders asked"},
 	{name: "PermitNamespace", needs: permitter, run: permitNamespace,
 		why: "permits and locks live apart: a permit on r and a lock on r must not exclude each other, or a semaphore and a lock of one name block each other"},
 	{name: "PermitFences", needs: permitter, run: permitFences,
@@ -39,6 +49,10 @@ var permitRules = []rule{
 		why: "WaitPermit must return at once while a permit is free, block while all are held, and return when one is released, or waiting semaphores spin or sleep"},
 	{name: "WaitPermitIgnoresOtherResources", needs: permitWaiter, run: waitPermitIgnoresOtherResources,
 		why: "WaitPermit must not return for a permit released on another resource, or every release wakes every waiting semaphore: a stampede"},
+	{name: "WaitPermitWakesOnExpiry", needs: permitWaiter, run: waitPermitWakesOnExpiry,
+		why: "WaitPermit must return when a permit expires, or waiting semaphores sleep past the death of a holder that never released"},
+	{name: "WaitPermitHonoursContext", needs: permitWaiter, run: waitPermitHonoursContext,
+		why: "WaitPermit must return the context's error when its context ends, or a semaphore's Lock outlives its caller's deadline"},
 }
 
 var (
@@ -158,13 +172,22 @@ func permitExpiry(t *testing.T, h *harness) {
 // what happened.
 func (h *harness) waitPermitsExpired(resource string, set time.Time, ttl time.Duration, what string) {
 	h.t.Helper()
+	h.waitPermitsFall(resource, 0, set, ttl, what)
+}
+
+// waitPermitsFall waits until no more than left permits are held on
+// resource, and fails the rule if more still are past the expiry bound of
+// ttl from set, when what happened.
+func (h *harness) waitPermitsFall(resource string, left int, set time.Time, ttl time.Duration, what string) {
+	h.t.Helper()
 	for {
 		sent := time.Since(set)
-		if h.heldPermits(resource) == 0 {
+		n := h.heldPermits(resource)
+		if n <= left {
 			return
 		}
 		if sent > h.expiryBound(ttl) {
-			h.t.Fatalf("Permits(%s) > 0 %v after %s with ttl %v; want 0: the permits did not expire", h.name(resource), sent.Round(time.Millisecond), what, ttl)
+			h.t.Fatalf("Permits(%s) = %d %v after %s with ttl %v; want %d: the permits did not expire", h.name(resource), n, sent.Round(time.Millisecond), what, ttl, left)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -259,7 +282,7 @@ func waitPermit(t *testing.T, h *harness) {
 	h.must("WaitPermit(r) with no permit held", w.WaitPermit(ctx, r))
 	cancel()
 	tokens := h.fillPermits(r, "a", h.long)
-	done := startWaitPermit(h, r)
+	done := startWaitPermit(h, h.ctx(), r)
 	h.settle()
 	stillWaitingPermit(t, done, "while every permit is held; want it to block until one is released")
 	h.must("ReleasePermit(r, a0)", h.permits().ReleasePermit(h.ctx(), r, tokens[0]))
@@ -270,7 +293,7 @@ func waitPermitIgnoresOtherResources(t *testing.T, h *harness) {
 	r, other := h.res("r"), h.res("other")
 	mine := h.fillPermits(r, "a", h.long)
 	theirs := h.fillPermits(other, "b", h.long)
-	done := startWaitPermit(h, r)
+	done := startWaitPermit(h, h.ctx(), r)
 	h.settle()
 	h.must("ReleasePermit(other, b0)", h.permits().ReleasePermit(h.ctx(), other, theirs[0]))
 	h.settle()
@@ -279,11 +302,11 @@ func waitPermitIgnoresOtherResources(t *testing.T, h *harness) {
 	awaitWaitPermit(t, h, done)
 }
 
-// startWaitPermit runs WaitPermit(r) in a goroutine and returns its result
+// startWaitPermit runs WaitPermit(r) with ctx in a goroutine and returns its result
 // channel.
-func startWaitPermit(h *harness, r string) <-chan error {
+func startWaitPermit(h *harness, ctx context.Context, r string) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- h.store.(lock.PermitWaiter).WaitPermit(h.ctx(), r) }()
+	go func() { done <- h.store.(lock.PermitWaiter).WaitPermit(ctx, r) }()
 	return done
 }
 

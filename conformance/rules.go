@@ -95,6 +95,8 @@ var rules = []rule{
 
 	{name: "StartOutcomes", needs: starter, run: startOutcomes,
 		why: "calls made through Start must have the outcomes of the blocking methods: a MultiLocker makes its calls through Start"},
+	{name: "StartUnknownCall", needs: starter, run: startUnknownCall,
+		why: "a call Start does not know must be answered, once, with the error lock.Call.Run gives it (matching lock.ErrInvalid), and change nothing: a store that drops it leaves its caller waiting, one that reports success lies"},
 	{name: "StartFenced", needs: all(starter, fencer), run: startFenced,
 		why: "fenced acquisitions made through Start must answer the fences AcquireFenced would, strictly increasing with them"},
 	{name: "StartRaiseFence", needs: all(starter, fenceRaiser), run: startRaiseFence,

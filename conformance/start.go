@@ -101,6 +101,18 @@ func startOutcomes(t *testing.T, h *harness) {
 	}
 }
 
+// startUnknownCall: a call of an operation Start does not know is
+// answered as lock.Call.Run answers it, with an error matching
+// lock.ErrInvalid, and takes no lock.
+func startUnknownCall(t *testing.T, h *harness) {
+	r, a := h.res("r"), h.tok("a")
+	c := lock.Call{Op: lock.CallOp(200), Resource: r, Token: a, TTL: h.long}
+	h.want("Start(unknown call 200 r, a)", h.startErr(h.ctx(), c), lock.ErrInvalid)
+	if h.exists(r) {
+		t.Fatal("Exists(r) = true after Start(unknown call 200 r, a); want false: an unknown call must change nothing")
+	}
+}
+
 // startFenced: fenced acquisitions through Start are refused as
 // AcquireFenced's are, and their fences increase strictly together with
 // AcquireFenced's.

@@ -31,6 +31,11 @@
 //
 // TTLs are exact: the store has no granularity.
 //
+// Bad input — an empty resource or token, a TTL of zero or less, a
+// permit limit below one, a nil context — is refused with an error matching lock.ErrInvalid
+// that says what is wrong, before anything happens: the call changes
+// nothing and spends no injected fault.
+//
 // # Design
 //
 // Locks live in 64 shards, each a mutex and a map, so goroutines locking

@@ -12,13 +12,13 @@ type Op uint8
 
 // The operations of a Store.
 const (
-	OpAcquire Op = 1 << iota // Acquire and AcquireFenced
-	OpRelease
-	OpExtend
-	OpExists
-	OpTTL        // TTL and Holder
-	OpWait       // WaitRelease
-	OpRaiseFence // RaiseFence
+	OpAcquire    Op = 1 << iota // Acquire, AcquireFenced and AcquirePermit
+	OpRelease                   // Release and ReleasePermit
+	OpExtend                    // Extend and ExtendPermit
+	OpExists                    // Exists and Permits
+	OpTTL                       // TTL and Holder
+	OpWait                      // WaitRelease and WaitPermit
+	OpRaiseFence                // RaiseFence
 )
 
 // Fault describes how the next calls of a Store misbehave.

@@ -117,11 +117,14 @@ func (s *Store) AcquirePermit(ctx context.Context, resource, token string, limit
 	return fence, f.after(err)
 }
 
+// applyAcquirePermit is the effect of AcquirePermit. It reads the clock
+// once the shard is locked, so that permits that expired while it waited
+// for the mutex do not count.
 func (s *Store) applyAcquirePermit(resource, token string, limit int, ttl time.Duration) (uint64, error) {
-	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.now()
 	p := sh.permitSet(resource, now, true)
 	n := len(p.holders)
 	switch {
@@ -164,10 +167,10 @@ func (s *Store) onPermit(ctx context.Context, op Op, resource, token string, ttl
 		return err
 	}
 	apply := func() error {
-		now := s.now()
 		sh := s.shard(resource)
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
+		now := s.now() // once locked: a permit that expired meanwhile is not re-created
 		p := sh.permitSet(resource, now, false)
 		if p == nil {
 			return lock.ErrNotHeld
@@ -209,7 +212,8 @@ func (s *Store) Permits(ctx context.Context, resource string) (int, error) {
 }
 
 // ExpirePermits makes every permit on resource expire now, as if their
-// TTLs had run out, and wakes the waiters. It returns how many were held.
+// TTLs had run out, and wakes one waiter per permit it frees, as that
+// many releases would. It returns how many were held.
 func (s *Store) ExpirePermits(resource string) int {
 	now := s.now()
 	sh := s.shard(resource)

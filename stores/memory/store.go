@@ -76,9 +76,10 @@ func (i instant) add(d time.Duration) instant { return i + instant(d) }
 // Option configures a Store.
 type Option func(*Store)
 
-// WithName names the store in errors and in String; the default is
-// "memory", which an empty name keeps (New returns no error to refuse it
-// with, as the other stores do).
+// WithName names the store in String, by which a lock.MultiLocker names
+// it in its errors (lock.StoreError); the default is "memory", which an
+// empty name keeps (New returns no error to refuse it with, as the other
+// stores do).
 func WithName(name string) Option {
 	return func(s *Store) {
 		if name != "" {
@@ -237,12 +238,15 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	return f.after(s.applyExtend(resource, token, ttl))
 }
 
-// applyExtend is the effect of Extend.
+// applyExtend is the effect of Extend. It reads the clock once the shard
+// is locked, as applyAcquire does: a reading taken before could find
+// alive a lock that expired while the call waited for the mutex, and
+// re-create it.
 func (s *Store) applyExtend(resource, token string, ttl time.Duration) error {
-	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.now()
 	e := sh.locks[resource]
 	if e == nil || !e.live(now) || e.token != token {
 		return lock.ErrNotHeld
