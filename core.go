@@ -228,7 +228,7 @@ func (c *core) UnlockAll(ctx context.Context) error {
 func (c *core) unlockAll(ctx context.Context, op string, err error) error {
 	var errs []error
 	for _, l := range c.heldLocks() {
-		endKeepers(ctx, l, op, err)
+		endKeepers(ctx, c, l, op, err)
 		if err := c.eng.Unlock(ctx, l); err != nil && !errors.Is(err, ErrNotHeld) {
 			errs = append(errs, err)
 		}

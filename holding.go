@@ -44,17 +44,20 @@ func watch(l Lock, k *keeper) (unwatch func()) {
 	}
 }
 
-// endKeepers ends the contexts of the holders keeping l, before op
-// ("UnlockAll", "Shutdown") releases it; err is what the cause wraps.
-// They include the holders of locks that stand for l: a semaphore's
-// permit whose slot l is, a read-write lock's side whose mark l is.
-func endKeepers(ctx context.Context, l Lock, op string, err error) {
+// endKeepers ends the contexts of the holders keeping l, a lock of c,
+// before op ("UnlockAll", "Shutdown") releases it; err is what the cause
+// wraps. They include the holders of locks that stand for l: a
+// semaphore's permit whose slot l is, a read-write lock's side whose mark
+// l is. A holder keeping a lock of another of our lockers under the same
+// resource and token (a fixed token, as in tests) is not ended.
+func endKeepers(ctx context.Context, c *core, l Lock, op string, err error) {
 	target := heldKey{l.Resource, l.Token}
 	keepers.mu.Lock()
-	ks := append([]*keeper(nil), keepers.m[target]...)
+	var ks []*keeper
 	for key, held := range keepers.m {
 		for _, k := range held {
-			if key != target && standsFor(k.locker, Lock{Resource: key.resource, Token: key.token}, target) {
+			if key == target && mayBeOf(k.locker, c) ||
+				key != target && standsFor(k.locker, Lock{Resource: key.resource, Token: key.token}, target, c) {
 				ks = append(ks, k)
 			}
 		}
@@ -63,6 +66,19 @@ func endKeepers(ctx context.Context, l Lock, op string, err error) {
 	for _, k := range ks {
 		k.lose(ctx, "released by the locker's "+op, err)
 	}
+}
+
+// mayBeOf reports whether locker may take its locks with c: it is c's
+// locker, or a Locker of another package (a wrapper of ours, say), which
+// cannot tell.
+func mayBeOf(locker Locker, c *core) bool {
+	switch x := locker.(type) {
+	case *SingleLocker:
+		return &x.core == c
+	case *MultiLocker:
+		return &x.core == c
+	}
+	return true
 }
 
 // stander is a Locker whose locks stand for locks of another Locker on
@@ -74,8 +90,8 @@ type stander interface {
 }
 
 // standsFor reports whether l, a lock of locker, stands for the lock
-// target, directly or through derived lockers in turn.
-func standsFor(locker Locker, l Lock, target heldKey) bool {
+// target of c, directly or through derived lockers in turn.
+func standsFor(locker Locker, l Lock, target heldKey, c *core) bool {
 	for {
 		s, ok := locker.(stander)
 		if !ok {
@@ -85,7 +101,7 @@ func standsFor(locker Locker, l Lock, target heldKey) bool {
 			return false
 		}
 		if (heldKey{l.Resource, l.Token}) == target {
-			return true
+			return mayBeOf(locker, c)
 		}
 	}
 }
