@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Schema returns the SQL that creates the store's table and sequence, as
@@ -58,8 +60,11 @@ func quoteLiteral(s string) string {
 // values, or fences would not follow the order of acquisitions. Run it
 // once at deployment or at start-up; concurrent Migrates are safe. It
 // needs the privileges to create them (and the schema, if WithTable names
-// one).
+// one). A nil ctx gives an error wrapping lock.ErrInvalid.
 func (s *Store) Migrate(ctx context.Context) error {
+	if err := storecall.Check(ctx, "-", 1); err != nil {
+		return err
+	}
 	// One transaction, serialised by an advisory lock: concurrent CREATE
 	// ... IF NOT EXISTS can collide in the catalog.
 	sql := "BEGIN;\nSELECT pg_advisory_xact_lock(hashtext(" + quoteLiteral("lockkit migrate "+s.names.table) + "));\n" +

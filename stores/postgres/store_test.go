@@ -89,6 +89,33 @@ func TestCallsRefuseBadInput(t *testing.T) {
 	}
 }
 
+// Migrate and Sweep check their context as the lock calls do: a nil one
+// is bad input, refused before anything is sent, not a panic in pgx.
+func TestAdminCallsRefuseNilContext(t *testing.T) {
+	s, err := postgres.New(deadPool(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nilCtx context.Context
+	if err := s.Migrate(nilCtx); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Migrate(nil) = %v; want ErrInvalid", err)
+	}
+	if n, err := s.Sweep(nilCtx); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Sweep(nil) = %d, %v; want ErrInvalid", n, err)
+	}
+	if held, err := s.ForceRelease(nilCtx, "r"); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("ForceRelease(nil, r) = %v, %v; want ErrInvalid", held, err)
+	}
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Migrate(ended); !errors.Is(err, context.Canceled) {
+		t.Errorf("Migrate(canceled) = %v; want context.Canceled", err)
+	}
+	if n, err := s.Sweep(ended); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sweep(canceled) = %d, %v; want context.Canceled", n, err)
+	}
+}
+
 func TestSchema(t *testing.T) {
 	sql, err := postgres.Schema(postgres.WithTable(`My"App`, "locks"))
 	if err != nil {
