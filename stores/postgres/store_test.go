@@ -287,6 +287,23 @@ func TestRaiseFence(t *testing.T) {
 	}
 }
 
+// RaiseFence takes every fence below 2^63-1, the sequence's last value:
+// the next fence is that value. 2^63-1 itself is refused, as no fence
+// could exceed it.
+func TestRaiseFenceToTheLastValue(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	s := newStore(t, shared(t))
+	if err := s.RaiseFence(ctx, "r", math.MaxInt64-1); err != nil {
+		t.Fatalf("RaiseFence(r, 2^63-2) = %v; want nil", err)
+	}
+	if f, err := s.AcquireFenced(ctx, "r", "t", time.Minute); err != nil || f != math.MaxInt64 {
+		t.Errorf("AcquireFenced(r) after RaiseFence(r, 2^63-2) = %d, %v; want 2^63-1", f, err)
+	}
+	if err := s.RaiseFence(ctx, "r", math.MaxInt64); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "2^63-1") {
+		t.Errorf("RaiseFence(r, 2^63-1) = %v; want ErrInvalid naming 2^63-1", err)
+	}
+}
+
 // An acquisition under way holds RaiseFence back until it commits, so
 // that the sequence never moves back past a value it drew: without the
 // table lock, setval would read the sequence, let the acquisition's
