@@ -24,13 +24,15 @@ func TestNewRefusesBadInput(t *testing.T) {
 	}
 	pool := deadPool(t)
 	for name, opt := range map[string]postgres.Option{
-		"WithTable empty":           postgres.WithTable("s", ""),
-		"WithTable too long":        postgres.WithTable("s", strings.Repeat("t", 58)),
-		"WithName empty":            postgres.WithName(""),
-		"WithSweepInterval -1ns":    postgres.WithSweepInterval(-1),
-		"WithTable schema too long": postgres.WithTable(strings.Repeat("s", 64), "t"),
-		"WithTable NUL in table":    postgres.WithTable("s", "lo\x00cks"),
-		"WithTable NUL in schema":   postgres.WithTable("s\x00", "locks"),
+		"WithTable empty":            postgres.WithTable("s", ""),
+		"WithTable too long":         postgres.WithTable("s", strings.Repeat("t", 58)),
+		"WithName empty":             postgres.WithName(""),
+		"WithSweepInterval -1ns":     postgres.WithSweepInterval(-1),
+		"WithTable schema too long":  postgres.WithTable(strings.Repeat("s", 64), "t"),
+		"WithTable NUL in table":     postgres.WithTable("s", "lo\x00cks"),
+		"WithTable NUL in schema":    postgres.WithTable("s\x00", "locks"),
+		"WithTable invalid UTF-8":    postgres.WithTable("", "lo\xffcks"),
+		"WithTable schema not UTF-8": postgres.WithTable("s\xc3", "locks"),
 	} {
 		if _, err := postgres.New(pool, opt); !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("New with %s = %v; want ErrInvalid", name, err)
