@@ -61,7 +61,7 @@
 // A released lock's row is deleted by Release. An expired lock's row is
 // taken over in place by the next acquisition of the resource, and
 // deleted otherwise by a sweep (one DELETE of expired rows, in batches),
-// which a store starts in the background, from a call, once every
+// which a store starts in the background, from an acquisition, once every
 // [WithSweepInterval] (a minute by default); [Store.Sweep] runs one at
 // once. So expired rows do not accumulate beyond a sweep interval's worth.
 //

@@ -84,9 +84,9 @@ func WithName(name string) Option {
 }
 
 // WithSweepInterval sets how often the store deletes the locks that
-// expired without being released (default DefaultSweepInterval): a call
-// made at least that long after the last sweep starts one in the
-// background. Zero turns the sweeps off; call [Store.Sweep] yourself then.
+// expired without being released (default DefaultSweepInterval): an
+// acquisition (Acquire or AcquireFenced, the calls that add rows) made at
+// least that long after the last sweep starts one in the background. Zero turns the sweeps off; call [Store.Sweep] yourself then.
 func WithSweepInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
