@@ -161,6 +161,9 @@
 // minimum (DefaultMinTTL, or WithMinTTL) with lock.ErrInvalid before
 // sending anything; if the cluster still grants a longer lease than
 // asked, the store revokes it, refuses the TTL, and raises its minimum.
+// At the other end, a lock's lease, slack included, may not exceed etcd's
+// longest (clientv3.MaxLeaseTTL seconds, about 285 years): a longer TTL is
+// refused with lock.ErrInvalid too, before anything is sent.
 //
 // # Ambiguous outcomes
 //

@@ -34,7 +34,8 @@
 //
 // Without Starter, a lock.MultiLocker over Postgres stores runs each call
 // in a goroutine. TTLs are kept to the microsecond, rounded up, so the
-// store reports no granularity.
+// store reports no granularity. A TTL may be up to 100 years long; a
+// longer one is refused with lock.ErrInvalid before anything is sent.
 //
 // # When to choose it
 //

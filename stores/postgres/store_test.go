@@ -640,3 +640,24 @@ func TestTracerSeesStatements(t *testing.T) {
 		t.Errorf("the tracer saw %d queries of AcquireFenced and Release; want 2", got)
 	}
 }
+
+// The longest TTL the package doc allows, 100 years, is taken and kept
+// to the microsecond; a nanosecond more is refused before anything is
+// sent.
+func TestLongestTTL(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	s := newStore(t, shared(t))
+	const longest = 100 * 365 * 24 * time.Hour
+	if err := s.Acquire(ctx, "r", "t", longest+time.Nanosecond); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Acquire(r, t, 100y+1ns) = %v; want ErrInvalid", err)
+	}
+	if err := s.Acquire(ctx, "r", "t", longest); err != nil {
+		t.Fatalf("Acquire(r, t, 100y) = %v; want nil", err)
+	}
+	if ttl, held, err := s.TTL(ctx, "r"); err != nil || !held || ttl > longest || ttl < longest-time.Hour {
+		t.Errorf("TTL(r) of a 100-year lock = %v, %v, %v; want about 100 years, held", ttl, held, err)
+	}
+	if err := s.Extend(ctx, "r", "t", longest+time.Nanosecond); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Extend(r, t, 100y+1ns) = %v; want ErrInvalid", err)
+	}
+}
