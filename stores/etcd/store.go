@@ -80,8 +80,9 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 func WithMinTTL(d time.Duration) Option { return func(s *Store) { s.min = d } }
 
 // WithTimeout bounds every call of the store (all the requests it makes
-// to etcd for one Acquire, Release, Extend, Exists or TTL, and the read
-// that starts a WaitRelease) by d, within the caller's context; the
+// to etcd for one Acquire, Release, Extend, Exists, TTL, Holder,
+// LastFence, ForceRelease or Close, and the read that starts a
+// WaitRelease) by d, within the caller's context; the
 // default is no bound but the context. A leader that dies loses the
 // writes it was replicating: etcd answers them only when its own request
 // timeout runs out (5s plus two election timeouts), so without a bound a
