@@ -139,7 +139,11 @@
 //
 // # Waiting
 //
-// WaitRelease listens (LISTEN) on a channel named after the table, on one
+// WaitRelease listens (LISTEN) on a channel named after the table (as
+// WithTable names it: two stores that leave the schema to different
+// search paths share a channel, and a release in one may wake a caller
+// waiting in the other for a resource of the same name, which then looks
+// again and waits on), on one
 // connection per Store taken out of the pool while callers wait and
 // closed a second after the last one leaves; then it marks the lock as
 // waited for and reads its TTL, in one UPDATE. A Release of a marked lock

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lockkit/lock/stores/postgres"
 )
 
 // A listening connection that breaks may have lost a notification: the
@@ -46,5 +48,23 @@ func TestWaitersGetTheErrorOfABrokenListener(t *testing.T) {
 	}
 	if err := <-waited; err != nil {
 		t.Errorf("WaitRelease(r) on a new listening connection, across Release = %v; want nil", err)
+	}
+}
+
+// Tables whose schema and name, joined by a dot, read alike ("a.b"."c"
+// and "a"."b.c") have release channels of their own: otherwise a release
+// in one would wake the waiters of the other's lock of the same name.
+func TestTablesHaveChannelsOfTheirOwn(t *testing.T) {
+	pool := deadPool(t)
+	seen := map[string]string{}
+	for _, o := range [][2]string{{"a.b", "c"}, {"a", "b.c"}, {"", "a.b.c"}, {"", "b.c"}, {"b", "c"}} {
+		s, err := postgres.New(pool, postgres.WithTable(o[0], o[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, ok := seen[s.Channel()]; ok {
+			t.Errorf("tables %s and %s share the channel %q; want one each", other, s.Table(), s.Channel())
+		}
+		seen[s.Channel()] = s.Table()
 	}
 }

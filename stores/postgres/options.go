@@ -111,10 +111,9 @@ func (c config) names() names {
 		}
 		return pgx.Identifier{c.schema, name}
 	}
-	channel := "lockkit:" + c.table
-	if c.schema != "" {
-		channel = "lockkit:" + c.schema + "." + c.table
-	}
+	// The table's quoted name, so that no two tables share a channel
+	// (schema "a.b" and table "c" against schema "a" and table "b.c").
+	channel := "lockkit:" + ident(c.table).Sanitize()
 	if len(channel) > 63 { // the longest name PostgreSQL keeps
 		sum := sha256.Sum256([]byte(channel))
 		channel = "lockkit:" + hex.EncodeToString(sum[:16])
