@@ -71,7 +71,8 @@ func WithPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefi
 func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
 // WithMinTTL sets the shortest TTL the store accepts, in whole seconds
-// (at least one); the default is DefaultMinTTL. Set it to the shortest
+// (at least one, and at most etcd's longest lease, clientv3.MaxLeaseTTL
+// seconds); the default is DefaultMinTTL. Set it to the shortest
 // lease the cluster grants — 1.5 times its election timeout, rounded up
 // to whole seconds — when that is shorter than the default. A TTL below
 // it is refused with lock.ErrInvalid before anything is sent. If the
@@ -123,6 +124,8 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: etcd.New: WithName(\"\"): the name may not be empty", lock.ErrInvalid)
 	case s.min < time.Second || s.min%time.Second != 0:
 		return nil, fmt.Errorf("%w: etcd.New: WithMinTTL(%v): want whole seconds, at least one (etcd's leases count whole seconds)", lock.ErrInvalid, s.min)
+	case s.min > clientv3.MaxLeaseTTL*time.Second:
+		return nil, fmt.Errorf("%w: etcd.New: WithMinTTL(%v): want at most etcd's longest lease, %ds: the store would refuse every TTL", lock.ErrInvalid, s.min, clientv3.MaxLeaseTTL)
 	case s.timeout < 0:
 		return nil, fmt.Errorf("%w: etcd.New: WithTimeout(%v): want >= 0", lock.ErrInvalid, s.timeout)
 	case s.pool.max < 0:

@@ -28,6 +28,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 	}{
 		{"WithMinTTL(500ms)", etcd.WithMinTTL(500 * time.Millisecond)},
 		{"WithMinTTL(1.5s)", etcd.WithMinTTL(1500 * time.Millisecond)},
+		{"WithMinTTL(2500000h0m1s)", etcd.WithMinTTL(clientv3.MaxLeaseTTL*time.Second + time.Second)},
 		{"WithTimeout(-1s)", etcd.WithTimeout(-time.Second)},
 		{"WithIdleLeases(-1)", etcd.WithIdleLeases(-1)},
 		{`WithName("")`, etcd.WithName("")},
