@@ -18,7 +18,9 @@ import (
 // idempotent: every statement says IF NOT EXISTS.
 //
 // The role the application connects as needs SELECT, INSERT, UPDATE and
-// DELETE on the table, and USAGE, SELECT and UPDATE on the sequence.
+// DELETE on the table, USAGE, SELECT and UPDATE on the sequence, and
+// USAGE on the schema if WithTable names one; no more, for every call
+// but Migrate.
 func Schema(opts ...Option) (string, error) {
 	c, err := newConfig(opts)
 	if err != nil {
