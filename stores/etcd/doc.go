@@ -51,9 +51,12 @@
 //   - Raising fences. Fences are revisions: the cluster assigns them, and
 //     nothing can set the next one higher.
 //   - [lock.ResourceValidator]: every non-empty name is a valid key
-//     (etcd keys are arbitrary bytes). A name too long for one request
-//     (1.5 MiB by default) fails with etcd's error, before anything
-//     changes.
+//     (etcd keys are arbitrary bytes). A name too long for etcd's
+//     requests fails with etcd's error, before anything changes: an
+//     acquisition's transaction carries the lock's key three times (the
+//     two ends of the resource's range, and the put), so with etcd's
+//     default request limit of 1.5 MiB, names longer than about 500 KiB
+//     cannot be locked.
 //
 // # Keys
 //
@@ -158,6 +161,9 @@
 // minimum (DefaultMinTTL, or WithMinTTL) with lock.ErrInvalid before
 // sending anything; if the cluster still grants a longer lease than
 // asked, the store revokes it, refuses the TTL, and raises its minimum.
+// At the other end, a lock's lease, slack included, may not exceed etcd's
+// longest (clientv3.MaxLeaseTTL seconds, about 285 years): a longer TTL is
+// refused with lock.ErrInvalid too, before anything is sent.
 //
 // # Ambiguous outcomes
 //

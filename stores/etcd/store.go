@@ -71,7 +71,8 @@ func WithPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefi
 func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
 // WithMinTTL sets the shortest TTL the store accepts, in whole seconds
-// (at least one); the default is DefaultMinTTL. Set it to the shortest
+// (at least one, and at most etcd's longest lease, clientv3.MaxLeaseTTL
+// seconds); the default is DefaultMinTTL. Set it to the shortest
 // lease the cluster grants — 1.5 times its election timeout, rounded up
 // to whole seconds — when that is shorter than the default. A TTL below
 // it is refused with lock.ErrInvalid before anything is sent. If the
@@ -80,8 +81,9 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 func WithMinTTL(d time.Duration) Option { return func(s *Store) { s.min = d } }
 
 // WithTimeout bounds every call of the store (all the requests it makes
-// to etcd for one Acquire, Release, Extend, Exists or TTL, and the read
-// that starts a WaitRelease) by d, within the caller's context; the
+// to etcd for one Acquire, Release, Extend, Exists, TTL, Holder,
+// LastFence, ForceRelease or Close, and the read that starts a
+// WaitRelease) by d, within the caller's context; the
 // default is no bound but the context. A leader that dies loses the
 // writes it was replicating: etcd answers them only when its own request
 // timeout runs out (5s plus two election timeouts), so without a bound a
@@ -122,6 +124,8 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("%w: etcd.New: WithName(\"\"): the name may not be empty", lock.ErrInvalid)
 	case s.min < time.Second || s.min%time.Second != 0:
 		return nil, fmt.Errorf("%w: etcd.New: WithMinTTL(%v): want whole seconds, at least one (etcd's leases count whole seconds)", lock.ErrInvalid, s.min)
+	case s.min > clientv3.MaxLeaseTTL*time.Second:
+		return nil, fmt.Errorf("%w: etcd.New: WithMinTTL(%v): want at most etcd's longest lease, %ds: the store would refuse every TTL", lock.ErrInvalid, s.min, clientv3.MaxLeaseTTL)
 	case s.timeout < 0:
 		return nil, fmt.Errorf("%w: etcd.New: WithTimeout(%v): want >= 0", lock.ErrInvalid, s.timeout)
 	case s.pool.max < 0:

@@ -28,6 +28,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 	}{
 		{"WithMinTTL(500ms)", etcd.WithMinTTL(500 * time.Millisecond)},
 		{"WithMinTTL(1.5s)", etcd.WithMinTTL(1500 * time.Millisecond)},
+		{"WithMinTTL(2500000h0m1s)", etcd.WithMinTTL(clientv3.MaxLeaseTTL*time.Second + time.Second)},
 		{"WithTimeout(-1s)", etcd.WithTimeout(-time.Second)},
 		{"WithIdleLeases(-1)", etcd.WithIdleLeases(-1)},
 		{`WithName("")`, etcd.WithName("")},
@@ -293,4 +294,24 @@ func TestLostReplies(t *testing.T) {
 	}
 	lost("Release(r, b)", func(ctx context.Context) error { return s.Release(ctx, "r", "b") }, lock.ErrNotHeld)
 	lost("Extend(r, b)", func(ctx context.Context) error { return s.Extend(ctx, "r", "b", 10*time.Second) }, lock.ErrNotHeld)
+}
+
+// A name too long for etcd's requests (an acquisition carries its key
+// three times, against a limit of 1.5 MiB) fails with etcd's error, never
+// as contention, and leaves nothing behind: no key, no lease.
+func TestNameTooLongForARequest(t *testing.T) {
+	client := clientOf(t, etcdtest.Start(t, 1, nil).Endpoints()...)
+	s := newStore(t, client, etcd.WithPrefix("long/"))
+	ctx := ctxFor(t, 30*time.Second)
+	r := strings.Repeat("r", 600<<10)
+	err := s.Acquire(ctx, r, "a", 2*time.Second)
+	if err == nil || errors.Is(err, lock.ErrNotAcquired) {
+		t.Errorf("Acquire of a 600 KiB name = %v; want etcd's error", err)
+	}
+	if n := keys(t, client, "long/"); n != 0 {
+		t.Errorf("%d keys after the failed Acquire; want 0", n)
+	}
+	if n := leases(t, client); n != 0 {
+		t.Errorf("%d leases after the failed Acquire; want 0", n)
+	}
 }

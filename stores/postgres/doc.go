@@ -34,7 +34,8 @@
 //
 // Without Starter, a lock.MultiLocker over Postgres stores runs each call
 // in a goroutine. TTLs are kept to the microsecond, rounded up, so the
-// store reports no granularity.
+// store reports no granularity. A TTL may be up to 100 years long; a
+// longer one is refused with lock.ErrInvalid before anything is sent.
 //
 // # When to choose it
 //
@@ -61,7 +62,7 @@
 // A released lock's row is deleted by Release. An expired lock's row is
 // taken over in place by the next acquisition of the resource, and
 // deleted otherwise by a sweep (one DELETE of expired rows, in batches),
-// which a store starts in the background, from a call, once every
+// which a store starts in the background, from an acquisition, once every
 // [WithSweepInterval] (a minute by default); [Store.Sweep] runs one at
 // once. So expired rows do not accumulate beyond a sweep interval's worth.
 //
@@ -138,7 +139,11 @@
 //
 // # Waiting
 //
-// WaitRelease listens (LISTEN) on a channel named after the table, on one
+// WaitRelease listens (LISTEN) on a channel named after the table (as
+// WithTable names it: two stores that leave the schema to different
+// search paths share a channel, and a release in one may wake a caller
+// waiting in the other for a resource of the same name, which then looks
+// again and waits on), on one
 // connection per Store taken out of the pool while callers wait and
 // closed a second after the last one leaves; then it marks the lock as
 // waited for and reads its TTL, in one UPDATE. A Release of a marked lock

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,7 +50,9 @@ func newConfig(opts []Option) (config, error) {
 // sequence of fences is the table's name followed by "_fence", in the same
 // schema. An empty schema leaves the table to the search_path. Names are
 // quoted: they keep their case. A name may not hold a NUL byte, which
-// PostgreSQL names cannot (pgx would drop it, and so name another table).
+// PostgreSQL names cannot (pgx would drop it, and so name another table),
+// and must be valid UTF-8: the server would refuse every statement naming
+// it. Either gives an error wrapping lock.ErrInvalid.
 func WithTable(schema, table string) Option {
 	return func(c *config) error {
 		// The sequence's name adds 6 bytes, and names are at most 63.
@@ -58,6 +61,9 @@ func WithTable(schema, table string) Option {
 		}
 		if strings.ContainsRune(schema+table, 0) {
 			return fmt.Errorf("%w: WithTable(%q, %q): PostgreSQL names cannot hold a NUL byte", lock.ErrInvalid, schema, table)
+		}
+		if !utf8.ValidString(schema) || !utf8.ValidString(table) {
+			return fmt.Errorf("%w: WithTable(%q, %q): names must be valid UTF-8", lock.ErrInvalid, schema, table)
 		}
 		c.schema, c.table = schema, table
 		return nil
@@ -78,9 +84,9 @@ func WithName(name string) Option {
 }
 
 // WithSweepInterval sets how often the store deletes the locks that
-// expired without being released (default DefaultSweepInterval): a call
-// made at least that long after the last sweep starts one in the
-// background. Zero turns the sweeps off; call [Store.Sweep] yourself then.
+// expired without being released (default DefaultSweepInterval): an
+// acquisition (Acquire or AcquireFenced, the calls that add rows) made at
+// least that long after the last sweep starts one in the background. Zero turns the sweeps off; call [Store.Sweep] yourself then.
 func WithSweepInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
@@ -105,10 +111,9 @@ func (c config) names() names {
 		}
 		return pgx.Identifier{c.schema, name}
 	}
-	channel := "lockkit:" + c.table
-	if c.schema != "" {
-		channel = "lockkit:" + c.schema + "." + c.table
-	}
+	// The table's quoted name, so that no two tables share a channel
+	// (schema "a.b" and table "c" against schema "a" and table "b.c").
+	channel := "lockkit:" + ident(c.table).Sanitize()
 	if len(channel) > 63 { // the longest name PostgreSQL keeps
 		sum := sha256.Sum256([]byte(channel))
 		channel = "lockkit:" + hex.EncodeToString(sum[:16])

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Schema returns the SQL that creates the store's table and sequence, as
@@ -16,7 +18,9 @@ import (
 // idempotent: every statement says IF NOT EXISTS.
 //
 // The role the application connects as needs SELECT, INSERT, UPDATE and
-// DELETE on the table, and USAGE, SELECT and UPDATE on the sequence.
+// DELETE on the table, USAGE, SELECT and UPDATE on the sequence, and
+// USAGE on the schema if WithTable names one; no more, for every call
+// but Migrate.
 func Schema(opts ...Option) (string, error) {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -58,8 +62,11 @@ func quoteLiteral(s string) string {
 // values, or fences would not follow the order of acquisitions. Run it
 // once at deployment or at start-up; concurrent Migrates are safe. It
 // needs the privileges to create them (and the schema, if WithTable names
-// one).
+// one). A nil ctx gives an error wrapping lock.ErrInvalid.
 func (s *Store) Migrate(ctx context.Context) error {
+	if err := storecall.Check(ctx, "-", 1); err != nil {
+		return err
+	}
 	// One transaction, serialised by an advisory lock: concurrent CREATE
 	// ... IF NOT EXISTS can collide in the catalog.
 	sql := "BEGIN;\nSELECT pg_advisory_xact_lock(hashtext(" + quoteLiteral("lockkit migrate "+s.names.table) + "));\n" +

@@ -161,13 +161,15 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 // sequence is already past fence (the usual case) that is one read;
 // otherwise one transaction that holds off acquisitions on the table
 // (LOCK TABLE … IN SHARE MODE) while it moves the sequence forward, so
-// that it never goes back. fence must be below 2^63.
+// that it never goes back. fence must be below 2^63-1 (math.MaxInt64):
+// the next fence must exceed it, and the sequence ends there. A greater
+// fence gives an error wrapping lock.ErrInvalid.
 func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) error {
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return err
 	}
 	if fence > math.MaxInt64-1 {
-		return fmt.Errorf("%w: RaiseFence(%d): fences of a PostgreSQL sequence are below 2^63", lock.ErrInvalid, fence)
+		return fmt.Errorf("%w: RaiseFence(%d): want below 2^63-1: the next fence must exceed it, and a PostgreSQL sequence ends at 2^63-1", lock.ErrInvalid, fence)
 	}
 	var last int64
 	if err := queryRow(ctx, s.pool, s.q.lastFence, nil, &last); err != nil {

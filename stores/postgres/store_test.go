@@ -24,13 +24,15 @@ func TestNewRefusesBadInput(t *testing.T) {
 	}
 	pool := deadPool(t)
 	for name, opt := range map[string]postgres.Option{
-		"WithTable empty":           postgres.WithTable("s", ""),
-		"WithTable too long":        postgres.WithTable("s", strings.Repeat("t", 58)),
-		"WithName empty":            postgres.WithName(""),
-		"WithSweepInterval -1ns":    postgres.WithSweepInterval(-1),
-		"WithTable schema too long": postgres.WithTable(strings.Repeat("s", 64), "t"),
-		"WithTable NUL in table":    postgres.WithTable("s", "lo\x00cks"),
-		"WithTable NUL in schema":   postgres.WithTable("s\x00", "locks"),
+		"WithTable empty":            postgres.WithTable("s", ""),
+		"WithTable too long":         postgres.WithTable("s", strings.Repeat("t", 58)),
+		"WithName empty":             postgres.WithName(""),
+		"WithSweepInterval -1ns":     postgres.WithSweepInterval(-1),
+		"WithTable schema too long":  postgres.WithTable(strings.Repeat("s", 64), "t"),
+		"WithTable NUL in table":     postgres.WithTable("s", "lo\x00cks"),
+		"WithTable NUL in schema":    postgres.WithTable("s\x00", "locks"),
+		"WithTable invalid UTF-8":    postgres.WithTable("", "lo\xffcks"),
+		"WithTable schema not UTF-8": postgres.WithTable("s\xc3", "locks"),
 	} {
 		if _, err := postgres.New(pool, opt); !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("New with %s = %v; want ErrInvalid", name, err)
@@ -86,6 +88,33 @@ func TestCallsRefuseBadInput(t *testing.T) {
 	// A valid call does reach the (dead) server: an error, not contention.
 	if err := s.Acquire(ctx, "r", "t", time.Second); err == nil || errors.Is(err, lock.ErrNotAcquired) || errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("Acquire on a dead server = %v; want a connection error", err)
+	}
+}
+
+// Migrate and Sweep check their context as the lock calls do: a nil one
+// is bad input, refused before anything is sent, not a panic in pgx.
+func TestAdminCallsRefuseNilContext(t *testing.T) {
+	s, err := postgres.New(deadPool(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nilCtx context.Context
+	if err := s.Migrate(nilCtx); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Migrate(nil) = %v; want ErrInvalid", err)
+	}
+	if n, err := s.Sweep(nilCtx); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Sweep(nil) = %d, %v; want ErrInvalid", n, err)
+	}
+	if held, err := s.ForceRelease(nilCtx, "r"); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("ForceRelease(nil, r) = %v, %v; want ErrInvalid", held, err)
+	}
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Migrate(ended); !errors.Is(err, context.Canceled) {
+		t.Errorf("Migrate(canceled) = %v; want context.Canceled", err)
+	}
+	if n, err := s.Sweep(ended); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sweep(canceled) = %d, %v; want context.Canceled", n, err)
 	}
 }
 
@@ -257,6 +286,23 @@ func TestRaiseFence(t *testing.T) {
 	}
 	if f := fence("r"); f != before+1 {
 		t.Fatalf("fence after RaiseFence to a lower value = %d; want %d: no change", f, before+1)
+	}
+}
+
+// RaiseFence takes every fence below 2^63-1, the sequence's last value:
+// the next fence is that value. 2^63-1 itself is refused, as no fence
+// could exceed it.
+func TestRaiseFenceToTheLastValue(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	s := newStore(t, shared(t))
+	if err := s.RaiseFence(ctx, "r", math.MaxInt64-1); err != nil {
+		t.Fatalf("RaiseFence(r, 2^63-2) = %v; want nil", err)
+	}
+	if f, err := s.AcquireFenced(ctx, "r", "t", time.Minute); err != nil || f != math.MaxInt64 {
+		t.Errorf("AcquireFenced(r) after RaiseFence(r, 2^63-2) = %d, %v; want 2^63-1", f, err)
+	}
+	if err := s.RaiseFence(ctx, "r", math.MaxInt64); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "2^63-1") {
+		t.Errorf("RaiseFence(r, 2^63-1) = %v; want ErrInvalid naming 2^63-1", err)
 	}
 }
 
@@ -592,5 +638,26 @@ func TestTracerSeesStatements(t *testing.T) {
 	}
 	if got := tracer.n.Load() - before; got != 2 {
 		t.Errorf("the tracer saw %d queries of AcquireFenced and Release; want 2", got)
+	}
+}
+
+// The longest TTL the package doc allows, 100 years, is taken and kept
+// to the microsecond; a nanosecond more is refused before anything is
+// sent.
+func TestLongestTTL(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	s := newStore(t, shared(t))
+	const longest = 100 * 365 * 24 * time.Hour
+	if err := s.Acquire(ctx, "r", "t", longest+time.Nanosecond); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Acquire(r, t, 100y+1ns) = %v; want ErrInvalid", err)
+	}
+	if err := s.Acquire(ctx, "r", "t", longest); err != nil {
+		t.Fatalf("Acquire(r, t, 100y) = %v; want nil", err)
+	}
+	if ttl, held, err := s.TTL(ctx, "r"); err != nil || !held || ttl > longest || ttl < longest-time.Hour {
+		t.Errorf("TTL(r) of a 100-year lock = %v, %v, %v; want about 100 years, held", ttl, held, err)
+	}
+	if err := s.Extend(ctx, "r", "t", longest+time.Nanosecond); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Extend(r, t, 100y+1ns) = %v; want ErrInvalid", err)
 	}
 }

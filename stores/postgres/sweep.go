@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // sweeper starts a sweep from a call when one is due: no goroutine runs
@@ -49,8 +51,11 @@ func (s *Store) maybeSweep() {
 // a released lock is deleted at once, and an expired one is also taken
 // over in place by the next acquisition of its resource. Sweep deletes
 // in batches, each a statement of its own, until none is left or ctx
-// ends.
+// ends. A nil ctx gives an error wrapping lock.ErrInvalid.
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	if err := storecall.Check(ctx, "-", 1); err != nil {
+		return 0, err
+	}
 	var total int64
 	for {
 		tag, err := s.pool.Exec(ctx, s.q.sweep)
