@@ -140,3 +140,59 @@ func TestContractCanceledContextEverywhere(t *testing.T) {
 		noResidue(t, ms...)
 	})
 }
+
+// Options.Retry is the policy of every Lock that passes none (copied at
+// construction); a call's WithRetry replaces it; TryLock makes one
+// attempt whatever the policy; Attempts 0 and 1 make one attempt.
+func TestContractLockerRetryPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recording{basic: basic{memory.New()}}
+		holdElsewhere(t, r, "res", time.Hour)
+		policy := lock.Retry{Attempts: 3, Delay: time.Millisecond}
+		l := mustSingle(t, r, &lock.Options{Retry: &policy})
+		policy.Attempts = 10 // after construction: no effect
+		attempts := func(call string, f func() error) {
+			t.Helper()
+			r.mu.Lock()
+			r.times = nil
+			r.mu.Unlock()
+			wantIs(t, call, f(), lock.ErrNotAcquired)
+		}
+		count := func() int {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return len(r.times)
+		}
+		for _, c := range []struct {
+			call string
+			want int
+			f    func() error
+		}{
+			{"Lock(res) with Options.Retry{Attempts: 3}", 3, func() error {
+				_, err := l.Lock(t.Context(), "res", time.Second)
+				return err
+			}},
+			{"TryLock(res) with Options.Retry{Attempts: 3}", 1, func() error {
+				_, err := l.TryLock(t.Context(), "res", time.Second)
+				return err
+			}},
+			{"Lock(res, WithRetry(Attempts: 5))", 5, func() error {
+				_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 5, Delay: time.Millisecond}))
+				return err
+			}},
+			{"Lock(res, WithRetry(NoRetry))", 1, func() error {
+				_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.NoRetry))
+				return err
+			}},
+			{"Lock(res, WithRetry(Attempts: 1, Delay: 1ms))", 1, func() error {
+				_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 1, Delay: time.Millisecond}))
+				return err
+			}},
+		} {
+			attempts(c.call, c.f)
+			if got := count(); got != c.want {
+				t.Errorf("%s made %d attempts; want %d", c.call, got, c.want)
+			}
+		}
+	})
+}
