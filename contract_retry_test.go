@@ -196,3 +196,19 @@ func TestContractLockerRetryPolicy(t *testing.T) {
 		}
 	})
 }
+
+// MaxHold, ExtendEvery and MinInterval are Run's and RunOnce's options:
+// Lock ignores them, whatever their values, and takes the lock as
+// without them.
+func TestContractLockIgnoresRunOptions(t *testing.T) {
+	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
+		ctx := t.Context()
+		k, err := l.Lock(ctx, "r", time.Minute, lock.MaxHold(-time.Second), lock.ExtendEvery(-time.Second), lock.MinInterval(-time.Second))
+		wantNil(t, "Lock(r, MaxHold(-1s), ExtendEvery(-1s), MinInterval(-1s))", err)
+		if want := time.Now().Add(time.Minute - 600*time.Millisecond - 2*time.Millisecond); !k.ValidUntil.Equal(want) {
+			t.Errorf("Lock(r, Run's options).ValidUntil = now+%v; want now+%v, as without them", time.Until(k.ValidUntil), time.Until(want))
+		}
+		wantNil(t, "Unlock(r)", l.Unlock(ctx, k))
+		noResidue(t, ms...)
+	})
+}
