@@ -306,6 +306,20 @@ func (c *core) heldLocks() []Lock {
 	return locks
 }
 
+// mayHold records that the stores may hold l for as long as an extension
+// of it for ttl, begun at start and over (unless it lands later, within a
+// store timeout) elapsed after it, keeps it there: the extension's
+// outcome is unknown, and UnlockAll releases the lock as long as the
+// stores may hold it. A store that records its locks' owners (core.local)
+// knows that itself.
+func (c *core) mayHold(l Lock, start inproc.Instant, ttl, elapsed time.Duration) {
+	if c.local != nil {
+		return
+	}
+	l.ValidUntil = c.validUntil(start, ttl)
+	c.held.mayHold(l, c.heldBeyond(elapsed+c.storeTimeout, ttl))
+}
+
 // token makes a new owner token.
 func (c *core) token() (string, *Error) {
 	t, err := c.tokens.Token()

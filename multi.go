@@ -400,12 +400,17 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 		next.ValidUntil = m.validUntil(start, ttl)
 		elapsed := inproc.Since(start)
 		if elapsed >= m.validity(ttl) {
+			m.mayHold(l, start, ttl, elapsed)
 			return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, elapsed.Round(time.Microsecond)), failures)
 		}
 		m.held.extended(next, m.heldBeyond(elapsed, ttl))
 		return next, nil
 	}
 	notHeld, refused := countOutcomes(failures), invalid(failures)
+	if m.quorum.Met(n-notHeld, n) {
+		// Stores that extended it, or failed, may hold it that long.
+		m.mayHold(l, start, ttl, inproc.Since(start))
+	}
 	switch {
 	case !m.quorum.Met(n-notHeld, n):
 		m.held.remove(l)
