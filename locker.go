@@ -53,7 +53,12 @@ type Quorum interface {
 
 // TokenGenerator makes the owner tokens that protect Release and Extend.
 // Tokens must be unique across every client of the same stores; package
-// tokengen has a random generator (the default) and a fixed one.
+// tokengen has a random generator (the default) and a fixed one. A token
+// must not be empty (a locker reports ErrInvalid), and should contain no
+// '~': what follows the last '~' is the public holder part ([HolderOf],
+// [HolderReader]; see Options.Holder), which the stores tell anyone. An
+// error of Token fails the Lock with ErrUnavailable, the error in its
+// chain.
 type TokenGenerator interface {
 	Token() (string, error)
 }
