@@ -212,3 +212,73 @@ func TestContractLockIgnoresRunOptions(t *testing.T) {
 		noResidue(t, ms...)
 	})
 }
+
+// tokenLog is a store without optional capabilities that logs the token
+// of every acquisition.
+type tokenLog struct {
+	basic
+	mu     sync.Mutex
+	tokens []string
+}
+
+func (s *tokenLog) Acquire(ctx context.Context, res, tok string, ttl time.Duration) error {
+	s.mu.Lock()
+	s.tokens = append(s.tokens, tok)
+	s.mu.Unlock()
+	return s.basic.Acquire(ctx, res, tok, ttl)
+}
+
+func (s *tokenLog) logged() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.tokens...)
+}
+
+// Every attempt uses a fresh token, sent to every store of a
+// MultiLocker: a retry never finds "its own" key of an earlier attempt.
+func TestContractEachAttemptFreshToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		logs := make([]*tokenLog, 3)
+		stores := make([]lock.Store, 3)
+		for i := range logs {
+			logs[i] = &tokenLog{basic: basic{memory.New()}}
+			stores[i] = logs[i]
+			holdElsewhere(t, logs[i].s, "r", time.Hour)
+		}
+		retry := lock.WithRetry(lock.Retry{Attempts: 3, Delay: time.Millisecond})
+		_, err := mustSingle(t, logs[0], nil).Lock(ctx, "r", time.Second, retry)
+		wantIs(t, "SingleLocker Lock(r) held elsewhere", err, lock.ErrNotAcquired)
+		single := logs[0].logged()
+		if len(single) != 3 || single[0] == single[1] || single[1] == single[2] || single[0] == single[2] {
+			t.Errorf("SingleLocker: 3 attempts sent tokens %q; want 3 distinct ones", single)
+		}
+
+		for _, l := range logs {
+			l.mu.Lock()
+			l.tokens = nil
+			l.mu.Unlock()
+		}
+		_, err = mustMulti(t, stores, nil).Lock(ctx, "r", time.Second, retry)
+		wantIs(t, "MultiLocker Lock(r) held elsewhere", err, lock.ErrNotAcquired)
+		synctest.Wait() // for the calls of stores that answered after the decision
+		seen := map[string]int{}
+		for i, l := range logs {
+			got := l.logged()
+			if len(got) != 3 {
+				t.Fatalf("MultiLocker: store %d got %d acquisitions; want one per attempt, 3", i, len(got))
+			}
+			for _, tok := range got {
+				seen[tok]++
+			}
+		}
+		if len(seen) != 3 {
+			t.Errorf("MultiLocker: 3 attempts over 3 stores sent %d distinct tokens (%v); want 3, each to every store", len(seen), seen)
+		}
+		for tok, n := range seen {
+			if n != 3 {
+				t.Errorf("MultiLocker: token %q went to %d stores; want all 3", tok, n)
+			}
+		}
+	})
+}
