@@ -68,3 +68,30 @@ func TestContractUnlockAllAfterUndecidedExtend(t *testing.T) {
 		})
 	}
 }
+
+// A MultiLocker's Extend that finds the lock gone from a quorum of stores
+// reports ErrNotHeld and leaves no store holding it: the stores that
+// still had it (and extended it) release it, rather than keep, for the
+// new TTL, a lock nobody holds — which IsLocked reports held and which
+// would cost its next holder a store.
+func TestContractMultiExtendNotHeldLeavesNothing(t *testing.T) {
+	eachPath(t, func(t *testing.T, memStores storesFunc) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			ms, ls := memStores(3)
+			l := mustMulti(t, ls, nil)
+			k, err := l.TryLock(ctx, "r", time.Minute)
+			wantNil(t, "TryLock(r)", err)
+			synctest.Wait() // every store took it
+			ms[1].Expire("r")
+			ms[2].Expire("r")
+			_, err = l.Extend(ctx, k, time.Hour)
+			wantIs(t, "Extend(r) gone from m1 and m2", err, lock.ErrNotHeld)
+			synctest.Wait()
+			if ok, err := l.IsLocked(ctx, "r"); ok || err != nil {
+				t.Errorf("IsLocked(r) after Extend(r) = ErrNotHeld: %v, %v; want false, nil", ok, err)
+			}
+			noResidue(t, ms...)
+		})
+	})
+}

@@ -361,7 +361,9 @@ func (m *MultiLocker) ballot(l Lock) *ballot {
 // restart, an eviction, an expiry while unreachable) are asked to take it
 // again under the same token, so that the lock regains the redundancy it
 // had: [Run], which extends every ttl/3, thereby repairs missing votes
-// continuously.
+// continuously. When fewer than a quorum still held it, it reports
+// ErrNotHeld and releases it on the stores that did, so that none keeps
+// for the new TTL a lock that nobody holds.
 func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	const op = "extend"
 	if err := m.enterExtend(ctx, op, l, ttl); err != nil {
@@ -414,6 +416,10 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 	switch {
 	case !m.quorum.Met(n-notHeld, n):
 		m.held.remove(l)
+		// Nobody holds the lock: the stores that still had it, and may
+		// now keep it for ttl, release it (as Unlock would).
+		mayHold := func(i int) bool { return errs[i] == nil || !isOutcome(errs[i]) && !errors.Is(errs[i], ErrInvalid) }
+		m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, mayHold, true, false)
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
 	case !m.quorum.Met(n-refused, n):
 		// Stores that refuse the request itself refuse it again: final.
