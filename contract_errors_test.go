@@ -41,8 +41,11 @@ func TestContractErrorsNameTheirCall(t *testing.T) {
 		wantError(t, "Lock(b) with failing stores", err, "lock", "b", lock.ErrUnavailable)
 		_, err = l.IsLocked(ctx, "b")
 		wantError(t, "IsLocked(b) with failing stores", err, "islocked", "b", lock.ErrUnavailable)
-		_, err = l.Extend(ctx, held, time.Minute)
+		got, err := l.Extend(ctx, held, time.Minute)
 		wantError(t, "Extend(a) with failing stores", err, "extend", "a", lock.ErrUnavailable)
+		if !got.IsZero() {
+			t.Errorf("Extend(a) with failing stores = %+v, %v; want the zero Lock with the error", got, err)
+		}
 		err = l.Unlock(ctx, held)
 		wantError(t, "Unlock(a) with failing stores", err, "unlock", "a", lock.ErrUnavailable)
 

@@ -30,7 +30,9 @@ type Locker interface {
 
 	// Extend sets l's time to live to ttl from now and returns the lock with
 	// its new validity. It returns an error matching ErrNotHeld if l is no
-	// longer held; no expired lock is ever re-created.
+	// longer held; no expired lock is ever re-created. On any error it
+	// returns the zero Lock: keep l, which an error other than ErrNotHeld
+	// leaves possibly held, to try again or to Unlock it.
 	Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error)
 
 	// UnlockAll releases every lock this locker acquired and still holds,
