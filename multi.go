@@ -418,8 +418,8 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 		m.held.remove(l)
 		// Nobody holds the lock: the stores that still had it, and may
 		// now keep it for ttl, release it (as Unlock would).
-		mayHold := func(i int) bool { return errs[i] == nil || !isOutcome(errs[i]) && !errors.Is(errs[i], ErrInvalid) }
-		m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, mayHold, true, false)
+		stillHad := func(i int) bool { return errs[i] == nil || !isOutcome(errs[i]) && !errors.Is(errs[i], ErrInvalid) }
+		m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, stillHad, true, false)
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
 	case !m.quorum.Met(n-refused, n):
 		// Stores that refuse the request itself refuse it again: final.
