@@ -95,3 +95,32 @@ func TestContractMultiExtendNotHeldLeavesNothing(t *testing.T) {
 		})
 	})
 }
+
+// After Shutdown, Unlock keeps working: a lock handed over by another
+// locker (which Shutdown leaves to its acquirer) is released by it.
+func TestContractUnlockWorksAfterShutdown(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single", true: "multi"}[multi], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				ms, ls := memStores(3)
+				mk := func() lock.Locker { return mustSingle(t, ls[0], nil) }
+				if multi {
+					mk = func() lock.Locker { return mustMulti(t, ls, nil) }
+				} else {
+					ms = ms[:1]
+				}
+				acquirer, closed := mk(), mk()
+				k, err := acquirer.TryLock(ctx, "r", time.Minute)
+				wantNil(t, "acquirer.TryLock(r)", err)
+				synctest.Wait()
+				wantNil(t, "closed.Shutdown()", closed.Shutdown(ctx))
+				if ok, _ := closed.IsLocked(ctx, "r"); !ok {
+					t.Fatalf("IsLocked(r) after another locker's Shutdown = false; want true: the lock is its acquirer's")
+				}
+				wantNil(t, "closed.Unlock(r) after Shutdown", closed.Unlock(ctx, k))
+				noResidue(t, ms...)
+			})
+		})
+	}
+}
