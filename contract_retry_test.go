@@ -140,3 +140,145 @@ func TestContractCanceledContextEverywhere(t *testing.T) {
 		noResidue(t, ms...)
 	})
 }
+
+// Options.Retry is the policy of every Lock that passes none (copied at
+// construction); a call's WithRetry replaces it; TryLock makes one
+// attempt whatever the policy; Attempts 0 and 1 make one attempt.
+func TestContractLockerRetryPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recording{basic: basic{memory.New()}}
+		holdElsewhere(t, r, "res", time.Hour)
+		policy := lock.Retry{Attempts: 3, Delay: time.Millisecond}
+		l := mustSingle(t, r, &lock.Options{Retry: &policy})
+		policy.Attempts = 10 // after construction: no effect
+		attempts := func(call string, f func() error) {
+			t.Helper()
+			r.mu.Lock()
+			r.times = nil
+			r.mu.Unlock()
+			wantIs(t, call, f(), lock.ErrNotAcquired)
+		}
+		count := func() int {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return len(r.times)
+		}
+		for _, c := range []struct {
+			call string
+			want int
+			f    func() error
+		}{
+			{"Lock(res) with Options.Retry{Attempts: 3}", 3, func() error {
+				_, err := l.Lock(t.Context(), "res", time.Second)
+				return err
+			}},
+			{"TryLock(res) with Options.Retry{Attempts: 3}", 1, func() error {
+				_, err := l.TryLock(t.Context(), "res", time.Second)
+				return err
+			}},
+			{"Lock(res, WithRetry(Attempts: 5))", 5, func() error {
+				_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 5, Delay: time.Millisecond}))
+				return err
+			}},
+			{"Lock(res, WithRetry(NoRetry))", 1, func() error {
+				_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.NoRetry))
+				return err
+			}},
+			{"Lock(res, WithRetry(Attempts: 1, Delay: 1ms))", 1, func() error {
+				_, err := l.Lock(t.Context(), "res", time.Second, lock.WithRetry(lock.Retry{Attempts: 1, Delay: time.Millisecond}))
+				return err
+			}},
+		} {
+			attempts(c.call, c.f)
+			if got := count(); got != c.want {
+				t.Errorf("%s made %d attempts; want %d", c.call, got, c.want)
+			}
+		}
+	})
+}
+
+// MaxHold, ExtendEvery and MinInterval are Run's and RunOnce's options:
+// Lock ignores them, whatever their values, and takes the lock as
+// without them.
+func TestContractLockIgnoresRunOptions(t *testing.T) {
+	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
+		ctx := t.Context()
+		k, err := l.Lock(ctx, "r", time.Minute, lock.MaxHold(-time.Second), lock.ExtendEvery(-time.Second), lock.MinInterval(-time.Second))
+		wantNil(t, "Lock(r, MaxHold(-1s), ExtendEvery(-1s), MinInterval(-1s))", err)
+		if want := time.Now().Add(time.Minute - 600*time.Millisecond - 2*time.Millisecond); !k.ValidUntil.Equal(want) {
+			t.Errorf("Lock(r, Run's options).ValidUntil = now+%v; want now+%v, as without them", time.Until(k.ValidUntil), time.Until(want))
+		}
+		wantNil(t, "Unlock(r)", l.Unlock(ctx, k))
+		noResidue(t, ms...)
+	})
+}
+
+// tokenLog is a store without optional capabilities that logs the token
+// of every acquisition.
+type tokenLog struct {
+	basic
+	mu     sync.Mutex
+	tokens []string
+}
+
+func (s *tokenLog) Acquire(ctx context.Context, res, tok string, ttl time.Duration) error {
+	s.mu.Lock()
+	s.tokens = append(s.tokens, tok)
+	s.mu.Unlock()
+	return s.basic.Acquire(ctx, res, tok, ttl)
+}
+
+func (s *tokenLog) logged() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.tokens...)
+}
+
+// Every attempt uses a fresh token, sent to every store of a
+// MultiLocker: a retry never finds "its own" key of an earlier attempt.
+func TestContractEachAttemptFreshToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		logs := make([]*tokenLog, 3)
+		stores := make([]lock.Store, 3)
+		for i := range logs {
+			logs[i] = &tokenLog{basic: basic{memory.New()}}
+			stores[i] = logs[i]
+			holdElsewhere(t, logs[i].s, "r", time.Hour)
+		}
+		retry := lock.WithRetry(lock.Retry{Attempts: 3, Delay: time.Millisecond})
+		_, err := mustSingle(t, logs[0], nil).Lock(ctx, "r", time.Second, retry)
+		wantIs(t, "SingleLocker Lock(r) held elsewhere", err, lock.ErrNotAcquired)
+		single := logs[0].logged()
+		if len(single) != 3 || single[0] == single[1] || single[1] == single[2] || single[0] == single[2] {
+			t.Errorf("SingleLocker: 3 attempts sent tokens %q; want 3 distinct ones", single)
+		}
+
+		for _, l := range logs {
+			l.mu.Lock()
+			l.tokens = nil
+			l.mu.Unlock()
+		}
+		_, err = mustMulti(t, stores, nil).Lock(ctx, "r", time.Second, retry)
+		wantIs(t, "MultiLocker Lock(r) held elsewhere", err, lock.ErrNotAcquired)
+		synctest.Wait() // for the calls of stores that answered after the decision
+		seen := map[string]int{}
+		for i, l := range logs {
+			got := l.logged()
+			if len(got) != 3 {
+				t.Fatalf("MultiLocker: store %d got %d acquisitions; want one per attempt, 3", i, len(got))
+			}
+			for _, tok := range got {
+				seen[tok]++
+			}
+		}
+		if len(seen) != 3 {
+			t.Errorf("MultiLocker: 3 attempts over 3 stores sent %d distinct tokens (%v); want 3, each to every store", len(seen), seen)
+		}
+		for tok, n := range seen {
+			if n != 3 {
+				t.Errorf("MultiLocker: token %q went to %d stores; want all 3", tok, n)
+			}
+		}
+	})
+}

@@ -216,10 +216,22 @@ func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Durati
 // UnlockAll implements [Locker]. It ends the contexts of the Runs and
 // election terms that hold the locks first.
 func (c *core) UnlockAll(ctx context.Context) error {
-	if err := checkContext(ctx, "unlockall", ""); err != nil {
+	const op = "unlockall"
+	if err := checkContext(ctx, op, ""); err != nil {
 		return err
 	}
-	return c.unlockAll(ctx, "UnlockAll", nil)
+	return named(op, c.unlockAll(ctx, "UnlockAll", nil))
+}
+
+// named returns the failures of the releases made by UnlockAll or
+// Shutdown (op) as an *Error of op, so that the error names the call
+// that failed, as every locker error does; the releases' own errors,
+// each naming its resource, are its cause.
+func named(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Op: op, Err: err}
 }
 
 // unlockAll releases every held lock for op, and those of the locker's
@@ -259,7 +271,7 @@ func (c *core) Shutdown(ctx context.Context) error {
 		d.gate.shut(ctx, d.storeTimeout)
 	}
 	if ctx.Err() == nil {
-		return c.unlockAll(ctx, "Shutdown", ErrClosed)
+		return named(op, c.unlockAll(ctx, "Shutdown", ErrClosed))
 	}
 	err := &Error{Op: op, Err: ctxErr(ctx)}
 	cctx, cancel := c.cleanupContext(ctx)
@@ -292,6 +304,20 @@ func (c *core) heldLocks() []Lock {
 		}
 	}
 	return locks
+}
+
+// mayHold records that the stores may hold l for as long as an extension
+// of it for ttl, begun at start and over (unless it lands later, within a
+// store timeout) elapsed after it, keeps it there: the extension's
+// outcome is unknown, and UnlockAll releases the lock as long as the
+// stores may hold it. A store that records its locks' owners (core.local)
+// knows that itself.
+func (c *core) mayHold(l Lock, start inproc.Instant, ttl, elapsed time.Duration) {
+	if c.local != nil {
+		return
+	}
+	l.ValidUntil = c.validUntil(start, ttl)
+	c.held.mayHold(l, c.heldBeyond(elapsed+c.storeTimeout, ttl))
 }
 
 // token makes a new owner token.

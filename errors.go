@@ -62,7 +62,11 @@ var (
 
 // Error is the error type returned by the lockers. It names the operation
 // and the resource, carries the cause in Err and, for operations that
-// involve stores, the stores that did not succeed and why.
+// involve stores, the stores that did not succeed and why: for a
+// MultiLocker, every store that had answered otherwise than with success
+// when the outcome was decided; for a SingleLocker, its store when it
+// failed or refused the request, not when it answered "held by another"
+// or "not held" (Err says so).
 //
 // Error unwraps to Err and to the stores' errors that are not lock outcomes
 // (a store answering "held by another" or "not held" is not part of the

@@ -128,6 +128,27 @@ func (h *heldSet) extended(l Lock, beyond time.Duration) {
 	}
 }
 
+// mayHold records that a store may hold l (its resource under its token)
+// until beyond after l.ValidUntil, if the set holds l and that is later
+// than its record says: an extension of l whose outcome is unknown may
+// have lengthened it in the stores, and UnlockAll must still release it.
+// The record keeps its lock and what is attached to it; only how long it
+// lasts grows.
+func (h *heldSet) mayHold(l Lock, beyond time.Duration) {
+	s := h.shard(l)
+	s.mu.Lock()
+	e := s.locks[h.key(l)]
+	until := l.ValidUntil.Add(beyond)
+	later := e != nil && e.inUse && e.lock.Token == l.Token && until.After(e.expires())
+	if later {
+		e.beyond = until.Sub(e.lock.ValidUntil)
+	}
+	s.mu.Unlock()
+	if later && !h.armed.Load() {
+		h.arm(time.Until(until))
+	}
+}
+
 // sweep deletes the entries that are free or expired at now, keeping up
 // to maxSpare of them for reuse (a locker that locks a fresh name each
 // time then allocates no entry), and returns the earliest expiry among

@@ -30,7 +30,9 @@ type Locker interface {
 
 	// Extend sets l's time to live to ttl from now and returns the lock with
 	// its new validity. It returns an error matching ErrNotHeld if l is no
-	// longer held; no expired lock is ever re-created.
+	// longer held; no expired lock is ever re-created. On any error it
+	// returns the zero Lock: keep l, which an error other than ErrNotHeld
+	// leaves possibly held, to try again or to Unlock it.
 	Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error)
 
 	// UnlockAll releases every lock this locker acquired and still holds,
@@ -53,7 +55,12 @@ type Quorum interface {
 
 // TokenGenerator makes the owner tokens that protect Release and Extend.
 // Tokens must be unique across every client of the same stores; package
-// tokengen has a random generator (the default) and a fixed one.
+// tokengen has a random generator (the default) and a fixed one. A token
+// must not be empty (a locker reports ErrInvalid), and should contain no
+// '~': what follows the last '~' is the public holder part ([HolderOf],
+// [HolderReader]; see Options.Holder), which the stores tell anyone. An
+// error of Token fails the Lock with ErrUnavailable, the error in its
+// chain.
 type TokenGenerator interface {
 	Token() (string, error)
 }

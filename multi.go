@@ -361,7 +361,9 @@ func (m *MultiLocker) ballot(l Lock) *ballot {
 // restart, an eviction, an expiry while unreachable) are asked to take it
 // again under the same token, so that the lock regains the redundancy it
 // had: [Run], which extends every ttl/3, thereby repairs missing votes
-// continuously.
+// continuously. When fewer than a quorum still held it, it reports
+// ErrNotHeld and releases it on the stores that did, so that none keeps
+// for the new TTL a lock that nobody holds.
 func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	const op = "extend"
 	if err := m.enterExtend(ctx, op, l, ttl); err != nil {
@@ -400,15 +402,24 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 		next.ValidUntil = m.validUntil(start, ttl)
 		elapsed := inproc.Since(start)
 		if elapsed >= m.validity(ttl) {
+			m.mayHold(l, start, ttl, elapsed)
 			return Lock{}, m.failure(ctx, op, l.Resource, fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, elapsed.Round(time.Microsecond)), failures)
 		}
 		m.held.extended(next, m.heldBeyond(elapsed, ttl))
 		return next, nil
 	}
 	notHeld, refused := countOutcomes(failures), invalid(failures)
+	if m.quorum.Met(n-notHeld, n) {
+		// Stores that extended it, or failed, may hold it that long.
+		m.mayHold(l, start, ttl, inproc.Since(start))
+	}
 	switch {
 	case !m.quorum.Met(n-notHeld, n):
 		m.held.remove(l)
+		// Nobody holds the lock: the stores that still had it, and may
+		// now keep it for ttl, release it (as Unlock would).
+		stillHad := func(i int) bool { return errs[i] == nil || !isOutcome(errs[i]) && !errors.Is(errs[i], ErrInvalid) }
+		m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, stillHad, true, false)
 		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld, Stores: failures}
 	case !m.quorum.Met(n-refused, n):
 		// Stores that refuse the request itself refuse it again: final.

@@ -223,6 +223,7 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "extend", elapsed, err)
 	switch {
 	case err == nil && elapsed >= s.validity(ttl):
+		s.mayHold(l, start, ttl, elapsed)
 		err = &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%w: extended after %v, past the new validity", ErrUnavailable, elapsed.Round(time.Microsecond))}
 	case err == nil:
 		l.ValidUntil = s.validUntil(start, ttl)
@@ -233,6 +234,9 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 		s.forget(l)
 		err = &Error{Op: op, Resource: l.Resource, Err: ErrNotHeld}
 	default:
+		if !errors.Is(err, ErrInvalid) { // refused, not run
+			s.mayHold(l, start, ttl, elapsed)
+		}
 		err = s.fail(ctx, op, l.Resource, err)
 	}
 	if s.obs.on() {

@@ -61,8 +61,8 @@ func TestLockersCheckCustomTokens(t *testing.T) {
 	}
 	broken := errors.New("entropy exhausted")
 	failing, _ := lock.NewSingle(m, &lock.Options{Tokens: generator(func() (string, error) { return "", broken })})
-	if _, err := failing.TryLock(ctx, "r", time.Minute); !errors.Is(err, broken) {
-		t.Errorf("TryLock with a failing generator = %v; want its error", err)
+	if _, err := failing.TryLock(ctx, "r", time.Minute); !errors.Is(err, broken) || !errors.Is(err, lock.ErrUnavailable) {
+		t.Errorf("TryLock with a failing generator = %v; want ErrUnavailable with its error", err)
 	}
 	named, _ := lock.NewSingle(m, &lock.Options{Tokens: generator(func() (string, error) { return "a~b", nil }), Holder: "host-1"})
 	l, err := named.TryLock(ctx, "r", time.Minute)
