@@ -158,7 +158,9 @@ type callOptions struct {
 	minInterval time.Duration
 }
 
-// WithRetry sets the retry policy of one Lock or Run call.
+// WithRetry sets the retry policy of one Lock or Run call, or of an
+// Election's campaigns, in place of the locker's Options.Retry. RunOnce
+// makes one attempt and ignores it.
 func WithRetry(r Retry) LockOption {
 	return func(o *callOptions) { o.retry = &r }
 }
@@ -170,8 +172,9 @@ func MaxHold(d time.Duration) LockOption {
 	return func(o *callOptions) { o.maxHold = d }
 }
 
-// ExtendEvery sets how often [Run] extends its lock: at least 1ms.
-// Default: a third of the TTL. Lock ignores it.
+// ExtendEvery sets how often [Run] extends its lock: at least 1ms, and
+// less than the lock's validity. Default: a third of the validity (the
+// TTL less the drift allowance; see [Run]). Lock ignores it.
 func ExtendEvery(d time.Duration) LockOption {
 	return func(o *callOptions) { o.extendEvery = d }
 }
