@@ -94,6 +94,8 @@ func Run(t *testing.T, f Factory) {
 		{"ConformanceBeforeRedis7", f.testConformanceBeforeRedis7},
 		{"ConformanceSharedBatches", f.testConformanceSharedBatches},
 		{"Validation", f.testValidation},
+		{"BadInputRefusedBeforeSending", f.testBadInputRefusedBeforeSending},
+		{"OptionsNamed", f.testOptionsNamed},
 		{"KeysOnCluster", f.testKeysOnCluster},
 		{"AmbiguousOutcomes", f.testAmbiguousOutcomes},
 		{"TTLOfKeyWithoutTTL", f.testTTLOfKeyWithoutTTL},
