@@ -96,6 +96,7 @@ func Run(t *testing.T, f Factory) {
 		{"Validation", f.testValidation},
 		{"BadInputRefusedBeforeSending", f.testBadInputRefusedBeforeSending},
 		{"OptionsNamed", f.testOptionsNamed},
+		{"TTLRoundedUp", f.testTTLRoundedUp},
 		{"KeysOnCluster", f.testKeysOnCluster},
 		{"AmbiguousOutcomes", f.testAmbiguousOutcomes},
 		{"TTLOfKeyWithoutTTL", f.testTTLOfKeyWithoutTTL},
