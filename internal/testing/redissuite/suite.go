@@ -97,6 +97,7 @@ func Run(t *testing.T, f Factory) {
 		{"BadInputRefusedBeforeSending", f.testBadInputRefusedBeforeSending},
 		{"OptionsNamed", f.testOptionsNamed},
 		{"TTLRoundedUp", f.testTTLRoundedUp},
+		{"OddBytes", f.testOddBytes},
 		{"KeysOnCluster", f.testKeysOnCluster},
 		{"AmbiguousOutcomes", f.testAmbiguousOutcomes},
 		{"TTLOfKeyWithoutTTL", f.testTTLOfKeyWithoutTTL},
