@@ -98,6 +98,7 @@ func Run(t *testing.T, f Factory) {
 		{"OptionsNamed", f.testOptionsNamed},
 		{"TTLRoundedUp", f.testTTLRoundedUp},
 		{"OddBytes", f.testOddBytes},
+		{"NoScriptNeverReachesCaller", f.testNoScriptNeverReachesCaller},
 		{"KeysOnCluster", f.testKeysOnCluster},
 		{"AmbiguousOutcomes", f.testAmbiguousOutcomes},
 		{"TTLOfKeyWithoutTTL", f.testTTLOfKeyWithoutTTL},
