@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,5 +136,100 @@ func TestInteropWait(t *testing.T) {
 	}
 	if err := <-rDone; err != nil {
 		t.Fatalf("rueidis WaitRelease after a goredis Release = %v; want nil", err)
+	}
+}
+
+// TestInteropDefaults: stores made without options share locks (the
+// default prefix is DefaultPrefix in both), under the documented keys,
+// and every call of one store works on what the other took: Holder,
+// LastFence, ForceRelease, permits, the restart guard's marker.
+func TestInteropDefaults(t *testing.T) {
+	srv := redistest.Start(t)
+	g, err := goredis.New(clientOf(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rueidisstore.New(srv.NewClient(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 30*time.Second)
+	keys := func() []string {
+		t.Helper()
+		keys, err := srv.Do("KEYS", "*").AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	const res = "a}%b{c" // escaped: "}" as %7D, "%" as %25
+	lockKey := goredis.DefaultPrefix + "{a%7D%25b{c}"
+
+	fence, err := r.AcquireFenced(ctx, res, "secret~alice", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := keys(), []string{lockKey, goredis.FenceKey}; !slices.Equal(got, want) {
+		t.Errorf("keys while %q is locked = %q; want %q", res, got, want)
+	}
+	if who, held, err := g.Holder(ctx, res); err != nil || !held || who != "alice" {
+		t.Errorf("goredis Holder of a rueidis lock = %q, %v, %v; want alice, true", who, held, err)
+	}
+	if last, ok, err := g.LastFence(ctx, res); err != nil || !ok || last != fence {
+		t.Errorf("goredis LastFence after a rueidis AcquireFenced = %d, %v, %v; want %d, true", last, ok, err, fence)
+	}
+	if held, err := g.ForceRelease(ctx, res); err != nil || !held {
+		t.Errorf("goredis ForceRelease of a rueidis lock = %v, %v; want true", held, err)
+	}
+	if held, err := g.ForceRelease(ctx, res); err != nil || held {
+		t.Errorf("goredis ForceRelease of a released lock = %v, %v; want false", held, err)
+	}
+	if err := r.Release(ctx, res, "secret~alice"); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("rueidis Release of a lock released by force = %v; want lock.ErrNotHeld", err)
+	}
+
+	if _, err := r.AcquirePermit(ctx, res, "p1", 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := keys(), []string{lockKey + ":permits", goredis.FenceKey}; !slices.Equal(got, want) {
+		t.Errorf("keys while a permit on %q is held = %q; want %q", res, got, want)
+	}
+	if _, err := g.AcquirePermit(ctx, res, "p2", 1, time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Errorf("goredis AcquirePermit(limit 1) with a rueidis permit held = %v; want lock.ErrNotAcquired", err)
+	}
+	if _, err := g.AcquirePermit(ctx, res, "p2", 2, time.Minute); !errors.Is(err, lock.ErrLimitMismatch) {
+		t.Errorf("goredis AcquirePermit(limit 2) with a rueidis permit held under limit 1 = %v; want lock.ErrLimitMismatch", err)
+	}
+	if err := g.ExtendPermit(ctx, res, "p1", time.Minute); err != nil {
+		t.Errorf("goredis ExtendPermit of a rueidis permit = %v; want nil", err)
+	}
+	if err := g.ReleasePermit(ctx, res, "p1"); err != nil {
+		t.Errorf("goredis ReleasePermit of a rueidis permit = %v; want nil", err)
+	}
+	if got, want := keys(), []string{goredis.FenceKey}; !slices.Equal(got, want) {
+		t.Errorf("keys once every lock and permit is released = %q; want %q", got, want)
+	}
+
+	// The restart guard's marker is one per server, whichever client set it.
+	if err := srv.Do("FLUSHALL").Error(); err != nil {
+		t.Fatal(err)
+	}
+	gg, err := goredis.New(clientOf(t, srv), goredis.WithRestartGuard(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg, err := rueidisstore.New(srv.NewClient(t), rueidisstore.WithRestartGuard(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gg.Acquire(ctx, res, "t", time.Minute); !errors.Is(err, goredis.ErrRecovering) || !errors.Is(err, lock.ErrUnavailable) {
+		t.Errorf("guarded goredis Acquire on a flushed server = %v; want ErrRecovering, lock.ErrUnavailable", err)
+	}
+	if got, want := keys(), []string{goredis.GuardKey}; !slices.Equal(got, want) {
+		t.Errorf("keys after a guarded refusal = %q; want %q", got, want)
+	}
+	if _, err := rg.AcquirePermit(ctx, res, "t", 2, time.Minute); !errors.Is(err, rueidisstore.ErrRecovering) {
+		t.Errorf("guarded rueidis AcquirePermit on a server the goredis store found flushed = %v; want ErrRecovering", err)
 	}
 }

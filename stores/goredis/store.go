@@ -77,8 +77,11 @@ type Option = redisstore.Option
 
 // The options.
 var (
-	WithPrefix         = redisstore.WithPrefix
-	WithName           = redisstore.WithName // default: "goredis" and the address the client connects to
+	WithPrefix = redisstore.WithPrefix
+	// WithName's default: "goredis" and the client's address — for a
+	// cluster client its first seed and the number of others, for a
+	// failover client go-redis' placeholder address, "FailoverClient".
+	WithName           = redisstore.WithName
 	WithWaitReplicas   = redisstore.WithWaitReplicas
 	WithRestartGuard   = redisstore.WithRestartGuard
 	WithFenceRetention = redisstore.WithFenceRetention // does nothing now

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/redissuite"
 	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/goredis"
 )
@@ -96,5 +97,29 @@ func TestContextBoundsCallsWithoutContextTimeouts(t *testing.T) {
 		if took > 5*time.Second {
 			t.Errorf("%s on a paused server took %v with a 100ms context; want it bounded by the context, not the 1m ReadTimeout", name, took)
 		}
+	}
+}
+
+// TestClusterReadsFromReplicasReadsMasters: with a cluster client that
+// sends reads to replicas (ReadOnly, RouteByLatency, RouteRandomly), the
+// store still reads from masters, as the package documentation says (a
+// replica may lag behind a lock just taken or released).
+func TestClusterReadsFromReplicasReadsMasters(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	for name, set := range map[string]func(*redis.ClusterOptions){
+		"ReadOnly":       func(o *redis.ClusterOptions) { o.ReadOnly = true },
+		"RouteByLatency": func(o *redis.ClusterOptions) { o.RouteByLatency = true },
+		"RouteRandomly":  func(o *redis.ClusterOptions) { o.RouteRandomly = true },
+	} {
+		t.Run(name, func(t *testing.T) {
+			prefix := "replicareads-" + name + ":"
+			redissuite.ReadsOnMasters(t, c, prefix, func() redissuite.Store {
+				o := &redis.ClusterOptions{Addrs: c.Addrs(), DialTimeout: 2 * time.Second, ContextTimeoutEnabled: true}
+				set(o)
+				cc := redis.NewClusterClient(o)
+				t.Cleanup(func() { _ = cc.Close() })
+				return newStore(t, cc, goredis.WithPrefix(prefix))
+			})
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/redissuite"
 	"github.com/lockkit/lock/internal/testing/redistest"
 	"github.com/lockkit/lock/stores/redis"
 	"github.com/redis/rueidis"
@@ -90,4 +91,22 @@ func TestOneConnectionOnSingleServer(t *testing.T) {
 	if n := strings.Count(list, "name=under-test "); n != 1 {
 		t.Errorf("the client has %d connections after the store's commands; want 1", n)
 	}
+}
+
+// TestClusterReadsFromReplicasReadsMasters: with a client that sends reads
+// to replicas (ClientOption.SendToReplicas: the read-only commands), the
+// store still reads from
+// masters, as the package documentation says (Exists and TTL are sent to
+// the master like the writes: a replica may lag).
+func TestClusterReadsFromReplicasReadsMasters(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	redissuite.ReadsOnMasters(t, c, "replicareads:", func() redissuite.Store {
+		client := c.NewClient(t, func(o *rueidis.ClientOption) {
+			// rueidis' usual setting; seeded with one node, so that it
+			// opens its connections to replicas as such (READONLY)
+			o.SendToReplicas = func(cmd rueidis.Completed) bool { return cmd.IsReadOnly() }
+			o.InitAddress = o.InitAddress[:1]
+		})
+		return newStore(t, client, redis.WithPrefix("replicareads:"))
+	})
 }
