@@ -18,7 +18,9 @@ import (
 // engine that differs between one store and a quorum of them.
 type core struct {
 	eng          engine
-	canWait      bool // some store can notify releases (Waiter)
+	canWait      bool        // some store can notify releases (Waiter)
+	queuer       queuer      // the engine, if it can queue acquisitions: see queues
+	noQueue      atomic.Bool // its store said it cannot queue (errors.ErrUnsupported)
 	tokens       TokenGenerator
 	fixedTokens  bool // tokens are tokengen.Fixed: not unique (see later)
 	driftFactor  float64
@@ -53,6 +55,19 @@ type engine interface {
 	Unlock(ctx context.Context, l Lock) error
 }
 
+// queuer is an engine that can make a queued attempt (a SingleLocker over
+// a Queuer): it takes the lock, or gets in the store's line for resource
+// and waits there for up to wait for the lock to be handed to it; it
+// returns as attempt does (ErrNotAcquired if wait passed first), and
+// whether it got in line. Its hook hears of an attempt that got in line
+// as of attempt number attempt refused, a wait, and attempt+1.
+type queuer interface {
+	queued(ctx context.Context, op, resource string, ttl, wait time.Duration, attempt int) (l Lock, start inproc.Instant, took time.Duration, inLine bool, e *Error)
+}
+
+// queues reports whether the locker's waits are queued attempts.
+func (c *core) queues() bool { return c.queuer != nil && !c.noQueue.Load() }
+
 // storeRef is a store with its capabilities resolved once.
 type storeRef struct {
 	Store
@@ -61,6 +76,7 @@ type storeRef struct {
 	ext     Extender
 	fencer  Fencer
 	waiter  Waiter
+	queuer  Queuer
 	starter Starter
 }
 
@@ -148,8 +164,9 @@ func (c *core) resolve(op string, stores []Store, o *Options) ([]storeRef, error
 			r.fencer, _ = s.(Fencer)
 		}
 		r.waiter, _ = s.(Waiter)
+		r.queuer, _ = s.(Queuer)
 		r.starter, _ = s.(Starter)
-		c.canWait = c.canWait || r.waiter != nil
+		c.canWait = c.canWait || r.waiter != nil || r.queuer != nil
 		if g, ok := s.(Granular); ok && g.TTLGranularity() > c.granularity {
 			c.granularity = g.TTLGranularity()
 		}

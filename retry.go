@@ -131,6 +131,14 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	var first, start inproc.Instant // the starts of the first and of the last attempt
 	var took time.Duration          // what the last attempt took
 	n, wakes, woke := 0, 0, 0
+	// Where the store keeps a line (Queuer), the attempts are queued ones,
+	// each waiting in line up to queue; one that gets in line is told to
+	// the hook as an attempt that found the resource held, a wait, and
+	// the next attempt.
+	var queue time.Duration
+	if retry.retries() && c.queues() {
+		queue = max(retry.delay(0), ttl)
+	}
 	for ; ; n++ {
 		if n > 0 && c.gate.isShut() {
 			e = &Error{Err: ErrClosed}
@@ -139,7 +147,16 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: n + 1})
 		}
-		l, start, took, e = c.eng.attempt(ctx, op, resource, ttl)
+		if queue > 0 && c.queues() {
+			var inLine bool
+			l, start, took, inLine, e = c.queuer.queued(ctx, op, resource, ttl, queue, n+1)
+			if inLine {
+				n++ // the attempt that got in line, then the one granted
+			}
+		} else {
+			l, start, took, e = c.eng.attempt(ctx, op, resource, ttl)
+		}
+		queue = 0
 		if n == 0 {
 			if first = start; first.IsZero() {
 				first = inproc.Now() // the attempt failed before it began
@@ -177,6 +194,15 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		}
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: bound, Waiting: waiting, Err: e.Err})
+		}
+		if waiting && c.queues() {
+			// The next attempt waits in the store's line itself. One that
+			// ends without the lock counts as a wake: a store that kept
+			// answering at once must not make Lock spin.
+			queue = bound
+			wakes++
+			woke++
+			continue
 		}
 		alive, woken := c.pause(ctx, op, resource, d, bound, e, waiting)
 		if !alive {

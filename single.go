@@ -39,6 +39,9 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 	if s.local = inproc.Of(store); s.local != nil {
 		s.owner = owners.Add(1)
 	}
+	if s.store.queuer != nil && !s.fixedTokens {
+		s.queuer = s // a fixed token would name two callers in one line
+	}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -119,6 +122,108 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 		s.held.put(l, s.heldBeyond(elapsed, ttl))
 	}
 	return l, began, took, nil
+}
+
+// queued implements queuer: one AcquireQueued. The lock's validity counts
+// from when the call began, and a wait that cost more than an eighth of it
+// is followed by an extension (where the store can extend), from which the
+// validity then counts. Shutdown ends the wait.
+func (s *SingleLocker) queued(ctx context.Context, op, resource string, ttl, wait time.Duration, attempt int) (Lock, inproc.Instant, time.Duration, bool, *Error) {
+	if err := ctx.Err(); err != nil {
+		return Lock{}, 0, 0, false, &Error{Err: ctxErr(ctx)}
+	}
+	token, e := s.token()
+	if e != nil {
+		return Lock{}, 0, 0, false, e
+	}
+	qctx, cancel := context.WithCancel(ctx)
+	stop := s.gate.afterShut(cancel)
+	start := inproc.Now()
+	called := start // when the store call the hook sees began
+	inLine := false
+	fence, err := s.store.queuer.AcquireQueued(qctx, QueuedAcquisition{
+		Resource: resource, Token: token, TTL: s.storeTTL(ttl), Fenced: s.store.fencer != nil, Wait: wait,
+		Queued: func() {
+			// Told as an attempt that found the resource held, a wait in
+			// line, and the next attempt.
+			inLine = true
+			if s.obs.on() {
+				now := inproc.Now()
+				s.obs.storeCallTook(ctx, op, resource, &s.store, "acquire", now.Sub(called), ErrNotAcquired)
+				s.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: attempt, Delay: wait, Waiting: true, Err: ErrNotAcquired})
+				s.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: attempt + 1})
+				called = now
+			}
+		},
+	})
+	elapsed := inproc.Since(start)
+	stop()
+	cancel()
+	if errors.Is(err, errors.ErrUnsupported) {
+		// Nothing was sent: attempt, and wait, as without the capability,
+		// from now on.
+		s.noQueue.Store(true)
+		l, start, took, e := s.attempt(ctx, op, resource, ttl)
+		return l, start, took, false, e
+	}
+	if s.obs.on() {
+		s.obs.storeCallTook(ctx, op, resource, &s.store, "acquire", inproc.Since(called), err)
+	}
+	switch {
+	case errors.Is(err, ErrNotAcquired):
+		return Lock{}, start, elapsed, inLine, &Error{Err: ErrNotAcquired}
+	case errors.Is(err, ErrInvalid):
+		return Lock{}, start, elapsed, inLine, &Error{Err: ErrInvalid, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
+	case err != nil:
+		// The outcome is unknown: the lock may have been handed to token.
+		s.cleanup(ctx, op, resource, token)
+		switch {
+		case ctx.Err() != nil:
+			return Lock{}, start, elapsed, inLine, &Error{Err: ctxErr(ctx)}
+		case s.gate.isShut():
+			return Lock{}, start, elapsed, inLine, &Error{Err: ErrClosed}
+		}
+		return Lock{}, start, elapsed, inLine, s.unavailable(err)
+	}
+	valid := start // the validity counts from here
+	if validity := s.validity(ttl); elapsed > validity/8 {
+		switch {
+		case s.store.ext != nil:
+			if valid, elapsed, e = s.renew(ctx, op, resource, token, ttl); e != nil {
+				return Lock{}, start, inproc.Since(start), inLine, e
+			}
+		case elapsed >= validity:
+			s.cleanup(ctx, op, resource, token)
+			return Lock{}, start, elapsed, inLine, s.unavailable(fmt.Errorf("handed over after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
+		}
+	}
+	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(valid, ttl), Fence: fence}
+	s.held.put(l, s.heldBeyond(elapsed, ttl))
+	return l, start, inproc.Since(start), inLine, nil
+}
+
+// renew extends a lock just handed to token after a wait that cost it much
+// of its validity, and returns when the extension began and how long it
+// took. A lock the store no longer holds is ErrNotAcquired; on any other
+// failure the lock is released.
+func (s *SingleLocker) renew(ctx context.Context, op, resource, token string, ttl time.Duration) (inproc.Instant, time.Duration, *Error) {
+	start := inproc.Now()
+	err := s.store.ext.Extend(ctx, resource, token, s.storeTTL(ttl))
+	elapsed := inproc.Since(start)
+	s.obs.storeCallTook(ctx, op, resource, &s.store, "extend", elapsed, err)
+	switch {
+	case err == nil && elapsed < s.validity(ttl):
+		return start, elapsed, nil
+	case errors.Is(err, ErrNotHeld):
+		return start, elapsed, &Error{Err: ErrNotAcquired}
+	case err == nil:
+		err = fmt.Errorf("extended after %v, past the lock's validity", elapsed.Round(time.Microsecond))
+	}
+	s.cleanup(ctx, op, resource, token)
+	if ctx.Err() != nil {
+		return start, elapsed, &Error{Err: ctxErr(ctx)}
+	}
+	return start, elapsed, s.unavailable(err)
 }
 
 func (s *SingleLocker) unavailable(err error) *Error {

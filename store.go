@@ -90,6 +90,50 @@ type Waiter interface {
 	WaitRelease(ctx context.Context, resource string) error
 }
 
+// Queuer is a Store that keeps a line of waiting acquisitions per
+// resource and hands a released lock to the first in line itself: the
+// waiter holds the lock when it hears of the release, without asking
+// again, and nobody who asks later can take it first.
+//
+// AcquireQueued acquires a.Resource under a.Token for a.TTL as Acquire
+// does (as AcquireFenced does if a.Fenced, on a store that is also a
+// [Fencer]) if the resource is free and nobody waits for it. Otherwise
+// the call gets in line, calls a.Queued (if set), and waits, for up to
+// a.Wait, for the lock to be handed to it — the store sets the resource
+// to the token with the TTL counted from the handoff, which may come from
+// a release or from the expiry of the lock held — and then returns as the
+// acquisition would have. If a.Wait passes first, it leaves the line and
+// returns ErrNotAcquired, unless the lock was handed to it meanwhile. If
+// ctx ends first, it returns ctx's error, and the lock may have been
+// handed to the token (an unknown outcome: the lockers release by token).
+// If the store cannot queue acquisitions as configured, it returns an
+// error matching [errors.ErrUnsupported] and sends nothing.
+//
+// A [SingleLocker] makes its Lock's attempts with it (TryLock keeps to
+// Acquire), and tells its hook of a queued attempt as of an attempt that
+// found the resource held followed by a wait and a new attempt. The
+// lock's validity counts from when the call began; a wait long enough to
+// cost more than an eighth of it is followed by an extension, where the
+// store can extend.
+//
+// Fallback: without it (or when it reports errors.ErrUnsupported), Lock
+// waits with [Waiter], or sleeps, between attempts.
+type Queuer interface {
+	AcquireQueued(ctx context.Context, a QueuedAcquisition) (fence uint64, err error)
+}
+
+// QueuedAcquisition is an acquisition made with [Queuer.AcquireQueued].
+type QueuedAcquisition struct {
+	Resource string
+	Token    string
+	TTL      time.Duration
+	Fenced   bool          // take a fence, as AcquireFenced does
+	Wait     time.Duration // the longest wait in line; 0 or less: one attempt, as Acquire
+	// Queued, if not nil, is called once, on the caller's goroutine,
+	// when the acquisition has found the resource held and gets in line.
+	Queued func()
+}
+
 // Granular is a Store whose expiry is coarser than a millisecond, such as
 // memcached with its whole seconds.
 //

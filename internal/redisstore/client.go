@@ -29,12 +29,14 @@ type Client interface {
 	// Subscribe subscribes to a shard channel (SSUBSCRIBE) and runs the
 	// subscription until ctx ends or it breaks: it calls confirmed for
 	// every confirmation of the subscription (the client may subscribe
-	// again after a reconnection) and message for every message. It
+	// again after a reconnection) and message with every message's
+	// payload, on one goroutine, in the order the server sent them;
+	// neither may block. It
 	// returns nil once ctx has ended and it has unsubscribed on the
 	// server (or given up trying), ErrSubscriptionEnded if the server ended
 	// the subscription, and the connection's error if it broke — at once,
 	// without waiting for the client to subscribe again.
-	Subscribe(ctx context.Context, channel string, confirmed, message func()) error
+	Subscribe(ctx context.Context, channel string, confirmed func(), message func(payload string)) error
 
 	// NotSent reports whether err, the outcome of a command sent with
 	// ctx, says that the command never left the process, so that it can
@@ -60,7 +62,7 @@ type Cmd struct {
 	NKeys uint8
 	NArgs uint8
 	Keys  [3]string
-	Args  [5]string
+	Args  [6]string
 }
 
 // KeyList returns the command's keys.

@@ -86,6 +86,19 @@ func (h *subscriptions) unclaim(s *Store, key, reservation string) {
 	}
 }
 
+// waiting reports whether the process has a subscription to releases of
+// the lock at key through s, made and not ended: someone of the process
+// waited for the lock lately.
+func (h *subscriptions) waiting(s *Store, key string) bool {
+	if h.n.Load() == 0 {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[topicKey{s.subOwner, key}]
+	return t != nil && !t.closing && t.subscribed.Load()
+}
+
 // lookup returns the subscription to releases of the lock at key through
 // s, or nil.
 func (h *subscriptions) lookup(s *Store, key string) *topic {
@@ -122,12 +135,12 @@ type topicKey struct {
 type topic struct {
 	store   *Store // the store that made it: whose client runs it
 	key     topicKey
-	id      string  // names the subscription in the waiters' queue
-	channel string  // the subscription's own shard channel: see ChannelOf
-	pass    *Script // hands a wake on: see waitFor
-	refs    int     // callers using it; guarded by subscriptions.mu
-	idle    int     // times refs fell to 0; guarded by subscriptions.mu
-	closing bool    // no longer to be joined; guarded by subscriptions.mu
+	id      string      // names the subscription in the waiters' queue
+	channel string      // the subscription's own shard channel: see ChannelOf
+	pass    *Script     // hands a wake on: see waitFor
+	refs    int         // callers using it; guarded by subscriptions.mu
+	lingers *time.Timer // drops it once idle for linger; guarded by subscriptions.mu
+	closing bool        // no longer to be joined; guarded by subscriptions.mu
 	cancel  context.CancelFunc
 
 	subscribed  atomic.Bool
@@ -155,6 +168,9 @@ type topic struct {
 	// reserving is whether this subscription's wakes carry a reservation:
 	// it waits for a lock, and its store reserves.
 	reserving bool
+
+	grantMu sync.Mutex
+	grants  map[string]*grantSlot // queued acquisitions in line, by token: see AcquireQueued
 }
 
 // scriptTimeout bounds the scripts a subscription runs on its own (out of
@@ -198,7 +214,9 @@ func (h *subscriptions) join(ctx context.Context, s *Store, lockKey string, what
 }
 
 // leave releases a caller's use of t; the subscription is dropped linger
-// after the last caller left, unless another joined meanwhile.
+// after the last caller left, unless another joined meanwhile. One timer
+// per subscription, set again at each leave: a caller that locks in a
+// loop leaves and joins again thousands of times a second.
 func (h *subscriptions) leave(t *topic) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -206,19 +224,37 @@ func (h *subscriptions) leave(t *topic) {
 	if t.refs > 0 || t.closing {
 		return
 	}
-	t.idle++
-	idle := t.idle
-	time.AfterFunc(linger, func() {
-		h.mu.Lock()
-		drop := t.refs == 0 && t.idle == idle && !t.closing
-		if drop {
-			t.closing = true
-		}
-		h.mu.Unlock()
-		if drop {
-			t.drop()
-		}
-	})
+	if t.lingers == nil {
+		t.lingers = time.AfterFunc(linger, func() { h.dropIdle(t) })
+	} else {
+		t.lingers.Reset(linger)
+	}
+}
+
+// dropIdle drops t if no caller uses it.
+func (h *subscriptions) dropIdle(t *topic) {
+	h.mu.Lock()
+	drop := t.refs == 0 && !t.closing
+	if drop {
+		t.closing = true
+	}
+	h.mu.Unlock()
+	if drop {
+		t.drop()
+	}
+}
+
+// end ends the subscription t at once, whoever still uses it: it is not
+// on the server where releases are published (see AcquireQueued). Its
+// callers see it end, and the next caller to join makes a new one.
+func (h *subscriptions) end(t *topic) {
+	h.mu.Lock()
+	closing := t.closing
+	t.closing = true
+	h.mu.Unlock()
+	if !closing {
+		t.drop()
+	}
 }
 
 // subscribe starts the subscription of a new topic. Called with mu held.
@@ -243,7 +279,11 @@ func (h *subscriptions) subscribe(s *Store, k topicKey, what *waitFor) *topic {
 
 // receive runs the subscription until it is dropped or breaks.
 func (h *subscriptions) receive(ctx context.Context, t *topic) {
-	err := t.store.client.Subscribe(ctx, t.channel, t.confirmed, func() {
+	err := t.store.client.Subscribe(ctx, t.channel, t.confirmed, func(payload string) {
+		if payload != "" {
+			t.granted(payload) // a queued acquisition's: see AcquireQueued
+			return
+		}
 		// Counted before the wake: the woken caller's acquisition claims
 		// the lock the release reserved for this subscription (see take).
 		// A wake no caller takes is handed on by handOn.
@@ -280,6 +320,7 @@ func (t *topic) confirmed() {
 		// reconnection say): a release may have happened in between, so
 		// let the callers look again.
 		t.line.WakeAll()
+		t.lookAgain()
 		return
 	}
 	t.readyOnce.Do(func() { close(t.ready) })
@@ -311,7 +352,7 @@ func (t *topic) handOn() {
 		waitAt(&handOnGate)
 		ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 		defer cancel()
-		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock)}, ReservationPrefix+t.id, ReservationPrefix, t.store.reservationArg)
+		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock), t.store.counterKey(t.key.lock)}, ReservationPrefix+t.id, ReservationPrefix, t.store.reservationArg, liftAheadArg)
 	}()
 }
 

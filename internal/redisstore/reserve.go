@@ -50,10 +50,11 @@ func (s *Store) reserves() bool { return s.guard == 0 && s.replicas == 0 }
 // queue is waiters, held under token: the release script, with the
 // reservation's arguments if s reserves.
 func (s *Store) releaseCmd(key, waiters, token string) Cmd {
+	keys := []string{key, waiters, s.counterKey(key)}
 	if s.reserves() {
-		return script(releaseScript, []string{key, waiters}, token, ReservationPrefix, s.reservationArg)
+		return script(releaseScript, keys, token, liftAheadArg, ReservationPrefix, s.reservationArg)
 	}
-	return script(releaseScript, []string{key, waiters}, token)
+	return script(releaseScript, keys, token, liftAheadArg)
 }
 
 // take returns the acquisition of the lock at key: SET NX PX GET (see

@@ -38,13 +38,16 @@ func load(names ...string) *Script {
 // The scripts; each file says what its script does, with its KEYS, ARGV
 // and reply.
 var (
-	// releaseScript deletes a lock held under a token and wakes the first
-	// waiter in line.
-	releaseScript = load("release")
+	// releaseScript frees a lock held under a token and hands it to the
+	// first waiter in line.
+	releaseScript = load("grant", "release")
 	// waitScript puts a subscription in line for the next release.
 	waitScript = load("wait")
 	// passScript hands a wake nobody used to the next in line.
-	passScript = load("pass")
+	passScript = load("grant", "pass")
+	// queueScript is a queued acquisition: take the lock, or get in line
+	// for it.
+	queueScript = load("grant", "queue")
 	// claimScript takes a lock that is free or reserved for a woken
 	// subscription.
 	claimScript = load("claim")
@@ -66,6 +69,6 @@ var (
 
 // Scripts returns every script of the store, for tests.
 func Scripts() []*Script {
-	return []*Script{releaseScript, waitScript, passScript, claimScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript, ttlScript,
+	return []*Script{releaseScript, waitScript, passScript, queueScript, claimScript, leaveScript, extendScript, forceReleaseScript, liftScript, raiseScript, guardedScript, ttlScript,
 		permitAcquireScript, permitReleaseScript, permitExtendScript, permitCountScript, permitWaitScript, permitPassScript}
 }

@@ -407,7 +407,7 @@ func (c client) Cluster() bool { return c.cluster }
 // Subscribe implements redisstore.Client. go-redis gives every
 // subscription a connection of its own; when ctx ends, the subscription
 // is closed with its connection, which unsubscribes it on the server.
-func (c client) Subscribe(ctx context.Context, channel string, confirmed, message func()) error {
+func (c client) Subscribe(ctx context.Context, channel string, confirmed func(), message func(payload string)) error {
 	ps := c.c.SSubscribe(context.WithoutCancel(ctx), channel)
 	defer context.AfterFunc(ctx, func() { _ = ps.Close() })()
 	defer ps.Close()
@@ -432,7 +432,7 @@ func (c client) Subscribe(ctx context.Context, channel string, confirmed, messag
 			}
 		case *redis.Message:
 			if m.Channel == channel {
-				message()
+				message(m.Payload)
 			}
 		}
 	}

@@ -26,7 +26,8 @@
 // Every capability of the rueidis store, documented there (operations,
 // fencing, keys and Redis Cluster, waiting, restarts, replication hold
 // here word for word): lock.Extender, lock.TTLReader, lock.HolderReader,
-// lock.Fencer and lock.FenceRaiser, lock.Waiter, lock.Permitter and
+// lock.Fencer and lock.FenceRaiser, lock.Waiter, lock.Queuer (a waiting
+// Lock is handed the lock by the release), lock.Permitter and
 // lock.PermitWaiter (semaphores and read-write locks natively),
 // lock.ResourceValidator, lock.Starter (calls started together go out as
 // one pipeline), the handoff of a released lock to the waiter it wakes, and the

@@ -10,7 +10,9 @@
 //
 // Every optional capability of package lock but Granular and
 // ResourceValidator, which it has no use for (TTLs are exact, and every
-// non-empty name is valid):
+// non-empty name is valid), and Queuer: in one process a woken waiter
+// takes the lock in the same instant, so a line kept by the store would
+// save nothing:
 //   - [lock.Extender]: Extend.
 //   - [lock.TTLReader]: TTL.
 //   - [lock.HolderReader]: Holder, the public part of the holder's token.

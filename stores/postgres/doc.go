@@ -16,10 +16,10 @@
 // # Capabilities
 //
 // Every optional capability of package lock but Granular, which it has no
-// use for (TTLs are exact, below), Starter, and the counted permits
-// (Permitter and PermitWaiter: a lock.Semaphore or lock.RWLocker over
-// Postgres takes plain locks on derived names, as on any store without
-// them):
+// use for (TTLs are exact, below), Starter, Queuer (waiters are woken by
+// LISTEN/NOTIFY and then acquire), and the counted permits (Permitter and
+// PermitWaiter: a lock.Semaphore or lock.RWLocker over Postgres takes
+// plain locks on derived names, as on any store without them):
 //   - [lock.Extender]: Extend, one UPDATE of a live lock.
 //   - [lock.TTLReader]: TTL, to the microsecond.
 //   - [lock.HolderReader]: Holder, one SELECT that returns the public part

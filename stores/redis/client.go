@@ -204,7 +204,7 @@ const unsubscribeTimeout = 2 * time.Second
 // ctx ends, it unsubscribes on the connection of the subscription — also
 // if the confirmation had not arrived yet, as the SSUBSCRIBE may still be
 // applied.
-func (c client) Subscribe(ctx context.Context, channel string, confirmed, message func()) error {
+func (c client) Subscribe(ctx context.Context, channel string, confirmed func(), message func(payload string)) error {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -227,7 +227,7 @@ func (c client) Subscribe(ctx context.Context, channel string, confirmed, messag
 		done()
 		return err
 	})
-	err := c.c.Receive(rctx, c.c.B().Ssubscribe().Channel(channel).Build(), func(rueidis.PubSubMessage) { message() })
+	err := c.c.Receive(rctx, c.c.B().Ssubscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) { message(m.Message) })
 	mu.Lock()
 	defer mu.Unlock()
 	switch {

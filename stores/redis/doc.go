@@ -28,6 +28,14 @@
 //     script publishes, or by the lock's expiry; waiters do not poll, but
 //     look again now and then (50ms, doubling to every second) in case
 //     the lock was set to expire sooner.
+//   - [lock.Queuer]: AcquireQueued, which a lock.SingleLocker's Lock
+//     waits with: an acquisition that finds the lock held gets in line on
+//     the server, and the release script hands it the lock — sets the lock
+//     to its token, takes its fence and publishes both to its process — so
+//     the waiter holds the lock when it hears of it, and waiters are served
+//     in the order they got in line, across processes. Not with the
+//     restart guard or WithWaitReplicas (errors.ErrUnsupported: the
+//     lockers then wait with WaitRelease). See Waiting below.
 //   - [lock.Permitter] and [lock.PermitWaiter]: counted permits for
 //     lock.NewSemaphore and lock.NewRWLocker, natively: a free permit is
 //     one script, one round trip, whatever the limit; each permit has its

@@ -26,6 +26,7 @@ var Optional = []struct {
 	{"Fencer", is[lock.Fencer]},
 	{"FenceRaiser", is[lock.FenceRaiser]},
 	{"Waiter", is[lock.Waiter]},
+	{"Queuer", is[lock.Queuer]},
 	{"Granular", is[lock.Granular]},
 	{"ResourceValidator", is[lock.ResourceValidator]},
 	{"Permitter", is[lock.Permitter]},

@@ -32,6 +32,7 @@ type Store interface {
 	lock.TTLReader
 	lock.HolderReader
 	lock.Waiter
+	lock.Queuer
 	lock.ResourceValidator
 	lock.Starter
 	lock.Permitter
@@ -151,6 +152,7 @@ func Run(t *testing.T, f Factory) {
 		{"LostClaimReplyIsClaimedAgain", f.testLostClaimReplyIsClaimedAgain},
 		{"UnclaimedReservationLapses", f.testUnclaimedReservationLapses},
 		{"ReleaseHandsOff", f.testReleaseHandsOff},
+		{"Queued", f.testQueued},
 		{"Fairness", f.testFairness},
 		{"Faults", f.testFaults},
 		{"Permits", f.testPermits},
