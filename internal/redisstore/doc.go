@@ -125,6 +125,12 @@
 // acquisition, is taken with SET NX, so only contended locks cost the
 // script. A lock waiter also looks again now and then (firstRelook).
 //
+// Queued acquisitions (AcquireQueued, see queue.go) share the waiters'
+// queue and the subscription: their entries carry a token, and a release
+// grants them the lock instead of reserving it (grant.lua), so that the
+// woken process needs no claim. Releases and the queue script wake a
+// WaitRelease waiter met in line as above.
+//
 // # Permits
 //
 // AcquirePermit and the other permit methods keep a resource's permits in

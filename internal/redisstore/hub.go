@@ -86,17 +86,22 @@ func (h *subscriptions) unclaim(s *Store, key, reservation string) {
 	}
 }
 
-// waiting reports whether the process has a subscription to releases of
-// the lock at key through s, made and not ended: someone of the process
-// waited for the lock lately.
-func (h *subscriptions) waiting(s *Store, key string) bool {
+// joinLive joins the process's subscription to releases of the lock at
+// key through s if there is one, made and not ended — someone of the
+// process waited for the lock lately — and returns nil otherwise. The
+// caller must leave what it joined.
+func (h *subscriptions) joinLive(s *Store, key string) *topic {
 	if h.n.Load() == 0 {
-		return false
+		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[topicKey{s.subOwner, key}]
-	return t != nil && !t.closing && t.subscribed.Load()
+	if t == nil || t.closing || !t.subscribed.Load() {
+		return nil
+	}
+	t.refs++
+	return t
 }
 
 // lookup returns the subscription to releases of the lock at key through

@@ -57,7 +57,11 @@ func (s *Store) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (ui
 		return 0, s.errNoShardedPubSub(nil)
 	}
 	key := s.lockKey(a.Resource)
-	if a.Wait <= 0 || !hub.waiting(s, key) {
+	var t *topic // the process's subscription, if it waited for the lock lately
+	if a.Wait > 0 {
+		t = hub.joinLive(s, key)
+	}
+	if t == nil {
 		var fence uint64
 		var err error
 		if a.Fenced {
@@ -68,19 +72,18 @@ func (s *Store) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (ui
 		if a.Wait <= 0 || !errors.Is(err, lock.ErrNotAcquired) {
 			return fence, err
 		}
-		if a.Queued != nil {
-			a.Queued()
-			a.Queued = nil
-		}
+		// Queued is called once in line, below: a call that begins once
+		// this one called it must get in line behind it.
 	}
-	bound := time.NewTimer(a.Wait)
-	defer bound.Stop()
+	deadline := time.Now().Add(a.Wait)
 	for renewals := 0; ; renewals++ {
-		t, err := hub.join(ctx, s, key, lockWait)
-		if err != nil {
-			return 0, err
+		if t == nil {
+			var err error
+			if t, err = hub.join(ctx, s, key, lockWait); err != nil {
+				return 0, err
+			}
 		}
-		fence, err := s.queue(ctx, t, key, &a, bound.C)
+		fence, err := s.queue(ctx, t, key, &a, deadline)
 		hub.leave(t)
 		if err != errElsewhere || renewals == maxRenewals {
 			return fence, err
@@ -88,6 +91,7 @@ func (s *Store) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (ui
 		// The subscription is not on the lock's master (a failover moved
 		// the slot, say): end it, so that the next one is made there.
 		hub.end(t)
+		t = nil
 	}
 }
 
@@ -100,8 +104,8 @@ const maxRenewals = 2
 var errElsewhere = errors.New("the subscription to releases is not on the lock's master (after a failover?)")
 
 // queue makes the queued acquisition a of the lock at key through the
-// subscription t, waiting until bound fires at the latest.
-func (s *Store) queue(ctx context.Context, t *topic, key string, a *lock.QueuedAcquisition, bound <-chan time.Time) (uint64, error) {
+// subscription t, waiting until deadline at the latest.
+func (s *Store) queue(ctx context.Context, t *topic, key string, a *lock.QueuedAcquisition, deadline time.Time) (uint64, error) {
 	select {
 	case <-t.ready:
 	case <-ctx.Done():
@@ -117,7 +121,7 @@ func (s *Store) queue(ctx context.Context, t *topic, key string, a *lock.QueuedA
 	}
 	q := queued{s: s, t: t, key: key, token: a.Token, entry: t.id + ":" + s.ttlArg(a.TTL) + ":" + flag(a.Fenced) + ":" + a.Token, queued: &a.Queued}
 	q.slot = t.expect(a.Token)
-	return q.run(ctx, bound)
+	return q.run(ctx, deadline)
 }
 
 // queued is one call of AcquireQueued, once its process has subscribed.
@@ -140,12 +144,12 @@ type queued struct {
 var errGrantLost = errors.New("the lock was handed to the queued acquisition while its subscription to releases was renewed, and the message of the handoff may be lost")
 
 // run gets q in line and waits for its grant, looking again at the lock
-// when it may have expired, until bound fires.
-func (q *queued) run(ctx context.Context, bound <-chan time.Time) (uint64, error) {
-	var look *time.Timer
+// when it may have expired, until deadline.
+func (q *queued) run(ctx context.Context, deadline time.Time) (uint64, error) {
+	var timer *time.Timer // the next look, or the deadline
 	defer func() {
-		if look != nil {
-			look.Stop()
+		if timer != nil {
+			timer.Stop()
 		}
 	}()
 	first, relook, renewed := true, firstRelook, false
@@ -173,9 +177,10 @@ func (q *queued) run(ctx context.Context, bound <-chan time.Time) (uint64, error
 			*q.queued = nil
 			f()
 		}
-		// Wait for the grant, or for the lock's expiry (-3: for the
-		// waiter it is being handed to; -4: granted, no expiry to wait
-		// for), looking again now and then meanwhile (see firstRelook).
+		// Wait for the grant; look again when the lock may have expired
+		// (-3: handed to a waiter ahead; -4: granted, no expiry to wait
+		// for) and now and then meanwhile (see firstRelook); leave at the
+		// deadline.
 		var d time.Duration
 		switch ms := r.Int; {
 		case ms == -3:
@@ -186,19 +191,22 @@ func (q *queued) run(ctx context.Context, bound <-chan time.Time) (uint64, error
 		if ms := r.Int; ms == -1 || d > relook {
 			d, relook = relook, min(2*relook, maxRelook)
 		}
-		var looked <-chan time.Time
-		if r.Int != -4 {
-			if look == nil {
-				look = time.NewTimer(d)
-			} else {
-				look.Reset(d)
-			}
-			looked = look.C
+		left := time.Until(deadline)
+		if r.Int == -4 || d > left {
+			d = left
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
 		}
 		select {
 		case <-q.slot.c:
 			return q.slot.fence, nil
-		case <-looked:
+		case <-timer.C:
+			if !time.Now().Before(deadline) {
+				return q.leave(ctx)
+			}
 		case <-q.slot.renewed:
 			select {
 			case <-q.slot.c:
@@ -206,8 +214,6 @@ func (q *queued) run(ctx context.Context, bound <-chan time.Time) (uint64, error
 			default:
 				renewed = true // a grant may have been lost: look again
 			}
-		case <-bound:
-			return q.leave(ctx)
 		case <-ctx.Done():
 			q.abandon()
 			return 0, ctx.Err()

@@ -145,6 +145,28 @@
 //
 // # Waiting for release
 //
+// A lock.SingleLocker's Lock waits with AcquireQueued (lock.Queuer): its
+// first attempt is SET NX as for TryLock — or, while a caller of the
+// process waited for the lock lately (its subscription is still there),
+// the queue script at once — and one that finds the lock held subscribes
+// as WaitRelease does and gets in line in the same waiters' queue, with
+// its token, TTL and whether it takes a fence, in one script. A release
+// then grants the lock to the first such entry: it sets the lock to the
+// entry's token for its TTL, takes its fence from the counter (lifted to
+// the server's clock when behind it) and publishes both on the entry's
+// channel, so the waiting call returns holding the lock, without a round
+// trip of its own, and no caller that asks later — the releaser asking
+// again at once included — can take it first: callers are served in the
+// order they got in line, across processes. An entry whose subscription
+// has no listener on the server (its process is gone, or a failover left
+// the subscription on a replica) is skipped; a grant whose caller gave up
+// as it came is released by its process, which hands the lock on; a lock
+// that expires is taken by the first in line when its waiters look again
+// (at its expiry, and 50ms, doubling to every second). A wait that ends
+// without the lock takes its entry out of line. Under the restart guard
+// and WithWaitReplicas, AcquireQueued reports errors.ErrUnsupported and
+// Lock waits with WaitRelease, below.
+//
 // WaitRelease subscribes (SSUBSCRIBE) to a shard channel of its own on the
 // node holding the resource, then gets in line in the resource's waiters'
 // queue (a list) and reads the lock's PTTL, in one script. Release pops
