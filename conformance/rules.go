@@ -90,6 +90,25 @@ var rules = []rule{
 	{name: "WaitReleaseRace", needs: waiter, run: waitReleaseRace,
 		why: "a release at the moment WaitRelease begins must not be missed, or the waiter sleeps until the TTL runs out"},
 
+	{name: "QueueFree", needs: queuer, run: queueFree,
+		why: "AcquireQueued of a free resource must take it at once, as Acquire (or AcquireFenced) would, without getting in line: a SingleLocker's Lock makes its attempts with it"},
+	{name: "QueueNoWait", needs: queuer, run: queueNoWait,
+		why: "AcquireQueued with a wait of 0 or less is one attempt: it must return ErrNotAcquired at once while the resource is held and never get in line, or a caller that asked not to wait blocks, or is handed a lock it no longer waits for"},
+	{name: "QueueHandoff", needs: queuer, run: queueHandoff,
+		why: "a queued acquisition must wait while the resource is held and hold the lock, under its own token, when it returns after the release: a waiter that returns without the lock believes it holds what anyone may take"},
+	{name: "QueueNoBarging", needs: queuer, run: queueNoBarging,
+		why: "a release must hand the lock to the first in line itself: if a caller that asks after the release can take the lock first, waiters are passed over by newcomers, without bound"},
+	{name: "QueueOrder", needs: queuer, run: queueOrder,
+		why: "queued acquisitions must be handed the lock in the order they got in line, one per release: otherwise a caller waits while later ones pass it"},
+	{name: "QueueWaitRunsOut", needs: queuer, run: queueWaitRunsOut,
+		why: "a queued acquisition whose wait runs out must wait that long, return ErrNotAcquired and leave the line: a store that ignores the wait blocks its caller past it, and a lock handed to a caller that has left stays held until its TTL runs out"},
+	{name: "QueueAfterExpiry", needs: queuer, run: queueAfterExpiry,
+		why: "a lock that expires instead of being released must be handed to the first in line, with its TTL counted from the handoff: otherwise waiters sleep past the death of a holder that never released, or are handed a lock about to expire"},
+	{name: "QueueHonoursContext", needs: queuer, run: queueHonoursContext,
+		why: "a queued acquisition must return its context's error when the context ends, and a release by its token must leave nothing held: otherwise a Lock outlives its caller's deadline, or the lock goes to a caller that has left and stays held until its TTL runs out"},
+	{name: "QueueFencesIncrease", needs: all(queuer, fencer), run: queueFencesIncrease,
+		why: "a lock handed over in line, on a release or on expiry, must carry a fence greater than its previous holder's, or a protected resource accepts the writes of a holder whose lock is gone"},
+
 	{name: "ReleaseRacesExpiry", run: releaseRacesExpiry,
 		why: "a release racing the lock's expiry and a new owner's Acquire must not delete the new owner's lock: the token check and the delete must be one step"},
 
@@ -124,6 +143,7 @@ var (
 	fencer       = needs[lock.Fencer]("lock.Fencer")
 	fenceRaiser  = needs[lock.FenceRaiser]("lock.FenceRaiser")
 	waiter       = needs[lock.Waiter]("lock.Waiter")
+	queuer       = needs[lock.Queuer]("lock.Queuer")
 	starter      = needs[lock.Starter]("lock.Starter")
 )
 
