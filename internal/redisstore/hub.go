@@ -187,6 +187,27 @@ const scriptTimeout = 2 * time.Second
 // that stays keeps its place in the waiters' queue.
 const linger = 100 * time.Millisecond
 
+// lingerFor, if set, replaces linger: see SetLinger.
+var lingerFor atomic.Int64
+
+// SetLinger makes the subscriptions the process drops from now on outlive
+// their last caller by d instead of linger, until restore is called: for
+// tests that need a subscription to stay between two calls however
+// loaded the machine. The test must not run in parallel with others that
+// wait.
+func SetLinger(d time.Duration) (restore func()) {
+	lingerFor.Store(int64(d))
+	return func() { lingerFor.Store(0) }
+}
+
+// lingering returns how long a subscription outlives its last caller.
+func lingering() time.Duration {
+	if d := lingerFor.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return linger
+}
+
 // join returns the subscription to releases of lockKey (a lock's key or
 // a resource's permits key) through s's client, starting it if no caller
 // uses it yet, for what (whose pass script hands wakes on); its ready
@@ -230,9 +251,9 @@ func (h *subscriptions) leave(t *topic) {
 		return
 	}
 	if t.lingers == nil {
-		t.lingers = time.AfterFunc(linger, func() { h.dropIdle(t) })
+		t.lingers = time.AfterFunc(lingering(), func() { h.dropIdle(t) })
 	} else {
-		t.lingers.Reset(linger)
+		t.lingers.Reset(lingering())
 	}
 }
 

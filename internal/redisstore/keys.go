@@ -51,7 +51,7 @@ const FenceKey = "lockkit:fence"
 
 // QueueMargin is how long, in milliseconds, the waiters' queue of a lock
 // outlives the lock's TTL when nobody joins it (see Wait).
-const QueueMargin = "1000"
+const QueueMargin = "1000" // queueMarginMs
 
 // LockKey returns the key of resource's lock under prefix.
 func LockKey(prefix, resource string) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -119,19 +120,21 @@ func (s *Store) queue(ctx context.Context, t *topic, key string, a *lock.QueuedA
 		}
 		return 0, t.ended()
 	}
-	q := queued{s: s, t: t, key: key, token: a.Token, entry: t.id + ":" + s.ttlArg(a.TTL) + ":" + flag(a.Fenced) + ":" + a.Token, queued: &a.Queued}
+	q := queued{s: s, t: t, key: key, token: a.Token, ttl: a.TTL, fenced: a.Fenced, entry: t.id + ":" + s.ttlArg(a.TTL) + ":" + flag(a.Fenced) + ":" + a.Token, queued: &a.Queued}
 	q.slot = t.expect(a.Token)
 	return q.run(ctx, deadline)
 }
 
 // queued is one call of AcquireQueued, once its process has subscribed.
 type queued struct {
-	s     *Store
-	t     *topic
-	key   string
-	token string
-	entry string // in the waiters' queue: see grant.lua
-	slot  *grantSlot
+	s      *Store
+	t      *topic
+	key    string
+	token  string
+	ttl    time.Duration
+	fenced bool
+	entry  string // in the waiters' queue: see grant.lua
+	slot   *grantSlot
 	// queued is the acquisition's Queued, to call when it gets in line;
 	// set to nil once called.
 	queued *func()
@@ -154,7 +157,16 @@ func (q *queued) run(ctx context.Context, deadline time.Time) (uint64, error) {
 	}()
 	first, relook, renewed := true, firstRelook, false
 	for {
-		r := q.s.run(ctx, q.cmd(first))
+		var r Reply
+		if first && !q.s.noSetGet.Load() {
+			fence, taken, entered, err := q.enter(ctx)
+			if taken || err != nil {
+				return fence, err
+			}
+			r = entered
+		} else {
+			r = q.s.run(ctx, q.cmd(first))
+		}
 		first = false
 		switch {
 		case r.Err != nil:
@@ -223,6 +235,105 @@ func (q *queued) run(ctx context.Context, deadline time.Time) (uint64, error) {
 		}
 	}
 }
+
+// enter gets q in line with commands, in one round trip, where the queue
+// script would cost the server several times as much (a script's call
+// alone costs more than the commands, and waiters get in line once per
+// handoff):
+//
+//	RPUSH waiters entry           in line
+//	PEXPIRE waiters keep NX       the queue lives the TTL and the margin,
+//	PEXPIRE waiters keep GT       or as long as it did if longer
+//	SET lock token NX PX ttl GET
+//	PTTL lock
+//
+// The commands are not atomic, and need not be: if the SET takes the lock
+// (it was free), q holds it, and its entry is taken out of line, and its
+// fence taken (see fencedCmds: after the SET, before q can release), in
+// one more round trip before it returns; if the SET finds q's own token,
+// a release granted the lock to q in between, and its message is on its
+// way (-4, as the script answers); if another's, q is in line, and waits
+// as long as the PTTL says. A lock that expired with waiters in line may
+// so be taken by q before them, where the script would hand it to the
+// first in line. It returns taken (with the fence and the error of the
+// acquisition) when it is done, and otherwise the reply to wait on, as
+// the queue script answers.
+func (q *queued) enter(ctx context.Context) (fence uint64, taken bool, r Reply, err error) {
+	s := q.s
+	b := enterBatches.Get().(*enterBatch)
+	defer enterBatches.Put(b)
+	waiters := WaitersOf(q.key)
+	keep := itoa(queueMarginMs + Millis(q.ttl))
+	b.cmds[0] = cmd1("RPUSH", waiters, q.entry)
+	b.cmds[1] = cmd1("PEXPIRE", waiters, keep, "NX")
+	b.cmds[2] = cmd1("PEXPIRE", waiters, keep, "GT")
+	b.cmds[3] = s.setNX(q.key, q.token, q.ttl)
+	b.cmds[4] = cmd1("PTTL", q.key)
+	s.client.DoMulti(ctx, b.cmds[:5], b.replies[:5], false)
+	for _, x := range b.replies[:3] {
+		if x.Err != nil {
+			q.abandon()
+			return 0, true, Reply{}, s.failed(ctx, x.Err)
+		}
+	}
+	switch set := b.replies[3]; {
+	case set.serverErr("WRONGTYPE"):
+		q.abandon()
+		return 0, true, Reply{}, s.wrongType(q.key)
+	case set.Err != nil:
+		q.abandon()
+		return 0, true, Reply{}, s.failed(ctx, set.Err)
+	case set.Nil || set.Resent && set.Str == q.token:
+		fence, err := q.entered(ctx, b)
+		return fence, true, Reply{}, err
+	case set.Str == q.token:
+		return 0, false, Reply{Int: -4}, nil // granted in between
+	}
+	return 0, false, b.replies[4], nil
+}
+
+// entered completes an enter whose SET took the lock: q's entry is taken
+// out of line before anyone can release the lock (only q can; its release
+// would grant the entry the lock again — an entry a failure leaves behind
+// is granted, and released by the process, when q releases: see
+// topic.granted), and its fence is taken, in one round trip.
+func (q *queued) entered(ctx context.Context, b *enterBatch) (uint64, error) {
+	s := q.s
+	q.t.forget(q.token, q.slot)
+	set, setReply := b.cmds[3], b.replies[3]
+	leave := cmd1("LREM", WaitersOf(q.key), "1", q.entry)
+	if !q.fenced {
+		_ = s.do(ctx, leave)
+		return 0, s.acquired(ctx, &set, setReply)
+	}
+	// The acquisition's commands as fenced takes them, at 3: the SET (sent
+	// already) and those of the fence; sent now, at 0: LREM and the
+	// fence's.
+	k := s.fencedCmds((*[3]Cmd)(b.cmds[3:6]), false, q.key, q.token, q.ttl)
+	b.cmds[0] = leave
+	copy(b.cmds[1:k], b.cmds[4:3+k])
+	s.client.DoMulti(ctx, b.cmds[:k], b.replies[:k], false)
+	b.cmds[3], b.replies[3] = set, setReply
+	copy(b.replies[4:3+k], b.replies[1:k])
+	return s.fenced(ctx, b.cmds[3:3+k], q.ttl, b.replies[3:3+k])
+}
+
+// EntersWithCommands reports whether s's queued acquisitions get in line
+// with commands (see queued.enter) rather than the queue script: not
+// through a NilAverse client, to which the SET NX of a refused entry
+// answers nil, an error it examines at length. For tests.
+func EntersWithCommands(s *Store) bool { return !s.noSetGet.Load() }
+
+// enterBatch holds enter's commands and replies, pooled as batch is.
+type enterBatch struct {
+	cmds    [7]Cmd
+	replies [7]Reply
+}
+
+var enterBatches = sync.Pool{New: func() any { return new(enterBatch) }}
+
+// queueMarginMs is QueueMargin as a number.
+const queueMarginMs = 1000
 
 // cmd returns the queue script for q: first, to get in line; otherwise
 // to look again.

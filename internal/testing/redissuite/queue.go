@@ -436,4 +436,82 @@ func (f Factory) testQueued(t *testing.T) {
 	t.Run("BehindWaitReleaseWaiter", f.testQueuedBehindWaitReleaseWaiter)
 	t.Run("Unsupported", f.testQueuedUnsupported)
 	t.Run("LockerEvents", f.testQueuedLockerEvents)
+	t.Run("TakesFreeLockWhileSubscribed", f.testQueuedTakesFreeLockWhileSubscribed)
+}
+
+// testQueuedTakesFreeLockWhileSubscribed: a queued acquisition of a
+// process whose subscription to the lock is still there (a caller of the
+// process waited for the lock lately) gets in line with commands, not the
+// script; if that finds the lock free it takes it, with a fence above the
+// last holder's, and leaves nothing in line.
+func (f Factory) testQueuedTakesFreeLockWhileSubscribed(t *testing.T) {
+	defer redisstore.SetLinger(time.Minute)()
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("qt:"))
+	s := f.Server(t, srv, redisstore.WithPrefix("qt:"))
+	fence, err := holder.AcquireFenced(ctx, "r", "h", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := queue(ctx, s, "r", "w", true, time.Minute)
+	waitersInLine(t, srv, "qt:{r}", 1)
+	if err := holder.Release(ctx, "r", "h"); err != nil {
+		t.Fatal(err)
+	}
+	w.await(t, ctx)
+	if w.err != nil {
+		t.Fatalf("AcquireQueued(w) = %v after the release; want the lock", w.err)
+	}
+	if err := s.Release(ctx, "r", "w"); err != nil {
+		t.Fatal(err)
+	}
+	// Fences by INCR: the store has read the server's clock (its first
+	// fence lifts the counter), and lifts only when behind it.
+	if _, err := s.AcquireFenced(ctx, "warm", "x", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "warm", "x"); err != nil {
+		t.Fatal(err)
+	}
+	redisstore.HoldLifts(f.Engine(s))
+	scripts, lrems := commandCalls(t, srv, "evalsha"), commandCalls(t, srv, "lrem")
+	for _, fenced := range []bool{true, false} {
+		token := fmt.Sprint("c", fenced)
+		c := queue(ctx, s, "r", token, fenced, time.Minute)
+		c.await(t, ctx)
+		switch {
+		case c.err != nil:
+			t.Fatalf("AcquireQueued(%s, fenced %v) of a free lock while subscribed = %v; want the lock", token, fenced, c.err)
+		case c.queued.Load():
+			t.Errorf("AcquireQueued(%s) of a free lock called Queued", token)
+		case fenced && c.fence <= w.fence:
+			t.Errorf("AcquireQueued(%s) fence %d; want more than the last holder's %d", token, c.fence, w.fence)
+		case !fenced && c.fence != 0:
+			t.Errorf("AcquireQueued(%s, unfenced) fence %d; want 0", token, c.fence)
+		}
+		lockHolds(t, srv, "qt:{r}", token)
+		if n, err := srv.Do("LLEN", "qt:{r}"+redisstore.WaitersSuffix).AsInt64(); err != nil || n != 0 {
+			t.Errorf("%d entries (%v) left in line after AcquireQueued took the free lock; want none", n, err)
+		}
+		if err := s.Release(ctx, "r", token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Through the commands: no queue script, and each took its entry out
+	// of line with LREM (the two releases are the only scripts). Through
+	// a client that does not enter with commands, the queue script.
+	wantScripts, wantLREMs := int64(2), int64(2)
+	if !redisstore.EntersWithCommands(f.Engine(s)) {
+		wantScripts, wantLREMs = 4, 0
+	}
+	if got := commandCalls(t, srv, "evalsha") - scripts; got != wantScripts {
+		t.Errorf("%d scripts run for two queued acquisitions of a free lock and their releases; want %d", got, wantScripts)
+	}
+	if got := commandCalls(t, srv, "lrem") - lrems; got != wantLREMs {
+		t.Errorf("%d LREMs for two queued acquisitions that took a free lock; want %d", got, wantLREMs)
+	}
+	if w.fence <= fence {
+		t.Errorf("AcquireQueued(w) fence %d; want more than the holder's %d", w.fence, fence)
+	}
 }
