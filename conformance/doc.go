@@ -54,6 +54,14 @@
 //   - Waiting: WaitRelease returns at once when free, blocks while held,
 //     wakes on release and on expiry, not for another resource, honours
 //     its context, and misses no release that happens as it begins.
+//   - Queued acquisitions ([lock.Queuer]): a free resource taken at once,
+//     a zero Wait one attempt, a held one handed over at its release to
+//     the first in line (no newcomer takes it in between), in the order
+//     they got in line, or at its expiry with the TTL counted from the
+//     handoff; a Wait that runs out, or a context that ends, leaves the
+//     line and the lock is not handed to the caller that left; fences
+//     increasing across handoffs. A store that reports
+//     errors.ErrUnsupported, having taken nothing, skips them.
 //   - Start ([lock.Starter]): the outcomes and fences of the blocking
 //     methods, errors.ErrUnsupported for calls the store cannot make,
 //     lock.ErrInvalid for a call of an unknown operation, dead
