@@ -12,12 +12,13 @@ import (
 	"github.com/lockkit/lock"
 )
 
-// AcquireQueued implements [lock.Queuer]. One script (queue.lua) takes
-// the lock if it is free and nobody waits for it, and otherwise puts the
-// acquisition in the lock's waiters' queue — after the process has
-// subscribed to releases, as WaitRelease does. A release then grants the
-// lock to the first acquisition in line (grant.lua): it sets the lock to
-// that acquisition's token for its TTL, takes its fence, and publishes
+// AcquireQueued implements [lock.Queuer]. It takes the lock if it is free
+// (nobody waits for it), and otherwise puts the acquisition in the lock's
+// waiters' queue — after the process has subscribed to releases, as
+// WaitRelease does — in one round trip: commands (see queued.enter), or
+// through a NilAverse client a script (queue.lua). A release then grants
+// the lock to the first acquisition in line (grant.lua): it sets the lock
+// to that acquisition's token for its TTL, takes its fence, and publishes
 // both on the channel of its process's subscription, which hands them to
 // the waiting call. So a handoff costs the release alone — the waiter
 // holds the lock when it hears of it, without a round trip of its own —
@@ -237,8 +238,8 @@ func (q *queued) run(ctx context.Context, deadline time.Time) (uint64, error) {
 }
 
 // enter gets q in line with commands, in one round trip, where the queue
-// script would cost the server several times as much (a script's call
-// alone costs more than the commands, and waiters get in line once per
+// script would cost the server about twice as much (a script's call alone
+// costs about what the commands do, and waiters get in line once per
 // handoff):
 //
 //	RPUSH waiters entry           in line
