@@ -54,9 +54,9 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 	return time.Duration(r.Int) * time.Millisecond, true, nil
 }
 
-// ForceRelease deletes resource's lock whoever holds it, and wakes the
-// callers waiting for it as Release does. It reports whether the resource
-// was held. It is meant for administrative tools (lockctl release
+// ForceRelease frees resource's lock whoever holds it, and hands it to the
+// callers waiting for it as Release does (a queued acquisition first in
+// line gets the lock). It reports whether the resource was held. It is meant for administrative tools (lockctl release
 // --force), for a lock whose owner is known to be gone.
 //
 // The owner is not told: it finds out at its next Extend or Release, which
@@ -70,7 +70,7 @@ func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error)
 		return false, err
 	}
 	lockKey, waitersKey := LockAndWaiters(s.prefix, resource)
-	r := s.eval(ctx, forceReleaseScript, []string{lockKey, waitersKey})
+	r := s.eval(ctx, forceReleaseScript, []string{lockKey, waitersKey, s.counterKey(lockKey)}, liftAheadArg)
 	switch {
 	case r.serverErr("WRONGTYPE"):
 		return false, s.wrongType(lockKey)

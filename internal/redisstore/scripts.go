@@ -55,8 +55,8 @@ var (
 	leaveScript = load("leave")
 	// extendScript is compare-and-extend.
 	extendScript = load("extend")
-	// forceReleaseScript deletes a lock whoever holds it.
-	forceReleaseScript = load("force_release")
+	// forceReleaseScript frees a lock whoever holds it.
+	forceReleaseScript = load("grant", "force_release")
 	// liftScript takes a fence, lifted to the server's clock.
 	liftScript = load("lift")
 	// raiseScript raises a fence counter to a fence.

@@ -1,15 +1,21 @@
--- ForceRelease: delete the lock whoever holds it and, like Release, wake
--- the first waiter in line on its own channel. The GET raises WRONGTYPE
--- on a key of another type (some other program's data, not a lock),
--- which is left alone.
+-- ForceRelease: free the lock whoever holds it and, like Release, hand it
+-- to the first waiter in line (see grant.lua): a queued acquisition is
+-- granted it, a WaitRelease waiter woken on its own channel (the lock
+-- deleted). The GET raises WRONGTYPE on a key of another type (some other
+-- program's data, not a lock), which is left alone.
 --
--- KEYS: lock, waiters. Returns 1 if a lock was deleted, 0 if it was free.
+-- Runs after grant.lua.
+--
+-- KEYS: lock, waiters, fence counter. ARGV: lift lead (µs).
+-- Returns 1 if a lock was freed, 0 if it was free.
 if not redis.call('GET', KEYS[1]) then
 	return 0
 end
-redis.call('DEL', KEYS[1])
-local w = redis.call('LPOP', KEYS[2])
-if w then
+local how, w = grant(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil)
+if how ~= 'g' then
+	redis.call('DEL', KEYS[1])
+end
+if how == 'w' then
 	redis.pcall('SPUBLISH', KEYS[2] .. ':' .. w, '')
 end
 return 1

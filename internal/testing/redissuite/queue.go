@@ -437,6 +437,7 @@ func (f Factory) testQueued(t *testing.T) {
 	t.Run("Unsupported", f.testQueuedUnsupported)
 	t.Run("LockerEvents", f.testQueuedLockerEvents)
 	t.Run("TakesFreeLockWhileSubscribed", f.testQueuedTakesFreeLockWhileSubscribed)
+	t.Run("ForceReleaseHandsOver", f.testQueuedForceReleaseHandsOver)
 }
 
 // testQueuedTakesFreeLockWhileSubscribed: a queued acquisition of a
@@ -513,5 +514,33 @@ func (f Factory) testQueuedTakesFreeLockWhileSubscribed(t *testing.T) {
 	}
 	if w.fence <= fence {
 		t.Errorf("AcquireQueued(w) fence %d; want more than the holder's %d", w.fence, fence)
+	}
+}
+
+// testQueuedForceReleaseHandsOver: ForceRelease hands the lock to the
+// first queued acquisition in line, as a release does: the lock holds its
+// token as soon as ForceRelease returns, with a fence above the old
+// holder's.
+func (f Factory) testQueuedForceReleaseHandsOver(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("qx:"))
+	s := f.Server(t, srv, redisstore.WithPrefix("qx:"))
+	fence, err := holder.AcquireFenced(ctx, "r", "h", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := queue(ctx, s, "r", "w", true, time.Minute)
+	waitersInLine(t, srv, "qx:{r}", 1)
+	if held, err := holder.ForceRelease(ctx, "r"); err != nil || !held {
+		t.Fatalf("ForceRelease(r) = %v, %v; want true, nil", held, err)
+	}
+	lockHolds(t, srv, "qx:{r}", "w")
+	w.await(t, ctx)
+	if w.err != nil {
+		t.Fatalf("AcquireQueued(w) after ForceRelease = %v; want the lock", w.err)
+	}
+	if w.fence <= fence {
+		t.Errorf("AcquireQueued(w) fence %d after ForceRelease; want more than the old holder's %d", w.fence, fence)
 	}
 }
