@@ -116,6 +116,10 @@ type Waiter interface {
 // cost more than an eighth of it is followed by an extension, where the
 // store can extend.
 //
+// A type that embeds a store with AcquireQueued and overrides its
+// acquisitions must override (or hide) AcquireQueued too, which takes
+// locks with the embedded store's own commands.
+//
 // Fallback: without it (or when it reports errors.ErrUnsupported), Lock
 // waits with [Waiter], or sleeps, between attempts.
 type Queuer interface {

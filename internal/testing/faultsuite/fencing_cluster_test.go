@@ -20,6 +20,16 @@ func (r repeatingFence) AcquireFenced(ctx context.Context, resource, token strin
 	return 1, r.Acquire(ctx, resource, token, ttl)
 }
 
+// AcquireQueued repeats the fence too: a waiting Lock takes its locks
+// with it, and the embedded store's would answer the true fence.
+func (r repeatingFence) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (uint64, error) {
+	fence, err := r.Store.AcquireQueued(ctx, a)
+	if a.Fenced && err == nil {
+		fence = 1
+	}
+	return fence, err
+}
+
 // paused-holder-fenced across a Cluster failover: holders stall past their
 // TTL and then write, while the slot of the resource fails over to its
 // replica (the slot's fence counter moves with it). Every stalled write
