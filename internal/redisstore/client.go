@@ -62,7 +62,7 @@ type Cmd struct {
 	NKeys uint8
 	NArgs uint8
 	Keys  [3]string
-	Args  [6]string
+	Args  [5]string
 }
 
 // KeyList returns the command's keys.

@@ -70,7 +70,7 @@ func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error)
 		return false, err
 	}
 	lockKey, waitersKey := LockAndWaiters(s.prefix, resource)
-	r := s.eval(ctx, forceReleaseScript, []string{lockKey, waitersKey, s.counterKey(lockKey)}, liftAheadArg)
+	r := s.eval(ctx, forceReleaseScript, []string{lockKey, waitersKey, s.counterKey(lockKey)})
 	switch {
 	case r.serverErr("WRONGTYPE"):
 		return false, s.wrongType(lockKey)

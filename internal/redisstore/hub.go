@@ -378,7 +378,7 @@ func (t *topic) handOn() {
 		waitAt(&handOnGate)
 		ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 		defer cancel()
-		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock), t.store.counterKey(t.key.lock)}, ReservationPrefix+t.id, ReservationPrefix, t.store.reservationArg, liftAheadArg)
+		_ = t.store.eval(ctx, t.pass, []string{t.key.lock, WaitersOf(t.key.lock), t.store.counterKey(t.key.lock)}, ReservationPrefix+t.id, ReservationPrefix, t.store.reservationArg)
 	}()
 }
 

@@ -52,9 +52,9 @@ func (s *Store) reserves() bool { return s.guard == 0 && s.replicas == 0 }
 func (s *Store) releaseCmd(key, waiters, token string) Cmd {
 	keys := []string{key, waiters, s.counterKey(key)}
 	if s.reserves() {
-		return script(releaseScript, keys, token, liftAheadArg, ReservationPrefix, s.reservationArg)
+		return script(releaseScript, keys, token, ReservationPrefix, s.reservationArg)
 	}
-	return script(releaseScript, keys, token, liftAheadArg)
+	return script(releaseScript, keys, token)
 }
 
 // take returns the acquisition of the lock at key: SET NX PX GET (see

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
+	"strings"
 )
 
 // Script is a Lua script of the store. It runs by its SHA-1 (EVALSHA)
@@ -21,18 +22,37 @@ type Script struct {
 var luaFiles embed.FS
 
 // load returns the script of the files names, run as one: the last is
-// the script, and those before it are its preludes.
+// the script, and those before it are its preludes. A line
+// "--#include name" in a file stands for the file name.lua, so that a
+// script defines what it shares with others (grant.lua) only on the path
+// that needs it: Lua creates a function each time its definition runs,
+// and the garbage of that costs the server more than the commands of a
+// release.
 func load(names ...string) *Script {
 	var src []byte
 	for _, name := range names {
-		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
-		if err != nil {
-			panic(err) // embedded: cannot happen
-		}
-		src = append(src, b...)
+		src = append(src, luaFile(name)...)
 	}
 	sum := sha1.Sum(src)
 	return &Script{Name: names[len(names)-1], Src: string(src), SHA: hex.EncodeToString(sum[:])}
+}
+
+// luaFile returns the source of the file name.lua, its includes spliced
+// in.
+func luaFile(name string) []byte {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err) // embedded: cannot happen
+	}
+	var src []byte
+	for line := range strings.Lines(string(b)) {
+		if inc, ok := strings.CutPrefix(strings.TrimSpace(line), "--#include "); ok {
+			src = append(src, luaFile(inc)...)
+			continue
+		}
+		src = append(src, line...)
+	}
+	return src
 }
 
 // The scripts; each file says what its script does, with its KEYS, ARGV
@@ -40,14 +60,14 @@ func load(names ...string) *Script {
 var (
 	// releaseScript frees a lock held under a token and hands it to the
 	// first waiter in line.
-	releaseScript = load("grant", "release")
+	releaseScript = load("release")
 	// waitScript puts a subscription in line for the next release.
 	waitScript = load("wait")
 	// passScript hands a wake nobody used to the next in line.
-	passScript = load("grant", "pass")
+	passScript = load("pass")
 	// queueScript is a queued acquisition: take the lock, or get in line
 	// for it.
-	queueScript = load("grant", "queue")
+	queueScript = load("queue")
 	// claimScript takes a lock that is free or reserved for a woken
 	// subscription.
 	claimScript = load("claim")
@@ -56,7 +76,7 @@ var (
 	// extendScript is compare-and-extend.
 	extendScript = load("extend")
 	// forceReleaseScript frees a lock whoever holds it.
-	forceReleaseScript = load("grant", "force_release")
+	forceReleaseScript = load("force_release")
 	// liftScript takes a fence, lifted to the server's clock.
 	liftScript = load("lift")
 	// raiseScript raises a fence counter to a fence.

@@ -158,7 +158,7 @@ func (s *Store) commands(sc *startedCall) int {
 		}
 		return s.fencedCmds(&sc.cmds, false, sc.key, c.Token, c.TTL)
 	case lock.CallRelease:
-		sc.cmds[0] = script(releaseScript, []string{sc.key, WaitersOf(sc.key), s.counterKey(sc.key)}, c.Token, liftAheadArg) // no reservation: see reserves
+		sc.cmds[0] = script(releaseScript, []string{sc.key, WaitersOf(sc.key), s.counterKey(sc.key)}, c.Token) // no reservation: see reserves
 	case lock.CallExtend:
 		sc.cmds[0] = script(extendScript, []string{sc.key}, c.Token, s.ttlArg(c.TTL))
 	case lock.CallRaiseFence:

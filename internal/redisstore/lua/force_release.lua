@@ -4,14 +4,13 @@
 -- deleted). The GET raises WRONGTYPE on a key of another type (some other
 -- program's data, not a lock), which is left alone.
 --
--- Runs after grant.lua.
---
--- KEYS: lock, waiters, fence counter. ARGV: lift lead (µs).
+-- KEYS: lock, waiters, fence counter.
 -- Returns 1 if a lock was freed, 0 if it was free.
 if not redis.call('GET', KEYS[1]) then
 	return 0
 end
-local how, w = grant(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil)
+--#include grant
+local how, w = grant(KEYS[1], KEYS[2], KEYS[3], nil)
 if how ~= 'g' then
 	redis.call('DEL', KEYS[1])
 end

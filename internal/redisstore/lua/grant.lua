@@ -1,5 +1,5 @@
--- The beginning of the scripts that free a lock with waiters in line
--- (release, pass, queue): grant(lock, waiters, counter, lead, own) hands
+-- Included by the scripts that free a lock with waiters in line (release,
+-- pass, queue, force_release): grant(lock, waiters, counter, own) hands
 -- the lock to the first waiter in line that can take it.
 --
 -- The waiters' queue holds two kinds of entry. A queued acquisition
@@ -7,7 +7,8 @@
 -- TTL in ms, "1" if it takes a fence, and its token (last: a token may
 -- hold any byte). It is granted the lock here: the lock is set to its
 -- token for its TTL, its fence taken from the counter (lifted to the
--- server's clock when behind it, as lift.lua does), and the grant
+-- server's clock when behind it, as lift.lua does, with LiftAhead: 50ms,
+-- which fence.go's test checks against the Go constant), and the grant
 -- published on its subscription's channel as "fence:token" — unless no
 -- client of this server listens on that channel (its process is gone, or
 -- its subscription is on another node: a replica receives what its master
@@ -21,11 +22,13 @@
 -- granted to a queued acquisition; "o" and its fence ("0" if unfenced)
 -- if the entry popped is own (the calling acquisition's, which needs no
 -- message: the lock is set to its token).
+local liftAhead = 50000
+
 local function listening(ch)
 	return redis.call('PUBSUB', 'SHARDNUMSUB', ch)[2] > 0
 end
 
-local function grant(lock, waiters, counter, lead, own)
+local function grant(lock, waiters, counter, own)
 	while true do
 		local w = redis.call('LPOP', waiters)
 		if not w then
@@ -43,7 +46,7 @@ local function grant(lock, waiters, counter, lead, own)
 				local t = redis.call('TIME')
 				local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 				if c < us then
-					local q = tonumber(lead) / 2
+					local q = liftAhead / 2
 					c = math.ceil((us + q) / q) * q + 1 -- as in lift.lua
 					redis.call('SET', counter, string.format('%.0f', c))
 				end

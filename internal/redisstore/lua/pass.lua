@@ -5,17 +5,16 @@
 -- waiter woken, with the reservation handed on to it. With nobody in
 -- line, the reservation is deleted.
 --
--- Runs after grant.lua.
---
 -- KEYS: lock, waiters, fence counter. ARGV: the subscription's
 -- reservation, the reservation's prefix and TTL (ms), as release.lua takes
--- them, and the lift lead (µs).
+-- them.
 -- Returns 1 if it woke someone.
+--#include grant
 local v = redis.call('GET', KEYS[1])
 if v and v ~= ARGV[1] then
 	return 0
 end
-local how, w = grant(KEYS[1], KEYS[2], KEYS[3], ARGV[4], nil)
+local how, w = grant(KEYS[1], KEYS[2], KEYS[3], nil)
 if not how then
 	if v then
 		redis.call('DEL', KEYS[1])

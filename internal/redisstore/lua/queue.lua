@@ -12,13 +12,11 @@
 -- The waiters' queue lives as long as the lock plus a margin, refreshed
 -- by every waiter that gets in line or looks again.
 --
--- Runs after grant.lua.
---
 -- KEYS: lock, waiters, fence counter. ARGV: the acquisition's entry (see
--- grant.lua: "id:ttl:fenced:token"), the lift lead (µs), "1" for the first
--- call (the entry is not in line), "0" to look again, the queue margin
--- (ms), and to wake a WaitRelease waiter, the reservation's prefix and TTL
--- (ms) as release.lua takes them.
+-- grant.lua: "id:ttl:fenced:token"), "1" for the first call (the entry is
+-- not in line), "0" to look again, the queue margin (ms), and to wake a
+-- WaitRelease waiter, the reservation's prefix and TTL (ms) as release.lua
+-- takes them.
 -- Returns, as a string, the fence ("0" if unfenced) if the lock is taken
 -- now; otherwise, as an integer, how long to wait before looking again:
 -- the lock's PTTL (-1: a key without a TTL), -3 if it is being handed to
@@ -28,8 +26,9 @@
 -- (see grant.lua: it would never be granted the lock; a first call whose
 -- subscription is elsewhere finds out at its first look again).
 -- A key of another type at the lock's name is a WRONGTYPE error.
+--#include grant
 local id, ttl, f, tok = string.match(ARGV[1], '^([^:]*):(%d+):([01]):(.*)$')
-local again = ARGV[3] == '0'
+local again = ARGV[2] == '0'
 if again and not listening(KEYS[2] .. ':' .. id) then
 	redis.call('LREM', KEYS[2], 1, ARGV[1])
 	return -5
@@ -49,14 +48,14 @@ if ms == -2 then
 	if not inline then
 		redis.call('RPUSH', KEYS[2], ARGV[1])
 	end
-	local how, x = grant(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[1])
+	local how, x = grant(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
 	if how == 'o' then
 		return x
 	end
 	if how == 'w' then
-		if ARGV[5] then
-			redis.call('SET', KEYS[1], ARGV[5] .. x, 'PX', ARGV[6])
-			ms = tonumber(ARGV[6])
+		if ARGV[4] then
+			redis.call('SET', KEYS[1], ARGV[4] .. x, 'PX', ARGV[5])
+			ms = tonumber(ARGV[5])
 		else
 			ms = -3
 		end
@@ -67,7 +66,7 @@ if ms == -2 then
 elseif not inline then
 	redis.call('RPUSH', KEYS[2], ARGV[1])
 end
-local keep = tonumber(ARGV[4])
+local keep = tonumber(ARGV[3])
 if ms > 0 then
 	keep = keep + ms
 end

@@ -8,17 +8,19 @@
 -- hears. With nobody in line, the lock is deleted. SPUBLISH is called
 -- with pcall, so that a server without sharded pub/sub still releases.
 --
--- Runs after grant.lua.
---
--- KEYS: lock, waiters, fence counter. ARGV: token, lift lead (µs); and to
--- hand the lock on to a WaitRelease waiter, the reservation's prefix and
--- TTL (ms).
+-- KEYS: lock, waiters, fence counter. ARGV: token; and to hand the lock
+-- on to a WaitRelease waiter, the reservation's prefix and TTL (ms).
 -- Returns 0 if not held, 1 if released, 2 if released and a waiter woken
 -- or granted the lock.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
-local how, w = grant(KEYS[1], KEYS[2], KEYS[3], ARGV[2], nil)
+if redis.call('LLEN', KEYS[2]) == 0 then
+	redis.call('DEL', KEYS[1])
+	return 1
+end
+--#include grant
+local how, w = grant(KEYS[1], KEYS[2], KEYS[3], nil)
 if not how then
 	redis.call('DEL', KEYS[1])
 	return 1
@@ -26,8 +28,8 @@ end
 if how == 'g' then
 	return 2
 end
-if ARGV[3] then
-	redis.call('SET', KEYS[1], ARGV[3] .. w, 'PX', ARGV[4])
+if ARGV[2] then
+	redis.call('SET', KEYS[1], ARGV[2] .. w, 'PX', ARGV[3])
 else
 	redis.call('DEL', KEYS[1])
 end
