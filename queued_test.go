@@ -216,3 +216,48 @@ func TestQueuedOnlyForLockWithOwnTokens(t *testing.T) {
 		}
 	})
 }
+
+// A queued acquisition that took a free lock without waiting in line is
+// an attempt like any other: its validity counts from the call, with no
+// extension however slow the store answered (within the validity), and
+// an answer past the validity is refused and the lock released.
+func TestQueuedWithoutWaitIsAnAttempt(t *testing.T) {
+	const ttl = time.Second
+	const validity = ttl - 12*time.Millisecond
+	for _, tc := range []struct {
+		delay time.Duration
+		taken bool
+	}{{200 * time.Millisecond, true}, {validity, false}} {
+		t.Run(fmt.Sprint(tc.delay), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				mem := memory.New()
+				s := &lineStore{Store: mem}
+				var ops storeOps
+				l := mustSingle(t, s, &lock.Options{Hook: &ops})
+				mem.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: tc.delay, Times: 2}) // both attempts
+				began := time.Now()
+				got, err := l.Lock(ctx, "r", ttl, lock.WithRetry(lock.Retry{Attempts: 2, Delay: time.Millisecond}))
+				if s.calls.Load() == 0 {
+					t.Fatal("Lock did not queue (no AcquireQueued call)")
+				}
+				for _, op := range ops.list() {
+					if op == "extend" {
+						t.Errorf("a Lock that took a free lock without waiting extended it (store calls %q); want no extension", ops.list())
+					}
+				}
+				if !tc.taken {
+					wantIs(t, "Lock() answered past the validity", err, lock.ErrUnavailable)
+					if ok, err := s.Exists(ctx, "r"); err != nil || ok {
+						t.Errorf("Exists(r) after a Lock answered past its validity = %v, %v; want false: the lock released", ok, err)
+					}
+					return
+				}
+				wantNil(t, "Lock()", err)
+				if want := began.Add(validity); !got.ValidUntil.Equal(want) {
+					t.Errorf("ValidUntil = %v after an answer %v late; want %v, counted from the call", got.ValidUntil.Sub(began), tc.delay, want.Sub(began))
+				}
+			})
+		})
+	}
+}

@@ -125,9 +125,11 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 }
 
 // queued implements queuer: one AcquireQueued. The lock's validity counts
-// from when the call began, and a wait that cost more than an eighth of it
-// is followed by an extension (where the store can extend), from which the
-// validity then counts. Shutdown ends the wait.
+// from when the call began; a lock handed over after a wait in line that
+// cost more than an eighth of it is extended (where the store can extend),
+// and the validity then counts from the extension. One taken without a
+// wait is refused past its validity, as attempt refuses it. Shutdown ends
+// the wait.
 func (s *SingleLocker) queued(ctx context.Context, op, resource string, ttl, wait time.Duration, attempt int) (Lock, inproc.Instant, time.Duration, bool, *Error) {
 	if err := ctx.Err(); err != nil {
 		return Lock{}, 0, 0, false, &Error{Err: ctxErr(ctx)}
@@ -186,16 +188,19 @@ func (s *SingleLocker) queued(ctx context.Context, op, resource string, ttl, wai
 		return Lock{}, start, elapsed, inLine, s.unavailable(err)
 	}
 	valid := start // the validity counts from here
-	if validity := s.validity(ttl); elapsed > validity/8 {
-		switch {
-		case s.store.ext != nil:
-			if valid, elapsed, e = s.renew(ctx, op, resource, token, ttl); e != nil {
-				return Lock{}, start, inproc.Since(start), inLine, e
-			}
-		case elapsed >= validity:
-			s.cleanup(ctx, op, resource, token)
-			return Lock{}, start, elapsed, inLine, s.unavailable(fmt.Errorf("handed over after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
+	switch validity := s.validity(ttl); {
+	case !inLine && elapsed >= validity:
+		// Taken without a wait, as attempt takes it, and as late.
+		s.cleanup(ctx, op, resource, token)
+		return Lock{}, start, elapsed, inLine, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
+	case inLine && elapsed > validity/8 && s.store.ext != nil:
+		// Handed over after a wait: renewed, unless the wait was short.
+		if valid, elapsed, e = s.renew(ctx, op, resource, token, ttl); e != nil {
+			return Lock{}, start, inproc.Since(start), inLine, e
 		}
+	case inLine && elapsed >= validity:
+		s.cleanup(ctx, op, resource, token)
+		return Lock{}, start, elapsed, inLine, s.unavailable(fmt.Errorf("handed over after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
 	}
 	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(valid, ttl), Fence: fence}
 	s.held.put(l, s.heldBeyond(elapsed, ttl))

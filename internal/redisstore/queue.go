@@ -77,6 +77,7 @@ func (s *Store) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (ui
 		// Queued is called once in line, below: a call that begins once
 		// this one called it must get in line behind it.
 	}
+	s.loadExtend(ctx, key)
 	deadline := time.Now().Add(a.Wait)
 	for renewals := 0; ; renewals++ {
 		if t == nil {
@@ -94,6 +95,24 @@ func (s *Store) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (ui
 		// the slot, say): end it, so that the next one is made there.
 		hub.end(t)
 		t = nil
+	}
+}
+
+// loadExtend makes sure, once per store, that the node of the lock at key
+// knows the extend script: a lock handed over after a long wait is
+// extended at once by the lockers (lock.Queuer), and by then the lock has
+// lost the handoff's way to the waiter already — on a slow link an
+// EVALSHA answered NOSCRIPT, and sent again in full, could reach the
+// server after the lock expired. It runs the script in full with a token
+// no lock holds, which changes nothing.
+func (s *Store) loadExtend(ctx context.Context, key string) {
+	if s.extendLoaded.Load() {
+		return
+	}
+	load := script(extendScript, []string{key}, "", "1")
+	load.Full = true
+	if r := s.do(ctx, load); r.Err == nil {
+		s.extendLoaded.Store(true)
 	}
 }
 

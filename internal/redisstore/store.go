@@ -36,6 +36,7 @@ type Store struct {
 	shareAll        atomic.Bool                 // every acquisition shares: see ShareBatches
 	batchGate       atomic.Pointer[hold]        // holds batches of started calls: see HoldBatches
 	reservationArg  string                      // how long a release reserves a lock for the woken waiter, in ms
+	extendLoaded    atomic.Bool                 // a queued acquisition loaded the extend script: see loadExtend
 }
 
 var (

@@ -438,6 +438,7 @@ func (f Factory) testQueued(t *testing.T) {
 	t.Run("LockerEvents", f.testQueuedLockerEvents)
 	t.Run("TakesFreeLockWhileSubscribed", f.testQueuedTakesFreeLockWhileSubscribed)
 	t.Run("ForceReleaseHandsOver", f.testQueuedForceReleaseHandsOver)
+	t.Run("LoadsExtend", f.testQueuedLoadsExtend)
 }
 
 // testQueuedTakesFreeLockWhileSubscribed: a queued acquisition of a
@@ -542,5 +543,45 @@ func (f Factory) testQueuedForceReleaseHandsOver(t *testing.T) {
 	}
 	if w.fence <= fence {
 		t.Errorf("AcquireQueued(w) fence %d after ForceRelease; want more than the old holder's %d", w.fence, fence)
+	}
+}
+
+// testQueuedLoadsExtend: a queued acquisition that gets in line has the
+// extend script loaded on the lock's server, so that the lockers'
+// extension of a lock handed over after a long wait is one round trip
+// (an EVALSHA answered NOSCRIPT takes two, and on a slow link the second
+// can come after the lock expired).
+func (f Factory) testQueuedLoadsExtend(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := f.Server(t, srv, redisstore.WithPrefix("ql:"))
+	s := f.Server(t, srv, redisstore.WithPrefix("ql:"))
+	if err := srv.Do("SCRIPT", "FLUSH").Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Acquire(ctx, "r", "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	w := queue(ctx, s, "r", "w", false, time.Minute)
+	waitersInLine(t, srv, "ql:{r}", 1)
+	var sha string
+	for _, sc := range redisstore.Scripts() {
+		if sc.Name == "extend" {
+			sha = sc.SHA
+		}
+	}
+	exists, err := srv.Do("SCRIPT", "EXISTS", sha).ToArray()
+	if err != nil || len(exists) != 1 {
+		t.Fatalf("SCRIPT EXISTS = %v, %v", exists, err)
+	}
+	if n, _ := exists[0].AsInt64(); n != 1 {
+		t.Errorf("the extend script is not loaded on the server while a queued acquisition waits; want it loaded, so that the extension after a long wait takes one round trip")
+	}
+	if err := holder.Release(ctx, "r", "h"); err != nil {
+		t.Fatal(err)
+	}
+	w.await(t, ctx)
+	if w.err != nil {
+		t.Fatalf("AcquireQueued(w) = %v; want the lock", w.err)
 	}
 }
