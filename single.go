@@ -101,21 +101,10 @@ func (s *SingleLocker) attempt(ctx context.Context, op, resource string, ttl tim
 	}
 	s.obs.storeCallTook(ctx, op, resource, &s.store, "acquire", took, err)
 	switch {
-	case errors.Is(err, ErrNotAcquired):
-		return Lock{}, began, took, &Error{Err: ErrNotAcquired}
-	case errors.Is(err, ErrInvalid):
-		// The store refused the request before running it: final.
-		return Lock{}, began, took, &Error{Err: ErrInvalid, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
 	case err != nil:
-		// The outcome is unknown: the store may hold the lock under token.
-		s.cleanup(ctx, op, resource, token)
-		if ctx.Err() != nil {
-			return Lock{}, began, took, &Error{Err: ctxErr(ctx)}
-		}
-		return Lock{}, began, took, s.unavailable(err)
+		return Lock{}, began, took, s.failed(ctx, op, resource, token, err)
 	case elapsed >= s.validity(ttl):
-		s.cleanup(ctx, op, resource, token)
-		return Lock{}, began, took, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
+		return Lock{}, began, took, s.unknown(ctx, op, resource, token, pastValidity("answered", elapsed))
 	}
 	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(start, ttl), Fence: fence}
 	if s.local == nil {
@@ -159,6 +148,9 @@ func (s *SingleLocker) queued(ctx context.Context, op, resource string, ttl, wai
 		},
 	})
 	elapsed := inproc.Since(start)
+	if err != nil && qctx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %w", ErrClosed, err) // Shutdown ended the wait
+	}
 	stop()
 	cancel()
 	if errors.Is(err, errors.ErrUnsupported) {
@@ -171,36 +163,21 @@ func (s *SingleLocker) queued(ctx context.Context, op, resource string, ttl, wai
 	if s.obs.on() {
 		s.obs.storeCallTook(ctx, op, resource, &s.store, "acquire", inproc.Since(called), err)
 	}
-	switch {
-	case errors.Is(err, ErrNotAcquired):
-		return Lock{}, start, elapsed, inLine, &Error{Err: ErrNotAcquired}
-	case errors.Is(err, ErrInvalid):
-		return Lock{}, start, elapsed, inLine, &Error{Err: ErrInvalid, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
-	case err != nil:
-		// The outcome is unknown: the lock may have been handed to token.
-		s.cleanup(ctx, op, resource, token)
-		switch {
-		case ctx.Err() != nil:
-			return Lock{}, start, elapsed, inLine, &Error{Err: ctxErr(ctx)}
-		case s.gate.isShut():
-			return Lock{}, start, elapsed, inLine, &Error{Err: ErrClosed}
-		}
-		return Lock{}, start, elapsed, inLine, s.unavailable(err)
+	if err != nil {
+		return Lock{}, start, elapsed, inLine, s.failed(ctx, op, resource, token, err)
 	}
 	valid := start // the validity counts from here
 	switch validity := s.validity(ttl); {
 	case !inLine && elapsed >= validity:
 		// Taken without a wait, as attempt takes it, and as late.
-		s.cleanup(ctx, op, resource, token)
-		return Lock{}, start, elapsed, inLine, s.unavailable(fmt.Errorf("answered after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
+		return Lock{}, start, elapsed, inLine, s.unknown(ctx, op, resource, token, pastValidity("answered", elapsed))
 	case inLine && elapsed > validity/8 && s.store.ext != nil:
 		// Handed over after a wait: renewed, unless the wait was short.
 		if valid, elapsed, e = s.renew(ctx, op, resource, token, ttl); e != nil {
 			return Lock{}, start, inproc.Since(start), inLine, e
 		}
 	case inLine && elapsed >= validity:
-		s.cleanup(ctx, op, resource, token)
-		return Lock{}, start, elapsed, inLine, s.unavailable(fmt.Errorf("handed over after %v, past the lock's validity", elapsed.Round(time.Microsecond)))
+		return Lock{}, start, elapsed, inLine, s.unknown(ctx, op, resource, token, pastValidity("handed over", elapsed))
 	}
 	l := Lock{Resource: resource, Token: token, ValidUntil: s.validUntil(valid, ttl), Fence: fence}
 	s.held.put(l, s.heldBeyond(elapsed, ttl))
@@ -222,13 +199,43 @@ func (s *SingleLocker) renew(ctx context.Context, op, resource, token string, tt
 	case errors.Is(err, ErrNotHeld):
 		return start, elapsed, &Error{Err: ErrNotAcquired}
 	case err == nil:
-		err = fmt.Errorf("extended after %v, past the lock's validity", elapsed.Round(time.Microsecond))
+		err = pastValidity("extended", elapsed)
 	}
+	return start, elapsed, s.unknown(ctx, op, resource, token, err)
+}
+
+// failed returns the caller's error for an acquisition of token that
+// failed with err: a refusal, or an unknown outcome (see unknown).
+func (s *SingleLocker) failed(ctx context.Context, op, resource, token string, err error) *Error {
+	switch {
+	case errors.Is(err, ErrNotAcquired):
+		return &Error{Err: ErrNotAcquired}
+	case errors.Is(err, ErrInvalid):
+		// The store refused the request before running it: final.
+		return &Error{Err: ErrInvalid, Stores: []StoreError{{Index: 0, Store: s.store.name, Err: err}}}
+	}
+	return s.unknown(ctx, op, resource, token, err)
+}
+
+// unknown releases the lock that the store may hold under token (its
+// acquisition's outcome is unknown, or it came too late to use) and
+// returns the caller's error: the context's, ErrClosed for a wait that
+// Shutdown ended, or ErrUnavailable with err.
+func (s *SingleLocker) unknown(ctx context.Context, op, resource, token string, err error) *Error {
 	s.cleanup(ctx, op, resource, token)
-	if ctx.Err() != nil {
-		return start, elapsed, &Error{Err: ctxErr(ctx)}
+	switch {
+	case ctx.Err() != nil:
+		return &Error{Err: ctxErr(ctx)}
+	case errors.Is(err, ErrClosed):
+		return &Error{Err: ErrClosed}
 	}
-	return start, elapsed, s.unavailable(err)
+	return s.unavailable(err)
+}
+
+// pastValidity is the error of a store that answered (did what) too late
+// for the lock to be used.
+func pastValidity(what string, after time.Duration) error {
+	return fmt.Errorf("%s after %v, past the lock's validity", what, after.Round(time.Microsecond))
 }
 
 func (s *SingleLocker) unavailable(err error) *Error {
