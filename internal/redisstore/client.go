@@ -31,11 +31,11 @@ type Client interface {
 	// every confirmation of the subscription (the client may subscribe
 	// again after a reconnection) and message with every message's
 	// payload, on one goroutine, in the order the server sent them;
-	// neither may block. It
-	// returns nil once ctx has ended and it has unsubscribed on the
-	// server (or given up trying), ErrSubscriptionEnded if the server ended
-	// the subscription, and the connection's error if it broke — at once,
-	// without waiting for the client to subscribe again.
+	// neither may block. It returns nil once ctx has ended and it has
+	// unsubscribed on the server (or given up trying),
+	// ErrSubscriptionEnded if the server ended the subscription, and the
+	// connection's error if it broke — at once, without waiting for the
+	// client to subscribe again.
 	Subscribe(ctx context.Context, channel string, confirmed func(), message func(payload string)) error
 
 	// NotSent reports whether err, the outcome of a command sent with

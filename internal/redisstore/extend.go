@@ -56,8 +56,9 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 
 // ForceRelease frees resource's lock whoever holds it, and hands it to the
 // callers waiting for it as Release does (a queued acquisition first in
-// line gets the lock). It reports whether the resource was held. It is meant for administrative tools (lockctl release
-// --force), for a lock whose owner is known to be gone.
+// line gets the lock). It reports whether the resource was held. It is
+// meant for administrative tools (lockctl release --force), for a lock
+// whose owner is known to be gone.
 //
 // The owner is not told: it finds out at its next Extend or Release, which
 // report lock.ErrNotHeld (lock.Run then cancels its function's context

@@ -49,9 +49,12 @@ const WaitersSuffix = ":waiters" // ends the key of a resource's waiters' queue
 // prefixes share it.
 const FenceKey = "lockkit:fence"
 
-// QueueMargin is how long, in milliseconds, the waiters' queue of a lock
+// queueMarginMs is how long, in milliseconds, the waiters' queue of a lock
 // outlives the lock's TTL when nobody joins it (see Wait).
-const QueueMargin = "1000" // queueMarginMs
+const queueMarginMs = 1000
+
+// queueMargin is queueMarginMs as a script's argument.
+var queueMargin = itoa(queueMarginMs)
 
 // LockKey returns the key of resource's lock under prefix.
 func LockKey(prefix, resource string) string {

@@ -229,7 +229,7 @@ func (s *Store) WaitPermit(ctx context.Context, resource string) error {
 
 var permitWait = &waitFor{
 	look: func(key string) Cmd {
-		return script(permitWaitScript, []string{key, WaitersOf(key)}, "", QueueMargin, "0")
+		return script(permitWaitScript, []string{key, WaitersOf(key)}, "", queueMargin, "0")
 	},
 	wait:      permitWaitScript,
 	pass:      permitPassScript,

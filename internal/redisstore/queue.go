@@ -352,13 +352,10 @@ type enterBatch struct {
 
 var enterBatches = sync.Pool{New: func() any { return new(enterBatch) }}
 
-// queueMarginMs is QueueMargin as a number.
-const queueMarginMs = 1000
-
 // cmd returns the queue script for q: first, to get in line; otherwise
 // to look again.
 func (q *queued) cmd(first bool) Cmd {
-	return script(queueScript, []string{q.key, WaitersOf(q.key), q.s.counterKey(q.key)}, q.entry, flag(first), QueueMargin, ReservationPrefix, q.s.reservationArg)
+	return script(queueScript, []string{q.key, WaitersOf(q.key), q.s.counterKey(q.key)}, q.entry, flag(first), queueMargin, ReservationPrefix, q.s.reservationArg)
 }
 
 // leave takes q out of line once its wait is over, and returns

@@ -50,7 +50,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 type waitFor struct {
 	// look returns a first look at key, whose reply is -2 if it is free.
 	look func(key string) Cmd
-	// wait gets a subscription in line (ARGV: its id, QueueMargin, "1"
+	// wait gets a subscription in line (ARGV: its id, queueMargin, "1"
 	// to get in at the front, "1" to get in line behind a handoff, and
 	// the number of its callers waiting, "0" or "r": see wait.lua) if key is
 	// not free, and returns -2 if it is free, -3 if it is being handed
@@ -141,7 +141,7 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		case t.line.Len() == 1:
 			waiting = "r" // alone: what the subscription has in line is stale
 		}
-		register := script(what.wait, []string{key, WaitersOf(key)}, t.id, QueueMargin, flag(front), flag(behind), waiting)
+		register := script(what.wait, []string{key, WaitersOf(key)}, t.id, queueMargin, flag(front), flag(behind), waiting)
 		register.Queue = true
 		front, again = false, true
 		r := s.run(ctx, register)
