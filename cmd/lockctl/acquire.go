@@ -37,7 +37,12 @@ in a variable rather than let it reach a log.
 
 If the lock is held by another owner, acquire fails at once with status 75
 (--conflict-exit-code), or waits for it (--wait). memory:// cannot be used:
-its locks end with the lockctl process.`,
+its locks end with the lockctl process.
+
+With several stores, acquire exits once every store has answered (each
+within --store-timeout), with the lock extended on all that hold it and
+taken again on those that missed it, rather than on the bare quorum that
+granted it first.`,
 	examples: `  # The steps of a CI job, each its own process ($RUNNER_TEMP: a directory
   # of the job's own); the last also belongs in the job's cleanup.
   lockctl acquire --ttl 30m --wait 10m --lock "$RUNNER_TEMP/deploy.lock" deploy/prod
@@ -112,6 +117,11 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 	l, err := (&acquirer{Locker: locker, ctx: acqCtx, wait: o.take.wait}).Lock(ctx, resource, o.ttl)
 	if err != nil {
 		return acquireError(acqCtx, err, resource, nil, o.take, hook)
+	}
+	if len(set.stores) > 1 {
+		if l, err = settle(ctx, locker, l, o.ttl); err != nil {
+			return fmt.Errorf("%q: acquired, then %w", resource, err)
+		}
 	}
 	if file == nil {
 		_, err = a.stdout.Write(encodeLock(l))
@@ -203,4 +213,22 @@ func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, tim
 		return &usageError{err: err}
 	}
 	return err
+}
+
+// settle returns l, taken by a Redlock, once every store has answered.
+// Lock returns as soon as a quorum granted it; the calls still under way,
+// and the retries of the stores that failed, would end with this process
+// and leave the lock on a bare quorum, one store failure from being lost
+// before its TTL. Extend waits for every answer, extends the lock on the
+// stores that hold it and asks the others to take it. If it fails, l
+// stands as the quorum granted it, unless it is no longer held.
+func settle(ctx context.Context, locker lock.Locker, l lock.Lock, ttl time.Duration) (lock.Lock, error) {
+	next, err := locker.Extend(ctx, l, ttl)
+	switch {
+	case err == nil:
+		return next, nil
+	case errors.Is(err, lock.ErrNotHeld):
+		return lock.Lock{}, err
+	}
+	return l, nil
 }
