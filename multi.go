@@ -34,14 +34,17 @@ import (
 // lock; releases that failed are tried again in the background. The
 // lifecycle is in ballot.go.
 //
-// That work belongs to the locker that acquired the lock. A lock handed
-// to another locker (see [Lock]) and released there while it goes on —
-// within a few store timeouts of the acquisition — may be taken again,
-// under its token, on the stores still answering or asked again: on a
-// minority of them, so nobody holds it and anyone can lock the resource,
-// but those stores keep it until its TTL (IsLocked reports it held)
-// unless the acquiring locker releases it too. So may a lock whose
-// Unlock runs while an Extend of it is under way.
+// That work belongs to the locker that acquired the lock, and ends with
+// its process: a process that exits holding a lock it just took (a
+// command-line tool, say) should Extend it first, which waits for every
+// store's answer and leaves the lock on every store that can take it. A
+// lock handed to another locker (see [Lock]) and released there while
+// that work goes on — within a few store timeouts of the acquisition —
+// may be taken again, under its token, on the stores still answering or
+// asked again: on a minority of them, so nobody holds it and anyone can
+// lock the resource, but those stores keep it until its TTL (IsLocked
+// reports it held) unless the acquiring locker releases it too. So may a
+// lock whose Unlock runs while an Extend of it is under way.
 //
 // When every store can raise fences ([FenceRaiser]) and Options.NoFence
 // is off, each lock carries a fence above the fence of every earlier lock
