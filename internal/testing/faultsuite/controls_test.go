@@ -109,6 +109,15 @@ func TestControlValidityWithoutElapsedTime(t *testing.T) {
 			}
 			s.slowDown()
 			rep, _ := s.run(cfg)
+			// The control needs the slow client to win turns, and a
+			// loaded machine can deny it all but a few in one run (CI
+			// once saw 4 acquisitions, none with a violation): up to three
+			// runs, until the checker sees one. A blind checker sees none
+			// in any.
+			for run := 1; broken && rep.ValidityViolations == 0 && run < 3; run++ {
+				t.Logf("run %d saw no violation (%s): running again", run, rep.Line())
+				rep, _ = s.run(cfg)
+			}
 			if broken && rep.ValidityViolations == 0 {
 				t.Errorf("the validity-vs-server checker is blind to a validity that ignores elapsed time: %s", rep.Line())
 			}
