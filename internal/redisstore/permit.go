@@ -18,17 +18,17 @@ var (
 // script does, with its KEYS, ARGV and reply.
 var (
 	// permitAcquireScript takes a permit, with a fence.
-	permitAcquireScript = load("permit_prelude", "permit_acquire")
+	permitAcquireScript = load("permit_acquire")
 	// permitReleaseScript frees a permit and wakes the first waiter.
-	permitReleaseScript = load("permit_prelude", "permit_release")
+	permitReleaseScript = load("permit_release")
 	// permitExtendScript is compare-and-extend for a permit.
-	permitExtendScript = load("permit_prelude", "permit_extend")
+	permitExtendScript = load("permit_extend")
 	// permitCountScript counts the permits held.
-	permitCountScript = load("permit_prelude", "permit_count")
+	permitCountScript = load("permit_count")
 	// permitWaitScript puts a subscription in line for a permit.
-	permitWaitScript = load("permit_prelude", "permit_wait")
+	permitWaitScript = load("permit_wait")
 	// permitPassScript hands a wake nobody used to the next in line.
-	permitPassScript = load("permit_prelude", "permit_pass")
+	permitPassScript = load("permit_pass")
 )
 
 // PermitsSuffix ends the key of a resource's permits: p{e}:permits, beside

@@ -21,20 +21,16 @@ type Script struct {
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// load returns the script of the files names, run as one: the last is
-// the script, and those before it are its preludes. A line
-// "--#include name" in a file stands for the file name.lua, so that a
-// script defines what it shares with others (grant.lua) only on the path
-// that needs it: Lua creates a function each time its definition runs,
-// and the garbage of that costs the server more than the commands of a
-// release.
-func load(names ...string) *Script {
-	var src []byte
-	for _, name := range names {
-		src = append(src, luaFile(name)...)
-	}
+// load returns the script of the file name.lua. A line "--#include
+// other" in a file stands for the file other.lua: a prelude that several
+// scripts run first (permit_prelude.lua), or a part that a script runs
+// only on the path that needs it (grant.lua): Lua creates a function each
+// time its definition runs, and the garbage of that costs the server more
+// than the commands of a release.
+func load(name string) *Script {
+	src := luaFile(name)
 	sum := sha1.Sum(src)
-	return &Script{Name: names[len(names)-1], Src: string(src), SHA: hex.EncodeToString(sum[:])}
+	return &Script{Name: name, Src: string(src), SHA: hex.EncodeToString(sum[:])}
 }
 
 // luaFile returns the source of the file name.lua, its includes spliced

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The grant prelude lifts fences by LiftAhead, written in its Lua as a
+// grant.lua lifts fences by LiftAhead, written in its Lua as a
 // constant: it must be the Go constant's value.
 func TestGrantLiftAheadIsLiftAhead(t *testing.T) {
 	want := "local liftAhead = " + itoa(LiftAhead) + "\n"

@@ -8,7 +8,7 @@
 -- hold any byte). It is granted the lock here: the lock is set to its
 -- token for its TTL, its fence taken from the counter (lifted to the
 -- server's clock when behind it, as lift.lua does, with LiftAhead: 50ms,
--- which fence.go's test checks against the Go constant), and the grant
+-- which scripts_test.go checks against the Go constant), and the grant
 -- published on its subscription's channel as "fence:token" — unless no
 -- client of this server listens on that channel (its process is gone, or
 -- its subscription is on another node: a replica receives what its master

@@ -1,3 +1,4 @@
+--#include permit_prelude
 -- AcquirePermit: take one of limit permits on a resource under a token,
 -- with a fence.
 --

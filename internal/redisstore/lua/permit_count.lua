@@ -1,3 +1,4 @@
+--#include permit_prelude
 -- Permits: count the permits held on a resource.
 -- Runs after permit_prelude.lua (expired permits removed).
 --

@@ -1,3 +1,4 @@
+--#include permit_prelude
 -- ExtendPermit: set the expiry of the permit held under a token to ttl
 -- from now. An expired permit is removed first, so it is never re-created.
 --

@@ -1,3 +1,4 @@
+--#include permit_prelude
 -- PassPermit: hand a wake on, as pass.lua does for a lock: a
 -- subscription woken by a permit's release that has no caller waiting any
 -- more wakes the next waiter in line, if a permit is still free.

@@ -1,3 +1,4 @@
+--#include permit_prelude
 -- ReleasePermit: free the permit held under a token, and wake the first
 -- waiter in line for a permit, as release.lua does for a lock. An expired
 -- permit is not held. The last permit's release deletes the key;

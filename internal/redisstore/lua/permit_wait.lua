@@ -1,3 +1,4 @@
+--#include permit_prelude
 -- WaitPermit: put a waiting subscription in line for the next release of
 -- a permit when every permit is held, as wait.lua does for a lock, and
 -- return how long until the first permit expires. The waiters' queue
