@@ -170,6 +170,7 @@ func (s *Store) commands(sc *startedCall) int {
 // sendQueued sends the queued calls, batch after batch, until none are
 // left; up to s.maxSenders goroutines do so at once.
 func (s *Store) sendQueued() {
+	presize(0)
 	p := &s.pipe
 	p.mu.Lock()
 	batch := p.spare
@@ -352,4 +353,16 @@ func (s *Store) outcome(sc *startedCall, r []Reply) (uint64, error) {
 		return 0, s.failed(ctx, r[0].Err)
 	}
 	return 0, nil
+}
+
+// presize grows the calling goroutine's stack at once to what a batch
+// needs, while the stack is one frame deep: grown on the way by the
+// client's calls, it is copied several times, each time with every frame
+// of a deep call.
+//
+//go:noinline
+func presize(i int) byte {
+	var pad [6 << 10]byte
+	pad[i] = 1
+	return pad[i/2]
 }
