@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -129,4 +130,30 @@ func TestContractErrorStores(t *testing.T) {
 	}
 	wantNil(t, "m0.Release(r, other)", ms[0].Release(ctx, "r", "other"))
 	noResidue(t, ms...)
+}
+
+// A store whose own error wraps lock.ErrClosed (a third-party store
+// reusing the sentinel for its closed client, say) has failed, no more:
+// the locker is not shut down, so the call reports ErrUnavailable with the
+// store's error in the chain, and Lock retries it as it retries any
+// failure.
+func TestContractStoreErrClosedIsAFailure(t *testing.T) {
+	rvLockers(t, nil, func(t *testing.T, l lock.Locker, ms []*memory.Store) {
+		ctx := t.Context()
+		storeClosed := fmt.Errorf("store client closed: %w", lock.ErrClosed)
+		for _, m := range ms {
+			// TryLock's attempt, and Lock's first two.
+			m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: storeClosed, Times: 3})
+		}
+		_, err := l.TryLock(ctx, "a", time.Minute)
+		wantError(t, "TryLock(a) with a store failing with ErrClosed", err, "trylock", "a", lock.ErrUnavailable)
+		wantIs(t, "TryLock(a) with a store failing with ErrClosed", err, storeClosed)
+		var e *lock.Error
+		if errors.As(err, &e) && e.Err == lock.ErrClosed {
+			t.Errorf("TryLock(a) = %v; want ErrUnavailable, not the locker's own ErrClosed", err)
+		}
+
+		_, err = l.Lock(ctx, "a", time.Minute, lock.WithRetry(lock.Retry{Attempts: 3, Delay: time.Millisecond}))
+		wantNil(t, "Lock(a), three attempts, the first two failing with ErrClosed", err)
+	})
 }

@@ -146,6 +146,13 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
+// shutDown reports whether err is a locker's own ErrClosed, as opposed to
+// a store error that wraps ErrClosed (a failure like any other).
+func shutDown(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Err == ErrClosed
+}
+
 // isOutcome reports whether a store error is a lock outcome, as opposed to
 // a failure of the store.
 func isOutcome(err error) bool {

@@ -387,7 +387,7 @@ func (k *keeper) run(ctx context.Context) {
 		case errors.Is(err, ErrNotHeld):
 			k.lose(ctx, "an extension found it not held", err)
 			return
-		case errors.Is(err, ErrClosed):
+		case shutDown(err):
 			k.lose(ctx, "the locker was shut down", err)
 			return
 		}

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -85,6 +86,23 @@ func TestRunSurvivesTransientExtensionFailures(t *testing.T) {
 			return context.Cause(ctx)
 		})
 		wantNil(t, "Run() with two failed extensions", err)
+		noResidue(t, m)
+	})
+}
+
+// An extension failing with a store's error that wraps lock.ErrClosed is
+// a store failure, not a shut locker: Run tries again and keeps the lock.
+func TestRunSurvivesAStoreErrClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		l := mustSingle(t, m, nil)
+		storeClosed := fmt.Errorf("store client closed: %w", lock.ErrClosed)
+		m.Inject(memory.Fault{Ops: memory.OpExtend, Err: storeClosed, Times: 2})
+		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+			time.Sleep(time.Second)
+			return context.Cause(ctx)
+		})
+		wantNil(t, "Run() with two extensions failing with a store's ErrClosed", err)
 		noResidue(t, m)
 	})
 }

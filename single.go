@@ -149,7 +149,7 @@ func (s *SingleLocker) queued(ctx context.Context, op, resource string, ttl, wai
 	})
 	elapsed := inproc.Since(start)
 	if err != nil && qctx.Err() != nil && ctx.Err() == nil {
-		err = fmt.Errorf("%w: %w", ErrClosed, err) // Shutdown ended the wait
+		err = fmt.Errorf("%w: %w", errShutWait, err)
 	}
 	stop()
 	cancel()
@@ -226,11 +226,16 @@ func (s *SingleLocker) unknown(ctx context.Context, op, resource, token string, 
 	switch {
 	case ctx.Err() != nil:
 		return &Error{Err: ctxErr(ctx)}
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, errShutWait):
 		return &Error{Err: ErrClosed}
 	}
 	return s.unavailable(err)
 }
+
+// errShutWait marks the error of a wait in line that Shutdown ended. A
+// store's own error that wraps ErrClosed is a store failure like any
+// other: only this one is the locker's ErrClosed.
+var errShutWait = fmt.Errorf("%w: Shutdown ended the wait", ErrClosed)
 
 // pastValidity is the error of a store that answered (did what) too late
 // for the lock to be used.
