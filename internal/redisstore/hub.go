@@ -258,27 +258,23 @@ func (h *subscriptions) leave(t *topic) {
 }
 
 // dropIdle drops t if no caller uses it.
-func (h *subscriptions) dropIdle(t *topic) {
+func (h *subscriptions) dropIdle(t *topic) { h.close(t, true) }
+
+// end ends the subscription t at once, whoever still uses it: it is not
+// on the server where releases are published (see AcquireQueued). Its
+// callers see it end, and the next caller to join makes a new one.
+func (h *subscriptions) end(t *topic) { h.close(t, false) }
+
+// close drops t unless it is closing already or, when idle, a caller
+// still uses it.
+func (h *subscriptions) close(t *topic, idle bool) {
 	h.mu.Lock()
-	drop := t.refs == 0 && !t.closing
+	drop := !t.closing && (!idle || t.refs == 0)
 	if drop {
 		t.closing = true
 	}
 	h.mu.Unlock()
 	if drop {
-		t.drop()
-	}
-}
-
-// end ends the subscription t at once, whoever still uses it: it is not
-// on the server where releases are published (see AcquireQueued). Its
-// callers see it end, and the next caller to join makes a new one.
-func (h *subscriptions) end(t *topic) {
-	h.mu.Lock()
-	closing := t.closing
-	t.closing = true
-	h.mu.Unlock()
-	if !closing {
 		t.drop()
 	}
 }
