@@ -137,6 +137,18 @@ func (h *harness) queueWaits(r, token string) lock.QueuedAcquisition {
 	return lock.QueuedAcquisition{Resource: r, Token: token, TTL: h.long, Wait: h.long}
 }
 
+// queueBehind takes r under a and returns AcquireQueued(r, b), waiting in
+// line behind a.
+func (h *harness) queueBehind(r, a, b string) *queueCall {
+	h.t.Helper()
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	c := h.startQueued(h.ctx(), "AcquireQueued(r, b)", h.queueWaits(r, b))
+	c.inLine("while a holds r")
+	h.settle()
+	c.waiting("while a holds r")
+	return c
+}
+
 func queueFree(t *testing.T, h *harness) {
 	r, a := h.res("r"), h.tok("a")
 	c := h.startQueued(h.ctx(), "AcquireQueued(r, a)", h.queueWaits(r, a))
@@ -192,11 +204,7 @@ func queueNoWait(t *testing.T, h *harness) {
 
 func queueHandoff(t *testing.T, h *harness) {
 	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
-	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
-	c := h.startQueued(h.ctx(), "AcquireQueued(r, b)", h.queueWaits(r, b))
-	c.inLine("while a holds r")
-	h.settle()
-	c.waiting("while a holds r")
+	c := h.queueBehind(r, a, b)
 	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
 	h.must(c.what+" after Release(r, a)", c.await(waitLimit+h.opts.Tolerance, "after Release(r, a); want r handed to it"))
 	h.want("Acquire(r, c) while b holds r, handed it by Release(r, a)", h.store.Acquire(h.ctx(), r, h.tok("c"), h.long), lock.ErrNotAcquired)
@@ -210,11 +218,7 @@ func queueHandoff(t *testing.T, h *harness) {
 // a caller that asks after the release finds it held.
 func queueNoBarging(t *testing.T, h *harness) {
 	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
-	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
-	c := h.startQueued(h.ctx(), "AcquireQueued(r, b)", h.queueWaits(r, b))
-	c.inLine("while a holds r")
-	h.settle()
-	c.waiting("while a holds r")
+	c := h.queueBehind(r, a, b)
 	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
 	if err := h.store.Acquire(h.ctx(), r, h.tok("c"), h.long); !errors.Is(err, lock.ErrNotAcquired) {
 		t.Fatalf("Acquire(r, c) right after Release(r, a), with b in line = %s; want ErrNotAcquired: the release hands r to b, and a caller that asks later must not take it first", errString(err))
