@@ -37,7 +37,9 @@ var (
 	// the chain.
 	ErrInvalid = errors.New("lock: invalid argument")
 
-	// ErrClosed reports a call on a locker after Shutdown.
+	// ErrClosed reports a call on a locker after Shutdown. A store's own
+	// error that wraps ErrClosed (its client closed, say) is a store
+	// failure: the call reports ErrUnavailable, and Lock retries it.
 	ErrClosed = errors.New("lock: locker is shut down")
 
 	// ErrLost is the cause (see [context.Cause]) with which [Run] cancels
