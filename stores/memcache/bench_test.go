@@ -22,7 +22,8 @@ import (
 // and "store/fenced" is AcquireFenced+Release; "locker" is TryLock+Unlock
 // through a SingleLocker (token generation, validation, held-lock
 // bookkeeping), fenced as by default, and "locker/nofence" with
-// Options.NoFence.
+// Options.NoFence. The "/server" rows use a store made WithServer, which
+// sends a fenced acquisition's add and incr together.
 func BenchmarkLockUnlock(b *testing.B) {
 	srv := memcachetest.Start(b, nil)
 	client := srv.Client(b)
@@ -32,6 +33,12 @@ func BenchmarkLockUnlock(b *testing.B) {
 		b.Fatal(err)
 	}
 	unfenced, err := lock.NewSingle(s, &lock.Options{NoFence: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	piped := newStore(b, client, memcache.WithPrefix("bench:"), memcache.WithServer(srv.Addr()))
+	defer piped.Close()
+	pipedLocker, err := lock.NewSingle(piped, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,6 +78,19 @@ func BenchmarkLockUnlock(b *testing.B) {
 			}
 			return s.Release(context.Background(), resource, token)
 		},
+		"store/fenced/server": func(resource, token string) error {
+			if _, err := piped.AcquireFenced(context.Background(), resource, token, ttl); err != nil {
+				return err
+			}
+			return piped.Release(context.Background(), resource, token)
+		},
+		"locker/server": func(resource, _ string) error {
+			l, err := pipedLocker.TryLock(context.Background(), resource, ttl)
+			if err != nil {
+				return err
+			}
+			return pipedLocker.Unlock(context.Background(), l)
+		},
 		"locker/nofence": func(resource, _ string) error {
 			l, err := unfenced.TryLock(context.Background(), resource, ttl)
 			if err != nil {
@@ -98,7 +118,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 			return locker.Unlock(context.Background(), l)
 		},
 	}
-	for _, name := range []string{"raw", "store/background", "store/cancelable", "locker/nofence", "raw/fenced", "store/fenced", "locker"} {
+	for _, name := range []string{"raw", "store/background", "store/cancelable", "locker/nofence", "raw/fenced", "store/fenced", "locker", "store/fenced/server", "locker/server"} {
 		pair := pairs[name]
 		b.Run(name, func(b *testing.B) {
 			var g atomic.Int64

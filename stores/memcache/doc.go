@@ -16,7 +16,8 @@
 //	)
 //
 //	client := memcache.New("10.0.0.1:11211")
-//	store, err := memcachestore.New(client, memcachestore.WithPrefix("myapp:lock:"))
+//	store, err := memcachestore.New(client, memcachestore.WithPrefix("myapp:lock:"),
+//		memcachestore.WithServer("10.0.0.1:11211")) // fenced locks in one round trip
 //
 // # How it works
 //
@@ -35,7 +36,8 @@
 //   - Exists is a get.
 //   - AcquireFenced is Acquire's add and then, once the lock is held, an
 //     incr of the store's fence counter, shared by the acquisitions that
-//     draw a fence at the same moment (see Fences below).
+//     draw a fence at the same moment (see Fences below); with
+//     WithServer, the add and the incr go together, in one round trip.
 //   - RaiseFence reads the fence counter (an incr by 0) and adds what it
 //     lacks (an incr).
 //
@@ -111,6 +113,20 @@
 // gomemcache's default of two idle connections (DefaultMaxIdleConns) or
 // fewer, every acquisition sends its own incr. lock.Options.NoFence skips
 // the incr.
+//
+// A store that knows the address of the client's one server
+// (WithServer) takes a fenced lock in one round trip: it sends the add
+// and "incr <counter> 1" together on a connection of its own to that
+// server, and memcached, which serves the requests of a connection in
+// order, runs the incr once the add has taken the lock — the order the two
+// round trips keep, without the wait between them. An add that is refused
+// still runs its incr, which only raises the counter. If the counter is
+// missing, the acquisition draws its fence as without WithServer, which
+// creates the counter again. The store's connections follow the client's
+// Timeout, MaxIdleConns and DialContext; every other request goes through
+// the client. Name the server only for a client with that one server:
+// the lock and the counter must live on it. lockctl names it for every
+// memcache:// store.
 //
 // Why fences increase strictly for every resource:
 //

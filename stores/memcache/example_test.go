@@ -15,14 +15,18 @@ import (
 // A single memcached: mutual exclusion while it keeps its items (run it
 // with -M). The example needs a server, so it has no output to check.
 func Example() {
-	client := gomemcache.New("127.0.0.1:11211")
+	const server = "127.0.0.1:11211"
+	client := gomemcache.New(server)
 	client.Timeout = 100 * time.Millisecond
 	client.MaxIdleConns = 64 // at least the number of concurrent lock calls
 
-	store, err := memcache.New(client, memcache.WithPrefix("myapp:lock:"))
+	// WithServer: the client's one server, so that a fenced lock takes one
+	// round trip; Close closes the connections the store opens to it.
+	store, err := memcache.New(client, memcache.WithPrefix("myapp:lock:"), memcache.WithServer(server))
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer store.Close()
 	locker, err := lock.NewSingle(store, nil)
 	if err != nil {
 		log.Fatal(err)
@@ -47,7 +51,7 @@ func Example_multi() {
 		client := gomemcache.New(addr)
 		client.Timeout = 50 * time.Millisecond
 		client.MaxIdleConns = 64
-		s, err := memcache.New(client, memcache.WithName(fmt.Sprintf("memcached-%d", i)))
+		s, err := memcache.New(client, memcache.WithName(fmt.Sprintf("memcached-%d", i)), memcache.WithServer(addr))
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -71,10 +71,13 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 }
 
 func (s *Store) addFenced(item *gomemcache.Item) (uint64, error) {
-	if err := s.add(item); err != nil {
+	fence, drawn, err := s.addDrawing(item)
+	if err != nil {
 		return 0, err
 	}
-	fence, err := s.drawFence()
+	if !drawn {
+		fence, err = s.drawFence()
+	}
 	if err != nil {
 		// The lock is held but carries no fence: give it back. Not by
 		// swap: if this add was abandoned, swap would wait for its end.
@@ -84,6 +87,24 @@ func (s *Store) addFenced(item *gomemcache.Item) (uint64, error) {
 		return 0, err
 	}
 	return fence, nil
+}
+
+// addDrawing takes the lock with add and, through the store's own
+// connections (WithServer), draws its fence in the same round trip; drawn
+// is false when it did not (no such connections, or the counter is
+// missing), and the caller draws it then.
+func (s *Store) addDrawing(item *gomemcache.Item) (fence uint64, drawn bool, err error) {
+	if s.pipe == nil {
+		return 0, false, s.add(item)
+	}
+	stored, fence, drawn, err := s.pipe.addIncr(item.Key, item.Value, item.Expiration, s.fenceKey)
+	switch {
+	case err != nil:
+		return 0, false, requestError("add", err)
+	case !stored:
+		return 0, false, lock.ErrNotAcquired
+	}
+	return fence, drawn, nil
 }
 
 // nextFence adds delta+1 to the counter and returns its new value: the

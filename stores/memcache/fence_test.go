@@ -45,49 +45,67 @@ func TestFenceCounterIsTheOnlyState(t *testing.T) {
 }
 
 // A lost counter (evicted, or the server restarted) is created again
-// from the clock after the guard, and fences go on increasing.
+// from the clock after the guard, and fences go on increasing; with
+// WithServer too, where the acquisition that finds it lost draws its fence
+// through the client, and the next ones with their adds again.
 func TestFenceCounterLost(t *testing.T) {
 	t.Parallel()
 	const guard = 50 * time.Millisecond
-	srv := memcachetest.Start(t, nil)
-	client := srv.Client(t)
-	s := newStore(t, client, memcache.WithPrefix("p:"), memcache.WithFenceGuard(guard))
-	first, err := s.AcquireFenced(ctx(t), "r", "a", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Release(ctx(t), "r", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Delete("p:#fence"); err != nil {
-		t.Fatalf("deleting the counter = %v", err)
-	}
-	start := time.Now()
-	second, err := s.AcquireFenced(ctx(t), "r", "b", time.Minute)
-	if err != nil || second <= first {
-		t.Fatalf("AcquireFenced(r, b) after the counter was lost = %d, %v; want a fence > %d", second, err, first)
-	}
-	if waited := time.Since(start); waited < guard {
-		t.Errorf("AcquireFenced(r, b) re-created the lost counter after %v; want it to wait the guard (%v) first", waited, guard)
-	}
+	eachWay(t, func(t *testing.T, withServer bool) {
+		srv := memcachetest.Start(t, nil)
+		client := srv.Client(t)
+		s, incrs := fenceStore(t, srv, client, withServer, memcache.WithFenceGuard(guard))
+		first, err := s.AcquireFenced(ctx(t), "r", "a", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx(t), "r", "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := client.Delete("p:#fence"); err != nil {
+			t.Fatalf("deleting the counter = %v", err)
+		}
+		before := incrs.Load()
+		start := time.Now()
+		second, err := s.AcquireFenced(ctx(t), "r", "b", time.Minute)
+		if err != nil || second <= first {
+			t.Fatalf("AcquireFenced(r, b) after the counter was lost = %d, %v; want a fence > %d", second, err, first)
+		}
+		if waited := time.Since(start); waited < guard {
+			t.Errorf("AcquireFenced(r, b) re-created the lost counter after %v; want it to wait the guard (%v) first", waited, guard)
+		}
+		if !withServer {
+			return
+		}
+		if n := incrs.Load() - before; n != 1 {
+			t.Errorf("%d incrs through the client for the acquisition that found the counter lost; want 1", n)
+		}
+		if err := s.Release(ctx(t), "r", "b"); err != nil {
+			t.Fatal(err)
+		}
+		before = incrs.Load()
+		if third, err := s.AcquireFenced(ctx(t), "r", "c", time.Minute); err != nil || third <= second {
+			t.Fatalf("AcquireFenced(r, c) = %d, %v; want a fence > %d", third, err, second)
+		}
+		if n := incrs.Load() - before; n != 0 {
+			t.Errorf("%d incrs through the client once the counter was back; want 0", n)
+		}
+	})
 }
 
 // A lock that cannot be given a fence is not left held.
 func TestFenceFailureReleasesLock(t *testing.T) {
 	t.Parallel()
-	srv := memcachetest.Start(t, nil)
-	client := srv.Client(t)
-	s := newStore(t, client, memcache.WithPrefix("p:"))
-	if err := client.Set(&gomemcache.Item{Key: "p:#fence", Value: []byte("not a number")}); err != nil {
-		t.Fatal(err)
-	}
-	fence, err := s.AcquireFenced(ctx(t), "r", "a", time.Minute)
-	if err == nil || errors.Is(err, lock.ErrNotAcquired) {
-		t.Fatalf("AcquireFenced with a counter memcached cannot increment = %d, %v; want an error other than ErrNotAcquired", fence, err)
-	}
-	if held, err := s.Exists(ctx(t), "r"); err != nil || held {
-		t.Fatalf("Exists(r) after the failed AcquireFenced = %v, %v; want false: the lock must be released", held, err)
-	}
+	eachWay(t, func(t *testing.T, withServer bool) {
+		srv := memcachetest.Start(t, nil)
+		client := srv.Client(t)
+		s, _ := fenceStore(t, srv, client, withServer)
+		if err := client.Set(&gomemcache.Item{Key: "p:#fence", Value: []byte("not a number")}); err != nil {
+			t.Fatal(err)
+		}
+		fence, err := s.AcquireFenced(ctx(t), "r", "a", time.Minute)
+		wantFailedFree(t, s, "AcquireFenced(r, a) with a counter memcached cannot increment", "r", fence, err)
+	})
 }
 
 // One counter serves every resource of a prefix: raising the fences of

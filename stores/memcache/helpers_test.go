@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"testing"
 	"time"
 
 	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/testing/memcachetest"
 	"github.com/lockkit/lock/stores/memcache"
 )
@@ -48,4 +50,16 @@ func item(t testing.TB, srv *memcachetest.Server, key string) (memcachetest.Item
 		t.Fatalf("meta get %q: %v", key, err)
 	}
 	return it, found
+}
+
+// wantFailedFree fails the test unless AcquireFenced of r (call) failed
+// with an error other than ErrNotAcquired and left r free.
+func wantFailedFree(t testing.TB, s *memcache.Store, call, r string, fence uint64, err error) {
+	t.Helper()
+	if err == nil || errors.Is(err, lock.ErrNotAcquired) {
+		t.Fatalf("%s = %d, %v; want an error other than ErrNotAcquired", call, fence, err)
+	}
+	if held, err := s.Exists(ctx(t), r); err != nil || held {
+		t.Fatalf("Exists(%s) after the failed %s = %v, %v; want false: nothing may stay held", r, call, held, err)
+	}
 }

@@ -101,6 +101,7 @@ func TestNewValidates(t *testing.T) {
 		{"prefix too long", client, []Option{WithPrefix(strings.Repeat("p", MaxPrefixLen+1))}, "WithPrefix"},
 		{"negative fence guard", client, []Option{WithFenceGuard(-time.Second)}, "WithFenceGuard(-1s)"},
 		{"empty name", client, []Option{WithName("")}, `WithName("")`},
+		{"empty server", client, []Option{WithServer("")}, `WithServer("")`},
 	} {
 		s, err := New(tt.client, tt.opts...)
 		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(fmt.Sprint(err), tt.names) {

@@ -22,6 +22,8 @@ type Store struct {
 	fenceGuard time.Duration // see WithFenceGuard
 	pending    pending       // abandoned adds still on their way
 	fences     fenceQueue    // acquisitions waiting to share an incr
+	server     *string       // see WithServer
+	pipe       *pipe         // connections of the store's own to server, if named
 
 	// beforeCAS, when set (by tests only), runs in Release and Extend
 	// between the gets and the cas, to open the race window at will.
@@ -65,6 +67,17 @@ func WithPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefi
 // lock.MultiLocker; the default is "memcache". The name may not be empty.
 func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
+// WithServer names the address of the client's one memcached server
+// ("host:port", or a Unix socket's path), as given to gomemcache. The
+// store then takes a fenced lock in one round trip instead of two: it
+// sends the add and the incr that draws the fence together, on a
+// connection of its own to addr (see the package documentation on
+// fences); every other request goes through the client. Name it only
+// when the client has that one server, which must hold both the locks
+// and the fence counter. The store's connections follow the client's
+// Timeout, MaxIdleConns and DialContext; Close closes them.
+func WithServer(addr string) Option { return func(s *Store) { s.server = &addr } }
+
 // New returns a store that keeps its locks through client. The caller owns
 // client: the store never closes it or changes its settings. Its Timeout
 // bounds every request (see the package documentation on contexts), and
@@ -73,7 +86,8 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 //
 // New returns an error matching lock.ErrInvalid, naming the option, if
 // client is nil, the name is empty, the prefix cannot be part of a
-// memcached key, or the fence guard is negative.
+// memcached key, the fence guard is negative, or the server named with
+// WithServer is empty.
 func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
 	s := &Store{client: client, prefix: DefaultPrefix, name: "memcache", fenceGuard: DefaultFenceGuard}
 	for _, o := range opts {
@@ -93,8 +107,25 @@ func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
 	if s.fenceGuard < 0 {
 		return nil, fmt.Errorf("%w: memcache.New: WithFenceGuard(%v): want >= 0", lock.ErrInvalid, s.fenceGuard)
 	}
+	if s.server != nil {
+		if *s.server == "" {
+			return nil, fmt.Errorf("%w: memcache.New: WithServer(\"\"): want the server's address", lock.ErrInvalid)
+		}
+		s.pipe = newPipe(*s.server, client)
+	}
 	s.fenceKey = s.prefix + fenceKeySuffix
 	return s, nil
+}
+
+// Close closes the idle connections the store opened to the server named
+// with WithServer, as the client's Close closes its own: the store may
+// still be used, and dials again. The client is the caller's: Close leaves
+// it alone. Close is safe to call while other calls run.
+func (s *Store) Close() error {
+	if s.pipe == nil {
+		return nil
+	}
+	return s.pipe.close()
 }
 
 // String returns the store's name.
