@@ -72,12 +72,13 @@ func parseMemcache(u *storeURL) (*storeSpec, error) {
 			return nil, fmt.Errorf("cannot connect to %s: %w", addrs[0], err)
 		}
 		client.Timeout = timeout
-		s, err := memcache.New(client, opts...)
+		// The client's one server: fenced locks take one round trip.
+		s, err := memcache.New(client, append(opts, memcache.WithServer(addrs[0]))...)
 		if err != nil {
 			client.Close()
 			return nil, err
 		}
-		return &openStore{Store: s, close: func() { client.Close() }, forceRelease: s.ForceRelease}, nil
+		return &openStore{Store: s, close: func() { s.Close(); client.Close() }, forceRelease: s.ForceRelease}, nil
 	}
 	return spec, nil
 }
