@@ -15,9 +15,10 @@ func memcachedLibraries() []library {
 	return []library{
 		{name: "gomemcache raw (floor)", floor: true, open: rawMemcache(false, time.Millisecond)},
 		{name: "gomemcache raw, fenced (+ incr)", open: rawMemcache(true, time.Millisecond)},
-		{name: "lockkit", open: lockkitMemcache(false, 128)},
-		{name: "lockkit NoFence", open: lockkitMemcache(true, 128)},
-		{name: "lockkit, 2 idle conns (gomemcache's default)", open: lockkitMemcache(false, 0)},
+		{name: "lockkit", open: lockkitMemcache(false, 128, false)},
+		{name: "lockkit WithServer", open: lockkitMemcache(false, 128, true)},
+		{name: "lockkit NoFence", open: lockkitMemcache(true, 128, false)},
+		{name: "lockkit, 2 idle conns (gomemcache's default)", open: lockkitMemcache(false, 0, false)},
 		{name: "lockkit store (Acquire+Release)", open: memcacheStore(false)},
 		{name: "lockkit store, cancelable ctx", open: memcacheStore(true)},
 	}
@@ -29,8 +30,9 @@ func memcachedLibraries() []library {
 // every 1ms.
 func memcachedContentionLibraries() []library {
 	return []library{
-		{name: "lockkit", open: lockkitMemcache(false, 128)},
-		{name: "lockkit NoFence", open: lockkitMemcache(true, 128)},
+		{name: "lockkit", open: lockkitMemcache(false, 128, false)},
+		{name: "lockkit WithServer", open: lockkitMemcache(false, 128, true)},
+		{name: "lockkit NoFence", open: lockkitMemcache(true, 128, false)},
 		{name: "gomemcache raw poller 10ms", poller: true, open: rawMemcache(false, 10*time.Millisecond)},
 		{name: "gomemcache raw poller 1ms", poller: true, open: rawMemcache(false, time.Millisecond)},
 	}
@@ -111,12 +113,22 @@ func (w *rawMemcacheWorker) unlock(context.Context) error {
 
 // lockkitMemcache is a SingleLocker over stores/memcache with its default
 // prefix, fenced (the default) or not, on a client keeping idle idle
-// connections.
-func lockkitMemcache(noFence bool, idle int) func(e env) (client, error) {
+// connections; withServer names the server with WithServer, so that a
+// fenced acquisition sends its add and incr together.
+func lockkitMemcache(noFence bool, idle int, withServer bool) func(e env) (client, error) {
 	return func(e env) (client, error) {
 		c := newMemcache(e.memcached, idle)
-		s, err := memcachestore.New(c)
-		return singleClient(s, err, e, e.options(noFence, nil), func() { _ = c.Close() })
+		var opts []memcachestore.Option
+		if withServer {
+			opts = append(opts, memcachestore.WithServer(e.memcached))
+		}
+		s, err := memcachestore.New(c, opts...)
+		return singleClient(s, err, e, e.options(noFence, nil), func() {
+			if s != nil {
+				_ = s.Close()
+			}
+			_ = c.Close()
+		})
 	}
 }
 

@@ -112,7 +112,7 @@ func checkTargets(r *results) []target {
 			func(a, b cellResult) float64 { return nsPerPair(a) - nsPerPair(b) }), "%+.0f ns", atMost(20))
 
 	mc := r.section("memcached")
-	for _, lib := range []string{"lockkit", "lockkit NoFence"} {
+	for _, lib := range []string{"lockkit", "lockkit WithServer", "lockkit NoFence"} {
 		ts.check(mc, "14", "memcached, 64 goroutines, fresh names: "+lib, "≥ 0.9× gomemcache raw (add, gets, cas)",
 			ratios(mc, lib, "gomemcache raw (floor)", fresh, pairsPerSec), "%.2f×", atLeast(0.9))
 	}
@@ -230,13 +230,15 @@ func (ts *targets) contention(r *results) {
 
 	mc := r.section("memcached-contention")
 	for _, pause := range pausesOf(mc) {
-		ours := contentionOf(mc, "lockkit", pause)
-		w := "memcached, 16 workers on one name, " + pauseText(pause) + ": lockkit"
-		ts.check(mc, "14", w+"'s p99 wait over a simple 10ms poller's", "≤ 1×",
-			pairedBy(ours, contentionOf(mc, "gomemcache raw poller 10ms", pause), contentionPass,
-				func(a, b contentionCell) float64 { return a.WaitP99 / b.WaitP99 }), "%.2f×", atMost(1))
-		ts.check(mc, "14", w+", workers served", "every worker (16)",
-			values(ours, func(c contentionCell) float64 { return float64(c.Served) }), "%.0f", atLeast(16))
+		for _, lib := range []string{"lockkit", "lockkit WithServer"} {
+			ours := contentionOf(mc, lib, pause)
+			w := "memcached, 16 workers on one name, " + pauseText(pause) + ": " + lib
+			ts.check(mc, "14", w+"'s p99 wait over a simple 10ms poller's", "≤ 1×",
+				pairedBy(ours, contentionOf(mc, "gomemcache raw poller 10ms", pause), contentionPass,
+					func(a, b contentionCell) float64 { return a.WaitP99 / b.WaitP99 }), "%.2f×", atMost(1))
+			ts.check(mc, "14", w+", workers served", "every worker (16)",
+				values(ours, func(c contentionCell) float64 { return float64(c.Served) }), "%.0f", atLeast(16))
+		}
 	}
 }
 
