@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -36,8 +35,8 @@ type pipe struct {
 
 type pipeConn struct {
 	nc  net.Conn
-	rw  *bufio.ReadWriter
-	buf []byte // the requests being written
+	r   *bufio.Reader
+	buf []byte // the requests, written in one call
 }
 
 func newPipe(addr string, client *gomemcache.Client) *pipe {
@@ -82,7 +81,7 @@ func (p *pipe) conn() (*pipeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pipeConn{nc: nc, rw: bufio.NewReadWriter(bufio.NewReader(nc), bufio.NewWriter(nc))}, nil
+	return &pipeConn{nc: nc, r: bufio.NewReader(nc)}, nil
 }
 
 // reuse keeps c for the next request, unless enough are idle.
@@ -145,13 +144,10 @@ func (c *pipeConn) addIncr(key string, value []byte, exp int32, counter string, 
 	b = append(b, counter...)
 	b = append(b, " 1\r\n"...)
 	c.buf = b
-	if _, err := c.rw.Write(b); err != nil {
+	if _, err := c.nc.Write(b); err != nil {
 		return false, 0, false, err
 	}
-	if err := c.rw.Flush(); err != nil {
-		return false, 0, false, err
-	}
-	line, err := c.rw.ReadSlice('\n')
+	line, err := c.r.ReadSlice('\n')
 	if err != nil {
 		return false, 0, false, err
 	}
@@ -163,9 +159,9 @@ func (c *pipeConn) addIncr(key string, value []byte, exp int32, counter string, 
 		// An error line: whether the value was then read as the add's or
 		// as a request of its own is unknown, so the connection is not
 		// read further.
-		return false, 0, false, fmt.Errorf("add: %s", bytes.TrimSpace(line))
+		return false, 0, false, errors.New(string(bytes.TrimSpace(line)))
 	}
-	if line, err = c.rw.ReadSlice('\n'); err != nil {
+	if line, err = c.r.ReadSlice('\n'); err != nil {
 		return false, 0, false, err
 	}
 	if n, err := strconv.ParseUint(string(bytes.TrimSuffix(line, []byte("\r\n"))), 10, 64); err == nil {

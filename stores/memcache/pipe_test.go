@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -203,5 +204,23 @@ func TestServerLostReply(t *testing.T) {
 	}
 	if it, _ := item(t, srv, "p:#fence"); it.Value != strconv.FormatUint(second, 10) {
 		t.Fatalf("fence counter %q after AcquireFenced(q, b) = %d; want them equal: the reply read was its own", it.Value, second)
+	}
+}
+
+// An add that memcached answers with an error fails the acquisition with
+// what memcached said, once, after what was sent: "memcached add:
+// SERVER_ERROR …", and nothing is held.
+func TestServerAddError(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	s, _, _ := serverStore(t, srv)
+	tooLarge := strings.Repeat("t", 2<<20) // above memcached's default item size of 1 MiB
+	fence, err := s.AcquireFenced(ctx(t), "r", tooLarge, time.Minute)
+	wantFailedFree(t, s, "AcquireFenced(r, a 2 MiB token)", "r", fence, err)
+	if msg := fmt.Sprint(err); !strings.HasPrefix(msg, "memcached add: SERVER_ERROR ") {
+		t.Errorf("AcquireFenced(r, a 2 MiB token) = %q; want \"memcached add: SERVER_ERROR …\", memcached's answer", msg)
+	}
+	if fence, err := s.AcquireFenced(ctx(t), "r", "a", time.Minute); err != nil || fence == 0 {
+		t.Fatalf("AcquireFenced(r, a) after the refused add = %d, %v; want a fence", fence, err)
 	}
 }
