@@ -76,35 +76,25 @@ func TestRunReportsLossWithinOneExtension(t *testing.T) {
 	})
 }
 
+// Run survives extensions that fail for a while and keeps the lock: a
+// connection reset, and a store's error that wraps lock.ErrClosed, which
+// is a store failure, not a shut locker.
 func TestRunSurvivesTransientExtensionFailures(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		m := memory.New()
-		l := mustSingle(t, m, nil)
-		m.Inject(memory.Fault{Ops: memory.OpExtend, Err: errConnReset, Times: 2})
-		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
-			time.Sleep(time.Second)
-			return context.Cause(ctx)
+	for _, failure := range []error{errConnReset, fmt.Errorf("store client closed: %w", lock.ErrClosed)} {
+		t.Run(failure.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := memory.New()
+				l := mustSingle(t, m, nil)
+				m.Inject(memory.Fault{Ops: memory.OpExtend, Err: failure, Times: 2})
+				err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
+					time.Sleep(time.Second)
+					return context.Cause(ctx)
+				})
+				wantNil(t, "Run() with two extensions failing with "+failure.Error(), err)
+				noResidue(t, m)
+			})
 		})
-		wantNil(t, "Run() with two failed extensions", err)
-		noResidue(t, m)
-	})
-}
-
-// An extension failing with a store's error that wraps lock.ErrClosed is
-// a store failure, not a shut locker: Run tries again and keeps the lock.
-func TestRunSurvivesAStoreErrClosed(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		m := memory.New()
-		l := mustSingle(t, m, nil)
-		storeClosed := fmt.Errorf("store client closed: %w", lock.ErrClosed)
-		m.Inject(memory.Fault{Ops: memory.OpExtend, Err: storeClosed, Times: 2})
-		err := lock.Run(t.Context(), l, "res", 300*time.Millisecond, func(ctx context.Context, _ lock.Lock) error {
-			time.Sleep(time.Second)
-			return context.Cause(ctx)
-		})
-		wantNil(t, "Run() with two extensions failing with a store's ErrClosed", err)
-		noResidue(t, m)
-	})
+	}
 }
 
 func TestRunLosesLockWhenExtensionsFailPastValidity(t *testing.T) {
