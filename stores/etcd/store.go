@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Store is a lock store on an etcd cluster. The zero value is not usable;
@@ -630,15 +631,11 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 
 // check validates the arguments of a call and the context.
 func check(ctx context.Context, resource, token string) error {
-	switch {
-	case ctx == nil:
-		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case resource == "":
+	if err := storecall.Check(ctx, token, 1); err != nil {
+		return err
+	}
+	if resource == "" {
 		return fmt.Errorf("%w: empty resource name", lock.ErrInvalid)
-	case token == "":
-		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
 	}
 	return nil
 }

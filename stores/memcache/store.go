@@ -10,6 +10,7 @@ import (
 	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Store is a lock store on a memcached server, reached through a
@@ -294,17 +295,11 @@ func requestError(verb string, err error) error {
 
 // check validates the arguments of a call and the context.
 func check(ctx context.Context, resource, token string, ttl time.Duration) error {
-	switch {
-	case ctx == nil:
-		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case resource == "":
+	if err := storecall.Check(ctx, token, ttl); err != nil {
+		return err
+	}
+	if resource == "" {
 		return fmt.Errorf("%w: empty resource name", lock.ErrInvalid)
-	case token == "":
-		return fmt.Errorf("%w: empty token", lock.ErrInvalid)
-	case ttl <= 0:
-		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
 	}
 	return nil
 }
