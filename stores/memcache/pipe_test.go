@@ -208,8 +208,8 @@ func TestServerLostReply(t *testing.T) {
 }
 
 // An add that memcached answers with an error fails the acquisition with
-// what memcached said, once, after what was sent: "memcached add:
-// SERVER_ERROR …", and nothing is held.
+// memcached's own answer, named once as the add's ("memcached add:
+// SERVER_ERROR …"); nothing is held, and the store goes on.
 func TestServerAddError(t *testing.T) {
 	t.Parallel()
 	srv := memcachetest.Start(t, nil)

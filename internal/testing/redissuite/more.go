@@ -181,7 +181,7 @@ func (f Factory) testFencesBehindTheClock(t *testing.T) {
 // greater than those before, given what the package documentation
 // requires of a restart: that it take longer than LiftAhead (the most a
 // counter runs ahead of the clock). A local server restarts in less, and
-// then repeated fences now and then; the test waits that long.
+// fences then repeat now and then, so the test waits that long.
 func (f Factory) testFencesAcrossRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	s := f.Server(t, srv)
