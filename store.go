@@ -170,7 +170,9 @@ type ResourceValidator interface {
 //
 // RaiseFence makes every fence that AcquireFenced hands out for resource
 // from now on greater than fence; it changes nothing if they already are.
-// It does not touch the lock itself.
+// It does not touch the lock itself. A store refuses a fence its counter
+// could not go on increasing from (near 2^64, say) with an error matching
+// ErrInvalid, and changes nothing.
 //
 // Fallback: without it, a MultiLocker's locks carry no fence (Fence 0).
 type FenceRaiser interface {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -53,6 +54,21 @@ func Failed(ctx context.Context, err error) error {
 func CheckName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: WithName(\"\"): the name may not be empty", lock.ErrInvalid)
+	}
+	return nil
+}
+
+// MaxRaise is the largest fence a counter-based store's RaiseFence takes:
+// 2^63-2, so that the fence after it, 2^63-1 (math.MaxInt64), still fits
+// a signed 64-bit counter (a PostgreSQL sequence ends there) and the
+// unsigned counters of the other stores never wrap around to 0.
+const MaxRaise = math.MaxInt64 - 1
+
+// CheckRaise refuses, with an error wrapping lock.ErrInvalid, a RaiseFence
+// to a fence above MaxRaise. store names the store in the message.
+func CheckRaise(store string, fence uint64) error {
+	if fence > MaxRaise {
+		return fmt.Errorf("%w: RaiseFence(%d): want at most 2^63-2: the %s store's next fence must exceed it and stay below 2^63", lock.ErrInvalid, fence, store)
 	}
 	return nil
 }

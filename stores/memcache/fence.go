@@ -10,6 +10,7 @@ import (
 	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Fences. One counter item per store prefix, "<prefix>#fence", holds the
@@ -143,9 +144,13 @@ func (s *Store) seedFence() error {
 
 // RaiseFence implements [lock.FenceRaiser]: it raises the store's fence
 // counter, shared by every resource, to fence or above, with incr. It
-// does not touch any lock.
+// does not touch any lock. A fence above 2^63-2 is refused with an error
+// matching lock.ErrInvalid: memcached's incr wraps around to 0 at 2^64.
 func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) error {
 	if err := check(ctx, resource, "-", 1); err != nil {
+		return err
+	}
+	if err := storecall.CheckRaise("memcache", fence); err != nil {
 		return err
 	}
 	if ctx.Done() == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/inproc"
 	keyshard "github.com/lockkit/lock/internal/shard"
+	"github.com/lockkit/lock/internal/storecall"
 )
 
 // Store is an in-memory lock store. The zero value is not usable; call New.
@@ -126,9 +127,14 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 }
 
 // RaiseFence implements [lock.FenceRaiser]: the next fences of resource's
-// shard, and so of resource, are greater than fence.
+// shard, and so of resource, are greater than fence. A fence above 2^63-2
+// is refused with an error matching lock.ErrInvalid, as the PostgreSQL
+// store refuses it: the fences after it would wrap around to 0.
 func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) error {
 	if err := check(ctx, resource, "-", 1); err != nil {
+		return err
+	}
+	if err := storecall.CheckRaise("memory", fence); err != nil {
 		return err
 	}
 	raise := func() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -168,8 +167,8 @@ func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) e
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return err
 	}
-	if fence > math.MaxInt64-1 {
-		return fmt.Errorf("%w: RaiseFence(%d): want below 2^63-1: the next fence must exceed it, and a PostgreSQL sequence ends at 2^63-1", lock.ErrInvalid, fence)
+	if err := storecall.CheckRaise("postgres", fence); err != nil {
+		return err
 	}
 	var last int64
 	if err := queryRow(ctx, s.pool, s.q.lastFence, nil, &last); err != nil {
