@@ -217,17 +217,24 @@ func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Durati
 			e = canceled(ctx, e)
 		}
 		e.Op, e.Resource = op, resource
+	} else {
+		e = c.closedMeanwhile(ctx, op, resource, l)
 	}
 	if e != nil {
 		return Lock{}, e
 	}
-	if c.gate.isShut() {
-		// Shutdown began while the lock was being taken, and waits for
-		// this call to leave before it releases what the locker holds.
-		_ = c.eng.Unlock(context.WithoutCancel(ctx), l)
-		return Lock{}, &Error{Op: op, Resource: resource, Err: ErrClosed}
-	}
 	return l, nil
+}
+
+// closedMeanwhile releases l and returns ErrClosed if Shutdown began while
+// l was being taken (Shutdown waits for the call to leave before it
+// releases what the locker holds), and returns nil otherwise.
+func (c *core) closedMeanwhile(ctx context.Context, op, resource string, l Lock) *Error {
+	if !c.gate.isShut() {
+		return nil
+	}
+	_ = c.eng.Unlock(context.WithoutCancel(ctx), l)
+	return &Error{Op: op, Resource: resource, Err: ErrClosed}
 }
 
 // UnlockAll implements [Locker]. It ends the contexts of the Runs and
@@ -337,11 +344,14 @@ func (c *core) mayHold(l Lock, start inproc.Instant, ttl, elapsed time.Duration)
 	c.held.mayHold(l, c.heldBeyond(elapsed+c.storeTimeout, ttl))
 }
 
+// errTokens marks the error of a TokenGenerator: final, not retried.
+var errTokens = errors.New("token generator")
+
 // token makes a new owner token.
 func (c *core) token() (string, *Error) {
 	t, err := c.tokens.Token()
 	if err != nil {
-		return "", &Error{Err: fmt.Errorf("%w: token generator: %w", ErrUnavailable, err)}
+		return "", &Error{Err: fmt.Errorf("%w: %w: %w", ErrUnavailable, errTokens, err)}
 	}
 	if t == "" {
 		return "", &Error{Err: fmt.Errorf("%w: token generator returned an empty token", ErrInvalid)}

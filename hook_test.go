@@ -61,6 +61,8 @@ func outcome(err error) string {
 		return "not-held"
 	case errors.Is(err, lock.ErrUnavailable):
 		return "unavailable"
+	case errors.Is(err, lock.ErrClosed):
+		return "closed"
 	case errors.Is(err, errConnReset):
 		return "conn-reset"
 	}

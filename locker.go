@@ -38,11 +38,15 @@ type Locker interface {
 	// UnlockAll releases every lock this locker acquired and still holds,
 	// for use at shutdown; a lock it only extended (taken by another
 	// locker, handed over as a Lock value) stays the acquirer's. Locks
-	// found already expired are not reported.
+	// found already expired are not reported. A locker counts a lock as
+	// held until the validity of its own latest acquisition or extension
+	// ends: a lock that another locker extended beyond that is left to
+	// expire (or to an Unlock of the Lock value) by both.
 	UnlockAll(ctx context.Context) error
 
 	// Shutdown makes the locker refuse new locks and extensions (ErrClosed)
-	// and releases every lock it still holds. Unlock keeps working.
+	// and releases every lock it still holds, as UnlockAll does. Unlock
+	// keeps working.
 	Shutdown(ctx context.Context) error
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,9 +62,10 @@ import (
 // the drift allowance.
 type MultiLocker struct {
 	core
-	stores []storeRef
-	quorum Quorum
-	fenced bool // every store is a FenceRaiser, and NoFence is off
+	stores  []storeRef
+	quorum  Quorum
+	fenced  bool // every store is a FenceRaiser, and NoFence is off
+	unlocks unlockLine
 }
 
 var _ Locker = (*MultiLocker)(nil)
@@ -272,7 +274,13 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	}
 	ctx = m.obs.begin(ctx, op, l.Resource)
 	t0 := m.obs.start()
-	err := m.unlock(ctx, op, l)
+	err := m.unlocks.enter(ctx, l)
+	if err == nil {
+		err = m.unlock(ctx, op, l)
+		m.unlocks.leave(l)
+	} else {
+		err = &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
+	}
 	if m.obs.on() {
 		m.obs.emit(ctx, Event{Kind: EventReleased, Op: op, Resource: l.Resource, Lock: l, Duration: inproc.Since(t0), Err: err})
 	}
@@ -493,4 +501,54 @@ func checkQuorum(op string, q Quorum, n int) error {
 		}
 	}
 	return nil
+}
+
+// unlockLine makes the Unlocks of one lock in a MultiLocker take turns:
+// two at once would split the stores' releases between them, and neither
+// would count a quorum released. The second finds the lock released by
+// the first (ErrNotHeld), as on a single store.
+type unlockLine struct {
+	mu   sync.Mutex
+	busy map[unlockKey]chan struct{} // a nil channel: nobody waits yet
+}
+
+type unlockKey struct{ resource, token string }
+
+// enter waits until no other Unlock of l is under way in this locker, or
+// ctx ends (its error).
+func (u *unlockLine) enter(ctx context.Context, l Lock) error {
+	k := unlockKey{l.Resource, l.Token}
+	for {
+		u.mu.Lock()
+		ch, busy := u.busy[k]
+		if !busy {
+			if u.busy == nil {
+				u.busy = make(map[unlockKey]chan struct{})
+			}
+			u.busy[k] = nil
+			u.mu.Unlock()
+			return nil
+		}
+		if ch == nil {
+			ch = make(chan struct{})
+			u.busy[k] = ch
+		}
+		u.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// leave ends the Unlock of l, letting the next one in.
+func (u *unlockLine) leave(l Lock) {
+	k := unlockKey{l.Resource, l.Token}
+	u.mu.Lock()
+	if ch := u.busy[k]; ch != nil {
+		close(ch)
+	}
+	delete(u.busy, k)
+	u.mu.Unlock()
 }

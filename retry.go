@@ -169,7 +169,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 			e = canceled(ctx, e)
 			break
 		}
-		if errors.Is(e.Err, ErrInvalid) || errors.Is(e.Err, ErrClosed) || retry.last(n) {
+		if errors.Is(e.Err, ErrInvalid) || errors.Is(e.Err, ErrClosed) || errors.Is(e.Err, errTokens) || retry.last(n) {
 			break
 		}
 		// The delay backs off with the attempts that did not follow a
@@ -219,6 +219,9 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 			e = &Error{Err: ErrClosed}
 			break
 		}
+	}
+	if e == nil {
+		e = c.closedMeanwhile(ctx, op, resource, l)
 	}
 	if e != nil {
 		e.Op, e.Resource = op, resource

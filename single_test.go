@@ -216,9 +216,12 @@ func TestNoFence(t *testing.T) {
 	}
 }
 
+// failingTokens is a TokenGenerator that always fails, with errEntropy.
 type failingTokens struct{}
 
-func (failingTokens) Token() (string, error) { return "", errors.New("entropy exhausted") }
+var errEntropy = errors.New("entropy exhausted")
+
+func (failingTokens) Token() (string, error) { return "", errEntropy }
 
 func TestTokenGeneratorFailure(t *testing.T) {
 	m := memory.New()
