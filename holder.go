@@ -51,7 +51,8 @@ type HolderReader interface {
 }
 
 // checkHolder validates Options.Holder: non-empty, at most MaxHolderLen
-// bytes of printable UTF-8 (spaces included), without '~'.
+// bytes of printable UTF-8 (unicode.IsPrint: the ASCII space is the one
+// space it takes), without '~'.
 func checkHolder(h string) error {
 	switch {
 	case h == "":

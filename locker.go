@@ -79,8 +79,9 @@ type Options struct {
 	// Holder, if set, is a public name of the owner, such as "host:pid":
 	// every token the locker makes ends in "~" and Holder, so that a
 	// store can tell who holds a lock ([HolderReader], [HolderOf]) without
-	// revealing the token's secret. It must be printable UTF-8 (spaces
-	// allowed) without '~', at most MaxHolderLen bytes. Default: none.
+	// revealing the token's secret. It must be printable UTF-8
+	// (unicode.IsPrint: of the spaces, only the ASCII space) without '~',
+	// at most MaxHolderLen bytes. Default: none.
 	Holder string
 
 	// Quorum decides when enough stores granted a lock (NewMulti only).

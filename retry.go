@@ -29,7 +29,8 @@ type Retry struct {
 	Delay time.Duration
 
 	// MaxDelay, when greater than Delay, makes the waits double after each
-	// attempt up to MaxDelay (exponential backoff). Zero keeps them at Delay.
+	// attempt up to MaxDelay (exponential backoff). Zero keeps them at Delay;
+	// any other value below Delay is refused (ErrInvalid).
 	MaxDelay time.Duration
 
 	poll bool // the locker's default on a store that cannot notify: see DefaultRetry
