@@ -54,9 +54,10 @@ var _ Locker = (*Semaphore)(nil)
 // When locker is a [*SingleLocker] whose store is a [Permitter], permits
 // are the store's own (one call per acquisition whatever the limit),
 // taken with the locker's options: its tokens, retry policy, hook, store
-// timeout and fencing. Waiters wake on release if the store is a
-// [PermitWaiter]. The store detects a limit mismatch whenever permits are
-// held.
+// timeout and fencing. The store keeps a permit under its Lock's token
+// prefixed with the limit, so that a semaphore of another limit finds it
+// not held. Waiters wake on release if the store is a [PermitWaiter]. The
+// store detects a limit mismatch whenever permits are held.
 //
 // Otherwise — any other store, a [MultiLocker] (Redlock), a Locker of
 // another package — a permit is a plain lock, taken with locker.TryLock,
@@ -64,14 +65,16 @@ var _ Locker = (*Semaphore)(nil)
 // number), starting at a random slot so that a free permit usually costs
 // one attempt; an acquisition tries every slot once before it waits, as
 // locker's retry policy says, for a release of any slot (on stores that
-// can notify) or for the retry delay. The slot is part of the Lock's
-// token. The derived names must be valid names of the stores, and must
+// can notify) or for the retry delay. The slot and the limit are part of
+// the Lock's token. The derived names must be valid names of the stores, and must
 // not be used for anything else. The limit is kept in a marker lock on a
 // derived name (the resource and "~limit"), held under a token made from
 // the limit: each acquisition, after taking its slot, takes the marker or,
 // finding it held, extends it under its own limit's token, which
 // succeeds only if the marker was taken under the same limit; otherwise it
-// releases its slot and reports ErrLimitMismatch. The marker lives for
+// releases its slot and reports ErrLimitMismatch; an attempt that finds
+// every slot held checks the marker the same way (refreshing its own
+// limit's, taking none). The marker lives for
 // the TTL of the latest acquisition or extension of a permit, so a
 // mismatch is detected while that lasts: not once every permit is
 // released (until the marker's TTL runs out, a new limit is refused), nor

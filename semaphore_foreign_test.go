@@ -30,9 +30,10 @@ func TestSemaphoreLockNotAPermit(t *testing.T) {
 		}{
 			{"the locker's plain lock", plain},
 			{"token naming no slot", lock.Lock{Resource: "jobs", Token: "no-slot"}},
-			{"token naming slot 7 of 2", lock.Lock{Resource: "jobs", Token: "7:abc"}},
-			{"token naming slot -1", lock.Lock{Resource: "jobs", Token: "-1:abc"}},
-			{"token naming slot 0 with nothing after", lock.Lock{Resource: "jobs", Token: "0:"}},
+			{"token naming slot 7 of 2", lock.Lock{Resource: "jobs", Token: "7/2:abc"}},
+			{"token naming slot -1", lock.Lock{Resource: "jobs", Token: "-1/2:abc"}},
+			{"token naming slot 0 with nothing after", lock.Lock{Resource: "jobs", Token: "0/2:"}},
+			{"token naming slot 0 with no limit", lock.Lock{Resource: "jobs", Token: "0:abc"}},
 		} {
 			wantIs(t, "sem.Unlock("+c.name+")", sem.Unlock(ctx, c.l), lock.ErrNotHeld)
 			_, err := sem.Extend(ctx, c.l, time.Minute)

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 	"weak"
@@ -118,16 +119,23 @@ func (a permitStore) Acquire(ctx context.Context, resource, token string, ttl ti
 // AcquireFenced takes a permit. A limit mismatch also matches ErrInvalid:
 // the caller's limit is wrong, and the locker must not retry it.
 func (a permitStore) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
-	fence, err := a.p.AcquirePermit(ctx, resource, token, a.limit, ttl)
+	fence, err := a.p.AcquirePermit(ctx, resource, a.stored(token), a.limit, ttl)
 	return fence, asLimitError(err)
 }
 
 func (a permitStore) Release(ctx context.Context, resource, token string) error {
-	return a.p.ReleasePermit(ctx, resource, token)
+	return a.p.ReleasePermit(ctx, resource, a.stored(token))
 }
 
 func (a permitStore) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
-	return a.p.ExtendPermit(ctx, resource, token, ttl)
+	return a.p.ExtendPermit(ctx, resource, a.stored(token), ttl)
+}
+
+// stored is the token under which the store keeps the permit of a Lock
+// with token: prefixed with the limit, so that a semaphore of another
+// limit, presenting the same Lock, finds no permit held under it.
+func (a permitStore) stored(token string) string {
+	return strconv.Itoa(a.limit) + "/" + token
 }
 
 func (a permitStore) Exists(ctx context.Context, resource string) (bool, error) {

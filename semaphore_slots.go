@@ -67,9 +67,14 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 			return Lock{}, start, inproc.Since(start), &Error{Err: asLimitError(err)}
 		}
 		elapsed := inproc.Since(start)
-		p := Lock{Resource: resource, Token: strconv.Itoa(slot) + ":" + l.Token, ValidUntil: l.ValidUntil, Fence: l.Fence}
+		p := Lock{Resource: resource, Token: permitToken(slot, s.limit, l.Token), ValidUntil: l.ValidUntil, Fence: l.Fence}
 		s.held.put(p, s.heldBeyond(elapsed, ttl))
 		return p, start, elapsed, nil
+	}
+	// Every slot is held: by callers of another limit, if they hold the
+	// marker.
+	if err := s.checkLimit(ctx, resource, ttl); err != nil {
+		return Lock{}, start, inproc.Since(start), &Error{Err: asLimitError(err)}
 	}
 	return Lock{}, start, inproc.Since(start), &Error{Err: ErrNotAcquired}
 }
@@ -80,17 +85,30 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 // permit is held, and the marker is checked again by the next
 // acquisition or extension.
 func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time.Duration) error {
+	return s.onMarker(ctx, resource, ttl, markOn)
+}
+
+// checkLimit is markLimit for an attempt that found every slot held: it
+// refreshes the marker of its own limit, takes no free one, and returns an
+// error matching ErrLimitMismatch if a store holds the marker of another.
+func (s *slotSemaphore) checkLimit(ctx context.Context, resource string, ttl time.Duration) error {
+	return s.onMarker(ctx, resource, ttl, checkOn)
+}
+
+// onMarker calls on for resource's marker on every store of the locker,
+// at once, and returns the first limit mismatch it reports.
+func (s *slotSemaphore) onMarker(ctx context.Context, resource string, ttl time.Duration, on func(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) error) error {
 	name, token := markerName(resource), markerToken(s.limit)
 	ttl = s.storeTTL(ttl) // the marker lives as long as the permit's slot
 	if len(s.stores) == 1 {
-		return mismatch(markOn(ctx, s.stores[0], name, token, s.limit, ttl))
+		return mismatch(on(ctx, s.stores[0], name, token, s.limit, ttl))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.storeTimeout)
 	defer cancel()
 	errs := make([]error, len(s.stores))
 	var wg sync.WaitGroup
 	for i, st := range s.stores {
-		wg.Go(func() { errs[i] = markOn(ctx, st, name, token, s.limit, ttl) })
+		wg.Go(func() { errs[i] = on(ctx, st, name, token, s.limit, ttl) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -128,6 +146,30 @@ func markOn(ctx context.Context, st storeRef, name, token string, limit int, ttl
 			return nil // held, and no telling by whom: taken to agree
 		}
 	}
+	return otherMarker(st, limit)
+}
+
+// checkOn extends the marker name under token on one store, and reports a
+// mismatch if that finds it not held while Exists finds it held: under
+// another limit's token. Twice, in case the marker was free and then
+// taken under this limit in between. A free marker is left free; store
+// failures are not reported.
+func checkOn(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) error {
+	if st.ext == nil {
+		return nil // no telling by whom the marker is held
+	}
+	for range 2 {
+		if err := st.ext.Extend(ctx, name, token, ttl); !errors.Is(err, ErrNotHeld) {
+			return nil // ours, refreshed; or failed
+		}
+		if held, err := st.Exists(ctx, name); err != nil || !held {
+			return nil
+		}
+	}
+	return otherMarker(st, limit)
+}
+
+func otherMarker(st storeRef, limit int) error {
 	return fmt.Errorf("%w: permits are held under a limit other than %d (%s holds the marker of another)", ErrLimitMismatch, limit, st.name)
 }
 
@@ -163,16 +205,27 @@ func (s *slotSemaphore) wait(ctx context.Context, op, resource string, _ *Error)
 	return woken
 }
 
+// permitToken is the token of a permit on slot of a semaphore of limit,
+// held under token: "slot/limit:token".
+func permitToken(slot, limit int, token string) string {
+	return strconv.Itoa(slot) + "/" + strconv.Itoa(limit) + ":" + token
+}
+
 // slotLock returns the lock on its slot that the permit l stands for. A
-// token that names no slot of the semaphore is not a permit it holds: the
-// error matches ErrNotHeld, as a store that keeps permits itself answers
-// (see Semaphore.Unlock), not ErrInvalid.
+// token that names no slot of the semaphore, or a slot of a semaphore of
+// another limit (whose slots have the same names), is not a permit it
+// holds: the error matches ErrNotHeld, as a store that keeps permits
+// itself answers (see Semaphore.Unlock), not ErrInvalid.
 func (s *slotSemaphore) slotLock(op string, l Lock) (Lock, error) {
-	slotPart, token, ok := strings.Cut(l.Token, ":")
+	head, token, ok := strings.Cut(l.Token, ":")
+	slotPart, limitPart, ok2 := strings.Cut(head, "/")
 	slot, err := strconv.Atoi(slotPart)
+	limit, err2 := strconv.Atoi(limitPart)
 	switch {
-	case !ok || err != nil || slot < 0 || token == "":
+	case !ok || !ok2 || err != nil || err2 != nil || slot < 0 || token == "":
 		return Lock{}, notPermit(op, l.Resource, "the Lock's token names no slot of a semaphore built from plain locks")
+	case limit != s.limit:
+		return Lock{}, notPermit(op, l.Resource, "the Lock's token names a permit of a semaphore of limit %d, not %d", limit, s.limit)
 	case slot >= s.limit:
 		return Lock{}, notPermit(op, l.Resource, "the Lock's token names permit %d, beyond the semaphore's limit of %d", slot, s.limit)
 	}
