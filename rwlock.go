@@ -41,8 +41,10 @@ import (
 // Readers are permits: with a store that is a [Permitter] (the locker a
 // [*SingleLocker] over it) up to 65536 readers hold a resource at once,
 // otherwise up to 32 (further readers wait). The writer polls for the
-// readers to leave at its retry delay; a reader waiting for a writer wakes
-// when the writer releases its intent, on stores that can notify.
+// readers to leave at its retry delay, capped at a quarter of its TTL so
+// that its intent, renewed by each poll that finds less than half of it
+// left, outlives the waits; a reader waiting for a writer wakes when the
+// writer releases its intent, on stores that can notify.
 //
 // Shutdown of the locker it is built on shuts both sides down with it: a
 // Lock waiting on either side ends with [ErrClosed] at once, new locks are
@@ -265,12 +267,28 @@ func (s *rwSide) Lock(ctx context.Context, resource string, ttl time.Duration, o
 	if !s.write || ctx == nil {
 		return s.core.Lock(ctx, resource, ttl, opts...)
 	}
+	if r, err := s.policy("lock", resource, collect(opts)); err == nil {
+		opts = append(opts[:len(opts):len(opts)], WithRetry(intentRetry(r, ttl)))
+	} // else the core reports it
 	call := &writerCall{}
 	l, err := s.core.Lock(context.WithValue(ctx, writerCallKey{}, call), resource, ttl, opts...)
 	if err != nil {
 		s.dropIntent(ctx, call)
 	}
 	return l, err
+}
+
+// intentRetry is the retry policy r of a writer's Lock with a TTL of ttl:
+// its waits last at most a quarter of the TTL (and at least minDelay), so
+// that the intent, renewed by each attempt that finds half of it gone,
+// outlives the wait until the next attempt.
+func intentRetry(r Retry, ttl time.Duration) Retry {
+	limit := max(ttl/4, minDelay)
+	r.Delay = min(r.Delay, limit)
+	if r.MaxDelay > limit {
+		r.MaxDelay = limit
+	}
+	return r
 }
 
 // TryLock implements [Locker].
