@@ -174,8 +174,9 @@ type Term struct {
 	h     *holding
 	fence uint64
 
-	once sync.Once
-	err  error
+	mu       sync.Mutex // serialises Resign
+	resigned bool
+	err      error
 }
 
 // Context returns the term's context: the leader may act while it is not
@@ -220,24 +221,28 @@ func (t *Term) Lock() Lock { return t.h.k.current() }
 // and the release's error if the release failed (ErrUnavailable: the role
 // stays taken until the lock expires). A term that reached its MaxHold
 // leaves its lock to run out: finding it run out is no error. Later calls
-// return the same.
+// return the same, whatever their context. A nil context is refused with
+// ErrInvalid unless the term was already resigned, and changes nothing.
 func (t *Term) Resign(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.resigned {
+		return t.err
+	}
 	if ctx == nil {
 		return invalidf("resign", t.h.k.current().Resource, "nil context")
 	}
-	t.once.Do(func() {
-		t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
-		cause, err := t.h.release(ctx)
-		if errors.Is(cause, ErrMaxHold) && errors.Is(err, ErrNotHeld) {
-			err = nil // left to run out at the hold limit, as it did
+	t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
+	cause, err := t.h.release(ctx)
+	if errors.Is(cause, ErrMaxHold) && errors.Is(err, ErrNotHeld) {
+		err = nil // left to run out at the hold limit, as it did
+	}
+	if errors.Is(cause, ErrLost) {
+		if errors.Is(err, ErrNotHeld) {
+			err = nil // the loss says it
 		}
-		if errors.Is(cause, ErrLost) {
-			if errors.Is(err, ErrNotHeld) {
-				err = nil // the loss says it
-			}
-			err = errors.Join(cause, err)
-		}
-		t.err = err
-	})
-	return t.err
+		err = errors.Join(cause, err)
+	}
+	t.resigned, t.err = true, err
+	return err
 }
