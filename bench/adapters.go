@@ -42,6 +42,12 @@ type env struct {
 	table        string   // PostgreSQL: the cell's table
 	ttl          time.Duration
 	storeTimeout time.Duration // lockkit's Options.StoreTimeout; 0 keeps the default
+
+	// Counting leftovers (see leftovers): the prefixes of the other cells
+	// that shared the servers, whose keys are theirs, and whether to
+	// leave the servers as they are for the next count.
+	shared []string
+	keep   bool
 }
 
 type client interface {

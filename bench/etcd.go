@@ -92,10 +92,12 @@ func etcdLeftovers(e env) (l leftovers) {
 		return l
 	}
 	for _, kv := range resp.Kvs {
-		l.add(string(kv.Key), e.prefix)
+		l.add(string(kv.Key), e)
 	}
-	_, err = c.Delete(ctx, "\x00", clientv3.WithFromKey())
-	l.failed(err)
+	if !e.keep {
+		_, err = c.Delete(ctx, "\x00", clientv3.WithFromKey())
+		l.failed(err)
+	}
 	return l
 }
 

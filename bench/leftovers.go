@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,9 +17,10 @@ import (
 // waiters' queues: lockkit's keys ending in ":fence" or holding
 // ":waiters"); and state kept once per server or per store, such as a
 // server's fence counter. Every name a cell locks starts with the cell's
-// prefix, so a key holding it is the cell's, per resource; a key without
-// it is the cell's own server-wide state, as the servers are emptied
-// after every cell.
+// prefix, so a key holding it is the cell's, per resource; a key holding
+// the prefix of another cell that shared the servers (env.shared) is that
+// cell's; a key holding none is server-wide state, the cell's own when it
+// ran alone on servers emptied before it (see runner.leftovers).
 type leftovers struct {
 	Locks       int    `json:"locks"`
 	PerResource int    `json:"perResourceState"`
@@ -27,13 +29,15 @@ type leftovers struct {
 }
 
 // leftoverFunc counts what a cell left on its servers, and empties them
-// for the next cell.
+// for the next cell unless env.keep is set.
 type leftoverFunc func(e env) leftovers
 
-func (l *leftovers) add(key, prefix string) {
+func (l *leftovers) add(key string, e env) {
 	switch {
-	case !strings.Contains(key, prefix):
-		l.ServerWide++
+	case !strings.Contains(key, e.prefix):
+		if !slices.ContainsFunc(e.shared, func(p string) bool { return strings.Contains(key, p) }) {
+			l.ServerWide++
+		}
 	case strings.HasSuffix(key, ":fence") || strings.Contains(key, ":waiters"):
 		l.PerResource++
 	default:
@@ -73,13 +77,15 @@ func redisLeftovers(e env) (l leftovers) {
 				break
 			}
 			for _, k := range s.Elements {
-				l.add(k, e.prefix)
+				l.add(k, e)
 			}
 			if cursor = s.Cursor; cursor == 0 {
 				break
 			}
 		}
-		l.failed(c.Do(ctx, c.B().Flushall().Build()).Error())
+		if !e.keep {
+			l.failed(c.Do(ctx, c.B().Flushall().Build()).Error())
+		}
 		c.Close()
 	}
 	return l
@@ -105,10 +111,12 @@ func memcachedLeftovers(e env) (l leftovers) {
 		if u, err := url.QueryUnescape(k); err == nil {
 			k = u
 		}
-		l.add(k, e.prefix)
+		l.add(k, e)
 	}
-	_, err = memcachedCommand(e.memcached, "flush_all")
-	l.failed(err)
+	if !e.keep {
+		_, err = memcachedCommand(e.memcached, "flush_all")
+		l.failed(err)
+	}
 	return l
 }
 

@@ -13,7 +13,11 @@
 // without them. Every cell runs -passes times (3), each time with the
 // libraries' order turned by one place; uncontended cells
 // lock a fresh name per lock and, in a second row, one name per goroutine
-// again and again. -json FILE also writes every number as JSON; -quick
+// again and again. Within a pass, the uncontended cells of one names row
+// open their clients together and take turns in -slices slices (5), so
+// that a change of the machine's speed during the pass (this is a shared
+// VM) falls on every library of the row alike; each client stays open
+// from its first slice to its last. -json FILE also writes every number as JSON; -quick
 // runs every cell once, briefly, and contention at one pause only (a
 // smoke test, not a measurement, in about half a minute); -only
 // runs some sections (redis, redlock, memcached, postgres, memory,
@@ -42,6 +46,7 @@ var (
 	libs      = flag.String("libs", "", "run only the libraries whose name contains one of these comma-separated words (floors always run)")
 	cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the harness process to this file")
 	passes    = flag.Int("passes", 3, "how many times each cell runs, turning the order of the libraries by one place each time")
+	slicesN   = flag.Int("slices", 5, "how many slices an uncontended cell runs in, taking turns with the other cells of its pass and names row, its client kept open")
 	cellTime  = flag.Duration("time", 750*time.Millisecond, "how long an uncontended cell runs")
 	contended = flag.Duration("contended", 3*time.Second, "how long a contention cell runs")
 )
@@ -49,6 +54,7 @@ var (
 // plan is what a run measures, and how long and how often.
 type plan struct {
 	passes       int
+	slices       int           // an uncontended cell runs in this many slices, taking turns with the other cells of its pass and names row
 	throughput   time.Duration // an uncontended cell
 	contended    time.Duration // a contention cell
 	ttl          time.Duration
@@ -60,9 +66,9 @@ type plan struct {
 
 func main() {
 	flag.Parse()
-	p := plan{passes: max(1, *passes), throughput: *cellTime, contended: *contended, ttl: 10 * time.Second, quick: *quick}
+	p := plan{passes: max(1, *passes), slices: max(1, *slicesN), throughput: *cellTime, contended: *contended, ttl: 10 * time.Second, quick: *quick}
 	if *quick {
-		p.passes, p.throughput, p.contended = 1, 150*time.Millisecond, 300*time.Millisecond
+		p.passes, p.slices, p.throughput, p.contended = 1, 1, 150*time.Millisecond, 300*time.Millisecond
 	}
 	p.only, p.libs = words(*only), words(*libs)
 	if *cpuProf != "" {
@@ -242,6 +248,7 @@ func (r *runner) selected(ls []library) []library {
 }
 
 func run(p plan, out io.Writer) (*results, error) {
+	p.slices = max(1, p.slices)
 	r := &runner{p: p, start: time.Now(), res: &results{}}
 	r.progress = func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "[%5.1fs %4dg] ", time.Since(r.start).Seconds(), runtime.NumGoroutine())
@@ -255,6 +262,9 @@ func run(p plan, out io.Writer) (*results, error) {
 	r.s = s
 	r.res.Machine = describe(s)
 	r.res.Plan = fmt.Sprintf("%d runs of every cell; uncontended cells %v, contention cells %v; TTL %v", p.passes, p.throughput, p.contended, p.ttl)
+	if p.slices > 1 {
+		r.res.Plan += fmt.Sprintf("; each uncontended cell in %d slices of %v, taking turns with the other cells of its run and names row, each cell's client open throughout", p.slices, p.throughput/time.Duration(p.slices))
+	}
 	redisLeft := leftoverFunc(redisLeftovers)
 	ms := time.Millisecond
 
@@ -342,26 +352,124 @@ func (r *runner) throughput(sp spec) *sectionResult {
 			items = append(items, item{l, n})
 		}
 	}
+	workers := sp.workers
+	if sp.kind == kindOneCore {
+		workers = 1
+	}
 	for pass := range r.p.passes {
-		for _, it := range inPassOrder(items, pass) {
-			e := r.newEnv(sp)
-			var c throughputResult
-			if sp.kind == kindOneCore {
-				procs := runtime.GOMAXPROCS(1)
-				c = throughput(it.lib, e, 1, r.p.throughput, it.names == fresh, false, sp.count)
-				runtime.GOMAXPROCS(procs)
-			} else {
-				c = throughput(it.lib, e, sp.workers, r.p.throughput, it.names == fresh, sp.kind == kindLatency, sp.count)
+		// The cells of one names row run together: each opens its client
+		// once, then they take turns, a slice each, slices times over, so
+		// that a change of the machine's speed during the pass falls on
+		// all of them alike.
+		order := inPassOrder(items, pass)
+		for _, row := range []string{fresh, reused} {
+			var group []item
+			for _, it := range order {
+				if it.names == row {
+					group = append(group, it)
+				}
 			}
-			r.progress("%s, pass %d: %-34s %-6s %9.0f pairs/s  p50 %5.0fµs  %5.1f allocs/pair  fenced %-3s  errors %d  left %v %s",
-				sp.key, pass+1, it.lib.name, it.names, c.PairsPerSec, c.P50, c.AllocsPerPair, c.Fenced, c.Errors, c.Left, c.FirstError)
-			sec.Throughput = append(sec.Throughput, cellResult{Library: it.lib.name, Names: it.names, Pass: pass + 1, throughputResult: c})
+			if len(group) == 0 {
+				continue
+			}
+			envs := make([]env, len(group))
+			cells := make([]*cell, len(group))
+			for i, it := range group {
+				envs[i] = r.newEnv(sp)
+				cells[i] = openCell(it.lib, envs[i], workers, it.names == fresh, sp.kind == kindLatency)
+				if r.p.slices > 1 {
+					r.runSlice(sp, cells[i], rampUp) // off the record: a client's first moments are slow
+					cells[i].discard()
+				}
+			}
+			idx := make([]int, len(group))
+			for i := range idx {
+				idx[i] = i
+			}
+			for slice := range r.p.slices {
+				for _, i := range inPassOrder(idx, slice) {
+					r.runSlice(sp, cells[i], r.p.throughput/time.Duration(r.p.slices))
+				}
+			}
+			results := make([]throughputResult, len(group))
+			for i := range group {
+				results[i] = cells[i].close()
+			}
+			if sp.count != nil {
+				libs := make([]library, len(group))
+				for i, it := range group {
+					libs[i] = it.lib
+				}
+				for i, l := range r.leftovers(sp, row == fresh, envs, libs) {
+					results[i].Left = l
+				}
+			}
+			for i, it := range group {
+				c := results[i]
+				r.progress("%s, pass %d: %-34s %-6s %9.0f pairs/s  p50 %5.0fµs  %5.1f allocs/pair  fenced %-3s  errors %d  left %v %s",
+					sp.key, pass+1, it.lib.name, it.names, c.PairsPerSec, c.P50, c.AllocsPerPair, c.Fenced, c.Errors, c.Left, c.FirstError)
+				sec.Throughput = append(sec.Throughput, cellResult{Library: it.lib.name, Names: it.names, Pass: pass + 1, throughputResult: c})
+			}
 		}
 	}
 	setRatios(sec)
 	r.res.Sections = append(r.res.Sections, sec)
 	return sec
 }
+
+// rampUp is how long a cell that runs in slices runs before its first,
+// off the record.
+const rampUp = 50 * time.Millisecond
+
+// runSlice runs one slice of c, on one core in a one-core section.
+func (r *runner) runSlice(sp spec, c *cell, d time.Duration) {
+	if sp.kind == kindOneCore {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
+	c.run(d)
+}
+
+// leftovers counts what the cells of envs, run by libs, left on the
+// servers they shared: each cell's lock keys and per-resource state (keys
+// holding its own prefix; the other cells' are theirs); and then, since
+// state kept once per server cannot be told apart between cells that
+// shared the servers, what a short run of each library alone leaves (as
+// every cell ran when cells were not sliced): its server-wide keys, and
+// any lock key or per-resource key it leaves too. The servers are emptied
+// once the shared cells are counted, and after each run alone.
+func (r *runner) leftovers(sp spec, freshNames bool, envs []env, libs []library) []leftovers {
+	out := make([]leftovers, len(envs))
+	for i := range envs {
+		e := envs[i]
+		for j, o := range envs {
+			if j != i {
+				e.shared = append(e.shared, o.prefix)
+			}
+		}
+		e.keep = i < len(envs)-1
+		out[i] = sp.count(e)
+		if len(envs) > 1 {
+			out[i].ServerWide = 0 // not the cell's alone: see below
+		}
+	}
+	if len(envs) == 1 {
+		return out
+	}
+	for i, lib := range libs {
+		alone := throughput(lib, r.newEnv(sp), sp.workers, aloneTime, freshNames, false, sp.count).Left
+		out[i].Locks += alone.Locks
+		out[i].PerResource += alone.PerResource
+		out[i].ServerWide = alone.ServerWide
+		if out[i].Err == "" {
+			out[i].Err = alone.Err
+		}
+	}
+	return out
+}
+
+// aloneTime is how long a library runs alone after a sliced group, to
+// count the keys it keeps once per server.
+const aloneTime = 100 * time.Millisecond
 
 // contention runs the cells of a contention section: every library at
 // every pause, passes times.

@@ -57,67 +57,108 @@ type throughputResult struct {
 // throughput runs goroutines, each taking and releasing names of its own
 // (TryLock+Unlock) for d, on one client of lib: a fresh name for every
 // pair, or the same one again and again. With timed set (meant for one
-// goroutine) it also records the latency of every pair.
-func throughput(lib library, e env, goroutines int, d time.Duration, fresh, timed bool, count leftoverFunc) (r throughputResult) {
-	defer func() {
-		if count != nil {
-			r.Left = count(e)
-		}
-	}()
+// goroutine) it also records the latency of every pair. It is a cell run
+// in one slice, and its leftovers counted.
+func throughput(lib library, e env, goroutines int, d time.Duration, fresh, timed bool, count leftoverFunc) throughputResult {
+	c := openCell(lib, e, goroutines, fresh, timed)
+	c.run(d)
+	r := c.close()
+	if count != nil {
+		r.Left = count(e)
+	}
+	return r
+}
+
+// cell is one uncontended cell: a client of a library and its goroutines'
+// workers, kept open across the slices the cell runs in, with what those
+// slices measured so far.
+type cell struct {
+	c         client
+	ws        []worker
+	ns        []*nameGen
+	timed     bool
+	r         throughputResult // errors, fence, and after close the totals
+	elapsed   time.Duration    // measured, over every slice
+	mallocs   uint64
+	latencies []time.Duration
+}
+
+// openCell opens a client of lib and warms it up: one pair per worker, so
+// that connections are dialled and scripts loaded. A cell that failed to
+// open runs no pairs and reports the error.
+func openCell(lib library, e env, goroutines int, fresh, timed bool) *cell {
+	cl := &cell{timed: timed}
 	c, err := lib.open(e)
 	if err != nil {
-		r.Errors, r.FirstError = 1, err.Error()
-		return r
+		cl.r.Errors, cl.r.FirstError = 1, err.Error()
+		return cl
 	}
-	defer c.close()
+	cl.c = c
 	ctx := context.Background()
-	ws := make([]worker, goroutines)
-	ns := make([]*nameGen, goroutines)
-	for i := range ws {
-		ws[i], ns[i] = c.worker(), newNameGen(e.prefix, i, fresh)
-		// Warm up: connections dialled, scripts loaded.
-		if err := pair(ctx, ws[i], ns[i].next()); err != nil {
-			r.Errors, r.FirstError = 1, err.Error()
-			return r
+	cl.ws = make([]worker, goroutines)
+	cl.ns = make([]*nameGen, goroutines)
+	for i := range cl.ws {
+		cl.ws[i], cl.ns[i] = c.worker(), newNameGen(e.prefix, i, fresh)
+		if err := pair(ctx, cl.ws[i], cl.ns[i].next()); err != nil {
+			cl.r.Errors, cl.r.FirstError = 1, err.Error()
+			cl.ws = nil
+			return cl
 		}
 	}
-	if f, ok := ws[0].(fenceReporter); ok {
-		r.Fenced = "no"
+	if f, ok := cl.ws[0].(fenceReporter); ok {
+		cl.r.Fenced = "no"
 		if f.fenced() {
-			r.Fenced = "yes"
+			cl.r.Fenced = "yes"
 		}
 	}
+	if timed {
+		cl.latencies = make([]time.Duration, 0, 1<<16)
+	}
+	return cl
+}
+
+// run runs the cell's goroutines for d, adding what they did to the cell.
+func (cl *cell) run(d time.Duration) {
+	if cl.ws == nil {
+		return
+	}
+	ctx := context.Background()
 	var (
 		stop      atomic.Bool
 		errs      atomic.Int64
 		firstErr  sync.Once
-		counts    = make([]int64, goroutines)
-		latencies []time.Duration
+		counts    = make([]int64, len(cl.ws))
+		latencies [][]time.Duration
 		wg        sync.WaitGroup
 	)
-	if timed {
-		latencies = make([]time.Duration, 0, 1<<16)
+	if cl.timed {
+		latencies = make([][]time.Duration, len(cl.ws))
+		latencies[0] = cl.latencies // one goroutine: no copy
 	}
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	for i, w := range ws {
+	for i, w := range cl.ws {
 		wg.Go(func() {
 			n := int64(0)
 			for !stop.Load() {
 				var t0 time.Time
-				if timed {
+				if cl.timed {
 					t0 = time.Now()
 				}
-				if err := pair(ctx, w, ns[i].next()); err != nil {
+				if err := pair(ctx, w, cl.ns[i].next()); err != nil {
 					errs.Add(1)
-					firstErr.Do(func() { r.FirstError = err.Error() })
+					firstErr.Do(func() {
+						if cl.r.FirstError == "" {
+							cl.r.FirstError = err.Error()
+						}
+					})
 					time.Sleep(time.Millisecond)
 					continue
 				}
-				if timed {
-					latencies = append(latencies, time.Since(t0))
+				if cl.timed {
+					latencies[i] = append(latencies[i], time.Since(t0))
 				}
 				n++
 			}
@@ -127,21 +168,44 @@ func throughput(lib library, e env, goroutines int, d time.Duration, fresh, time
 	time.Sleep(d)
 	stop.Store(true)
 	wg.Wait()
-	elapsed := time.Since(start)
+	cl.elapsed += time.Since(start)
 	runtime.ReadMemStats(&after)
-
+	cl.mallocs += after.Mallocs - before.Mallocs
 	for _, n := range counts {
-		r.Pairs += n
+		cl.r.Pairs += n
 	}
-	r.Errors = errs.Load()
-	r.PairsPerSec = float64(r.Pairs) / elapsed.Seconds()
+	cl.r.Errors += errs.Load()
+	if cl.timed {
+		cl.latencies = latencies[0]
+		for _, l := range latencies[1:] {
+			cl.latencies = append(cl.latencies, l...)
+		}
+	}
+}
+
+// discard forgets what the cell measured so far (its errors stay).
+func (cl *cell) discard() {
+	cl.r.Pairs, cl.elapsed, cl.mallocs = 0, 0, 0
+	cl.latencies = cl.latencies[:0]
+}
+
+// close closes the cell's client and returns what its slices measured.
+func (cl *cell) close() throughputResult {
+	if cl.c != nil {
+		cl.c.close()
+		cl.c = nil
+	}
+	r := cl.r
+	if cl.elapsed > 0 {
+		r.PairsPerSec = float64(r.Pairs) / cl.elapsed.Seconds()
+	}
 	if r.Pairs > 0 {
-		r.AllocsPerPair = float64(after.Mallocs-before.Mallocs) / float64(r.Pairs)
+		r.AllocsPerPair = float64(cl.mallocs) / float64(r.Pairs)
 	}
-	if len(latencies) > 0 {
-		slices.Sort(latencies)
-		r.P50 = micros(contention.Percentile(latencies, 0.50))
-		r.P99 = micros(contention.Percentile(latencies, 0.99))
+	if len(cl.latencies) > 0 {
+		slices.Sort(cl.latencies)
+		r.P50 = micros(contention.Percentile(cl.latencies, 0.50))
+		r.P99 = micros(contention.Percentile(cl.latencies, 0.99))
 	}
 	return r
 }
