@@ -136,9 +136,9 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if uerr := locker.Unlock(uctx, l); uerr != nil {
-			err = fmt.Errorf("%w; releasing the lock: %v (it frees when its TTL runs out)", err, uerr)
+			return fmt.Errorf("recording the lock on %q: %w; releasing the lock: %v (it frees when its TTL runs out)", resource, err, uerr)
 		}
-		return fmt.Errorf("recording the lock on %q: %w", resource, err)
+		return fmt.Errorf("recording the lock on %q: %w; released the lock", resource, err)
 	}
 	return nil
 }

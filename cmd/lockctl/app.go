@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"syscall"
 )
 
 // app is one invocation of lockctl: its standard streams and environment.
@@ -79,6 +80,11 @@ func (a *app) main(ctx context.Context, args []string) int {
 		err = &usageError{err: err}
 	default:
 		err = run(ctx, a, pos)
+	}
+	if brokenPipeQuiet(cmd.name, err) {
+		// As a tool killed by SIGPIPE (lockctl status | head -1): nothing
+		// is held, so nothing more to say.
+		return exitSignal + int(syscall.SIGPIPE)
 	}
 	code := exitCode(err)
 	var ee *exitError
@@ -187,4 +193,13 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 		}
 		fmt.Fprintf(w, "%s\n      %s\n", line, usage)
 	})
+}
+
+// brokenPipeQuiet reports whether err, the error of command name, is a
+// write to a pipe nobody reads any more (EPIPE: see catchBrokenPipes) in
+// a command that holds nothing once it returns, so that lockctl exits as
+// SIGPIPE would have ended it, without a word. acquire and extend, which
+// write the lock they hold, say what they did about it.
+func brokenPipeQuiet(name string, err error) bool {
+	return errors.Is(err, syscall.EPIPE) && name != "acquire" && name != "extend"
 }

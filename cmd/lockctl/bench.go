@@ -182,7 +182,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 		rep.FirstError = (*e).Error()
 	}
 	for _, s := range set.specs {
-		rep.Stores = append(rep.Stores, s.display)
+		rep.Stores = append(rep.Stores, s.name)
 	}
 	if o.json {
 		enc := json.NewEncoder(a.stdout)
@@ -201,7 +201,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 
 func (r *benchReport) print(a *app, o *benchOptions) {
 	w := a.stdout
-	fmt.Fprintf(w, "lockctl bench: %d workers, a key each, %v, ttl %v\n", o.workers, o.duration, o.ttl)
+	fmt.Fprintf(w, "lockctl bench: %s, a key each, %v, ttl %v\n", count(o.workers, "worker"), o.duration, o.ttl)
 	fmt.Fprintf(w, "stores: %s\n\n", strings.Join(r.Stores, " "))
 	fmt.Fprintf(w, "%-12s %10s %9s %9s %9s %9s\n", "", "count", "p50", "p90", "p99", "max")
 	for _, row := range []struct {

@@ -22,10 +22,10 @@ func parseBroken(u *storeURL) (*storeSpec, error) {
 	if err := u.checkParams(); err != nil {
 		return nil, err
 	}
-	s := &brokenStore{m: memory.New(memory.WithName(u.display))}
+	s := &brokenStore{m: memory.New(memory.WithName(u.name()))}
 	return &storeSpec{
 		display:   u.display,
-		name:      u.display,
+		name:      u.name(),
 		kind:      "broken-memory",
 		inProcess: true,
 		open: func(context.Context) (*openStore, error) {

@@ -213,7 +213,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		Problem:  rep.Unsafe(),
 	}
 	for _, s := range first.specs {
-		cr.Stores = append(cr.Stores, s.display)
+		cr.Stores = append(cr.Stores, s.name)
 	}
 	cr.OK = cr.Problem == "" && cr.Acquisitions > 0
 	if cr.Acquisitions == 0 && cr.Problem == "" {
@@ -265,11 +265,7 @@ func probeTTL(ctx context.Context, set *storeSet, resource string, ttl time.Dura
 
 func (cr *checkReport) print(a *app, o *checkOptions) {
 	w := a.stdout
-	plural := "s"
-	if o.resources == 1 {
-		plural = ""
-	}
-	fmt.Fprintf(w, "lockctl check: %d workers, %d resource%s, %v, ttl %v, hold %v, pause %v\n", o.workers, o.resources, plural, o.duration, o.ttl, o.hold, o.pause)
+	fmt.Fprintf(w, "lockctl check: %s, %s, %v, ttl %v, hold %v, pause %v\n", count(o.workers, "worker"), count(o.resources, "resource"), o.duration, o.ttl, o.hold, o.pause)
 	fmt.Fprintf(w, "stores: %s\n\n", strings.Join(cr.Stores, " "))
 	el := time.Duration(cr.ElapsedMs * float64(time.Millisecond))
 	fmt.Fprintf(w, "acquisitions      %-9d %s\n", cr.Acquisitions, rate(int64(cr.Acquisitions), el))

@@ -32,7 +32,9 @@ const exitCodesHelp = `Exit status:
            was stopped); extend, release --lock: the lock was no longer held
   126/127  run, elect: the command could not be started / was not found
   128+n    run, elect: the command died of signal n; run, elect, acquire:
-           lockctl was interrupted by signal n while waiting for the lock
+           lockctl was interrupted by signal n while waiting for the lock;
+           141 (SIGPIPE): the reader of lockctl's output went away
+           (lockctl status | head -1)
 `
 
 // exitError is an error that sets lockctl's exit status. With a nil err,

@@ -6,6 +6,7 @@ import (
 )
 
 func main() {
+	catchBrokenPipes()
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	os.Exit(a.main(context.Background(), os.Args[1:]))
 }

@@ -25,6 +25,8 @@ func signalChild(pid int, _ bool, sig os.Signal) error {
 	return errors.New("lockctl: signals other than kill are not supported on this system")
 }
 
+func catchBrokenPipes() {}
+
 func ignoreStop() {}
 
 func signalNumber(os.Signal) int { return 0 }

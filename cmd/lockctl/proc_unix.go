@@ -40,6 +40,15 @@ func signalChild(pid int, group bool, sig os.Signal) error {
 	return syscall.Kill(pid, s)
 }
 
+// catchBrokenPipes makes a write to a closed pipe or socket fail with
+// EPIPE instead of killing lockctl with SIGPIPE, as it otherwise does on
+// stdout and stderr (see os/signal): a lockctl killed so would leave the
+// lock it holds behind, taken until its TTL runs out, with its token lost.
+// Failing, the write is reported, and acquire releases the lock it could
+// not record; run and elect go on supervising their command. A handled
+// signal, unlike an ignored one, is reset for the commands lockctl starts.
+func catchBrokenPipes() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
+
 // ignoreStop makes lockctl ignore the terminal's stop signal (Ctrl-Z): a
 // stopped lockctl could not extend the lock of a command still running.
 func ignoreStop() { signal.Ignore(syscall.SIGTSTP) }

@@ -136,7 +136,7 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 	}
 	fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
 	for i, spec := range set.specs {
-		fmt.Fprintf(a.stdout, "  %s  %s\n", spec.display, lines[i])
+		fmt.Fprintf(a.stdout, "  %s  %s\n", spec.name, lines[i])
 	}
 	if failed > 0 {
 		return exitWith(exitFailure, nil)

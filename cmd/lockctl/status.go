@@ -57,18 +57,20 @@ With --json the output is one object:
    "rwlock": {"readers": N|null, "reader_holders": ["..."]|null,
               "writer": "none"|"holds"|"waits"|null,
               "writer_holder": "..."|null, "error": "..."},
-   "stores": [{"store": URL, "held": true|false|null, "ttl_ms": N|null,
+   "stores": [{"store": NAME, "held": true|false|null, "ttl_ms": N|null,
                "last_fence": N|null, "holder": "..."|null,
                "error": "..." (only on failure)}]}
-held, holder and stores are the lock's. ttl_ms is null when the resource
-is free or the store cannot tell; last_fence is null when the store keeps
-no fence for it; holder is null when the resource is free or the stores
-cannot tell (a Redlock's is the holder a quorum of its stores agree on),
-and "" for a lock taken without a holder name. holders and reader_holders
-name one holder per permit or reader the stores can name, and are null if
-they cannot tell; writer is "waits" while a writer holds its claim but
-readers are still in; writer_holder is null without a writer or if the
-stores cannot tell. The permits' and rwlock's error is only on failure.`,
+held, holder and stores are the lock's. A store's NAME is its URL's name=
+parameter, or else the URL (password hidden). ttl_ms is null when the
+resource is free or the store cannot tell; last_fence is null when the
+store keeps no fence for it; holder is null when the resource is free or
+the stores cannot tell (a Redlock's is the holder a quorum of its stores
+agree on), and "" for a lock taken without a holder name. holders and
+reader_holders name one holder per permit or reader the stores can name,
+and are null if they cannot tell; writer is "waits" while a writer holds
+its claim but readers are still in; writer_holder is null without a
+writer or if the stores cannot tell. The permits' and rwlock's error is
+only on failure.`,
 	examples: `  lockctl status --store redis://localhost:6379 deploy/prod
   lockctl status --json deploy/prod | jq .held
   lockctl status -n 4 builds`,
@@ -204,7 +206,7 @@ func (a *app) unreachableStatus(sf *storeFlags, resource string, limit int, err 
 			why = "not asked: too few of the stores could be reached (see error)"
 		}
 		for _, spec := range specs {
-			rep.Stores = append(rep.Stores, storeStatus{Store: spec.display, Error: why})
+			rep.Stores = append(rep.Stores, storeStatus{Store: spec.name, Error: why})
 		}
 	}
 	enc := json.NewEncoder(a.stdout)
@@ -217,7 +219,7 @@ func (a *app) unreachableStatus(sf *storeFlags, resource string, limit int, err 
 
 // storeStatusOf asks one store about resource.
 func storeStatusOf(ctx context.Context, spec *storeSpec, s *openStore, resource string) storeStatus {
-	st := storeStatus{Store: spec.display}
+	st := storeStatus{Store: spec.name}
 	var held bool
 	var err error
 	if r, ok := s.Store.(lock.TTLReader); ok {

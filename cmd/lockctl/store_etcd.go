@@ -64,10 +64,7 @@ func parseEtcd(u *storeURL, useTLS bool) (*storeSpec, error) {
 			return nil, err
 		}
 	}
-	name := u.display
-	if n, ok := u.param("name"); ok && n != "" {
-		name = n
-	}
+	name := u.name()
 	opts := []etcd.Option{etcd.WithName(name)}
 	if prefix, ok := u.param("prefix"); ok {
 		opts = append(opts, etcd.WithPrefix(prefix))
@@ -107,7 +104,7 @@ func parseEtcd(u *storeURL, useTLS bool) (*storeSpec, error) {
 		s, err := etcd.New(client, opts...)
 		if err != nil {
 			_ = client.Close()
-			return nil, &usageError{err: fmt.Errorf("store %s: %w", u.display, err)}
+			return nil, &usageError{err: fmt.Errorf("store %s: %w", name, err)}
 		}
 		// The client connects lazily: ask the cluster something now, so
 		// that an unreachable cluster or a wrong password fails here.

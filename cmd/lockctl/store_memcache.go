@@ -43,10 +43,7 @@ func parseMemcache(u *storeURL) (*storeSpec, error) {
 		// gomemcache reads 0 as its default, two.
 		return nil, u.bad("query parameter max_idle", "0: want at least 1 (the client keeps idle connections for reuse; 0 would mean its default of 2)")
 	}
-	name := u.display
-	if n, ok := u.param("name"); ok && n != "" {
-		name = n
-	}
+	name := u.name()
 	opts := []memcache.Option{memcache.WithName(name)}
 	if prefix, ok := u.param("prefix"); ok {
 		opts = append(opts, memcache.WithPrefix(prefix))

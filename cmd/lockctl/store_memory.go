@@ -22,7 +22,7 @@ func parseMemory(u *storeURL) (*storeSpec, error) {
 	if len(u.hosts) > 1 || u.path != "" {
 		return nil, u.bad("name", "want memory:// or memory://NAME")
 	}
-	name := u.display
+	name := u.name()
 	s := memory.New(memory.WithName(name))
 	return &storeSpec{
 		display:   u.display,

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,10 +46,7 @@ func parsePostgres(u *storeURL) (*storeSpec, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "lockctl"
 	}
-	name := u.display
-	if n, ok := u.param("name"); ok && n != "" {
-		name = n
-	}
+	name := u.name()
 	opts := []postgres.Option{postgres.WithName(name)}
 	if table, ok := u.param("table"); ok {
 		schema, _ := u.param("schema")
@@ -62,6 +61,7 @@ func parsePostgres(u *storeURL) (*storeSpec, error) {
 	if _, err := postgres.Schema(opts...); err != nil { // check the options now
 		return nil, u.bad("query parameters table and schema", "%v", err)
 	}
+	addrs := pgAddrs(cfg)
 	spec := &storeSpec{display: u.display, name: name, kind: "postgres", fences: true}
 	spec.open = func(ctx context.Context) (*openStore, error) {
 		if err := ctx.Err(); err != nil {
@@ -69,13 +69,13 @@ func parsePostgres(u *storeURL) (*storeSpec, error) {
 		}
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("cannot connect to %s: %w", u.display, err)
+			return nil, fmt.Errorf("cannot connect to %s: %w", addrs, err)
 		}
 		ctx, cancel := context.WithTimeout(ctx, cfg.ConnConfig.ConnectTimeout+dialGrace)
 		defer cancel()
 		if err := pool.Ping(ctx); err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("cannot connect to %s: %w", u.display, err)
+			return nil, fmt.Errorf("cannot connect to %s: %w", addrs, err)
 		}
 		s, err := postgres.New(pool, opts...)
 		if err == nil && migrate {
@@ -83,11 +83,30 @@ func parsePostgres(u *storeURL) (*storeSpec, error) {
 		}
 		if err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("store %s: %w", u.display, err)
+			return nil, fmt.Errorf("store %s: %w", name, err)
 		}
 		return &openStore{Store: s, close: pool.Close, forceRelease: s.ForceRelease}, nil
 	}
 	return spec, nil
+}
+
+// pgAddrs lists the servers pgx tries, host:port, for messages: they
+// name the store by its URL, or by its name parameter, so say here which
+// servers could not be reached.
+func pgAddrs(cfg *pgxpool.Config) string {
+	addr := func(host string, port uint16) string {
+		if strings.HasPrefix(host, "/") { // a Unix socket's directory
+			return fmt.Sprintf("%s/.s.PGSQL.%d", host, port)
+		}
+		return net.JoinHostPort(host, strconv.Itoa(int(port)))
+	}
+	addrs := []string{addr(cfg.ConnConfig.Host, cfg.ConnConfig.Port)}
+	for _, f := range cfg.ConnConfig.Fallbacks {
+		if a := addr(f.Host, f.Port); !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	return strings.Join(addrs, ",")
 }
 
 // dialGrace bounds the first connection beyond the URL's connect_timeout

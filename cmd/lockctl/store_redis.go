@@ -142,10 +142,7 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 	if prefix, ok := u.param("prefix"); ok {
 		sopts = append(sopts, redis.WithPrefix(prefix))
 	}
-	name := u.display
-	if n, ok := u.param("name"); ok && n != "" {
-		name = n
-	}
+	name := u.name()
 	sopts = append(sopts, redis.WithName(name))
 	if n, err := u.intParam("wait_replicas", 0); err != nil {
 		return nil, err
@@ -182,7 +179,7 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		s, err := redis.New(client, sopts...)
 		if err != nil {
 			client.Close()
-			return nil, &usageError{err: fmt.Errorf("store %s: %w", u.display, err)}
+			return nil, &usageError{err: fmt.Errorf("store %s: %w", name, err)}
 		}
 		return &openStore{
 			Store:         s,

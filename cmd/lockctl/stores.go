@@ -15,7 +15,7 @@ import (
 // storeSpec is a store named by a --store URL, ready to be opened.
 type storeSpec struct {
 	display   string // the URL with its password hidden
-	name      string // the store's name in messages: display, or the URL's name parameter
+	name      string // the store's name in every message and output: its URL's name parameter, or else display
 	kind      string // "redis", "memcache", "memory"
 	fences    bool   // the store hands out fences (lock.Fencer)
 	inProcess bool   // the store lives in lockctl's memory: every open returns the same one
@@ -140,7 +140,7 @@ func openStores(ctx context.Context, specs []*storeSpec, sf *storeFlags, warn io
 			set.Close()
 			return nil, err
 		case err != nil && len(specs) == 1:
-			return nil, fmt.Errorf("store %s: %w", spec.display, err)
+			return nil, fmt.Errorf("store %s: %w", spec.name, err)
 		case err != nil:
 			o = &openStore{Store: &downStore{name: spec.name, err: err}, close: func() {}}
 			o.forceRelease = func(context.Context, string) (bool, error) { return false, o.Store.(*downStore).fail() }
@@ -154,7 +154,7 @@ func openStores(ctx context.Context, specs []*storeSpec, sf *storeFlags, warn io
 		var why []string
 		for i, err := range set.down {
 			if err != nil {
-				why = append(why, fmt.Sprintf("store %s: %v", specs[i].display, err))
+				why = append(why, fmt.Sprintf("store %s: %v", specs[i].name, err))
 			}
 		}
 		if !set.opts.Quorum.Met(ok, len(specs)) {
@@ -222,7 +222,7 @@ func (s *storeSet) checkResource(resource string) error {
 	for i, o := range s.stores {
 		if v, ok := o.Store.(lock.ResourceValidator); ok {
 			if err := v.ValidateResource(resource); err != nil {
-				return usagef("RESOURCE refused by store %s: %w", s.specs[i].display, err)
+				return usagef("RESOURCE refused by store %s: %w", s.specs[i].name, err)
 			}
 		}
 	}
@@ -243,7 +243,7 @@ func (s *storeSet) inProcess() bool {
 func (s *storeSet) names() string {
 	names := make([]string, len(s.specs))
 	for i, spec := range s.specs {
-		names[i] = spec.display
+		names[i] = spec.name
 	}
 	return strings.Join(names, " ")
 }

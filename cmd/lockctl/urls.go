@@ -291,3 +291,13 @@ func (u *storeURL) noUser() error {
 	}
 	return nil
 }
+
+// name returns the store's name in lockctl's messages and output: the
+// name parameter when given and not empty, or else the URL with its
+// password hidden.
+func (u *storeURL) name() string {
+	if n, ok := u.param("name"); ok && n != "" {
+		return n
+	}
+	return u.display
+}
