@@ -68,7 +68,7 @@ const MaxRaise = math.MaxInt64 - 1
 // to a fence above MaxRaise. store names the store in the message.
 func CheckRaise(store string, fence uint64) error {
 	if fence > MaxRaise {
-		return fmt.Errorf("%w: RaiseFence(%d): want at most 2^63-2: the %s store's next fence must exceed it and stay below 2^63", lock.ErrInvalid, fence, store)
+		return fmt.Errorf("%w: RaiseFence(%d): want at most 2^63-2: the %s store's next fence must exceed it and be at most 2^63-1", lock.ErrInvalid, fence, store)
 	}
 	return nil
 }
