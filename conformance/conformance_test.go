@@ -104,6 +104,31 @@ var controls = map[string]control{
 		store: func() lock.Store { return brokenstore.RefusedAcquireSetsTTL() },
 		rule:  "AcquireHeldKeepsExpiry", wants: []string{"the refused acquisition stretched a's lock"},
 	},
+	"refused-own-acquire-sets-ttl": {
+		store: func() lock.Store { return brokenstore.RefusedOwnAcquireSetsTTL() },
+		rule:  "AcquireHeldKeepsExpiry", wants: []string{"and Acquire(r, a, 30s) while a holds r with ttl 200ms was refused; want false: the refused acquisition stretched a's lock"},
+	},
+	"takes-over-near-expiry": {
+		store: func() lock.Store { return brokenstore.TakesOverNearExpiry(50 * time.Millisecond) },
+		rule:  "AcquireNearExpiry", wants: []string{"Acquire(r, b) answered 152ms after Acquire(r, a, 200ms) was sent = nil (granularity 0s); want ErrNotAcquired: a holds r until 200ms, and b took it over before then"},
+	},
+	"takes-over-near-expiry-real-time": {
+		store: func() lock.Store { return brokenstore.TakesOverNearExpiry(50 * time.Millisecond) }, realTime: true,
+		rule: "AcquireNearExpiry", wants: []string{"(granularity 0s); want ErrNotAcquired: a holds r until 200ms, and b took it over before then"},
+	},
+	"dead-context-succeeds": {
+		store: func() lock.Store { return brokenstore.DeadContextSucceeds() },
+		rule:  "CanceledContext", wants: []string{
+			"Release(held, other) with a canceled context = nil; want context.Canceled: a failed call must not claim an outcome",
+			"Extend(held, other) with a canceled context = nil; want context.Canceled: a failed call must not claim an outcome",
+			"Extend(held, holder) with a canceled context = nil; want context.Canceled: its holder would believe the lock renewed",
+			"Release(held, holder) with a canceled context = nil; want context.Canceled: its holder would believe the lock freed",
+		},
+	},
+	"dead-context-succeeds-expired": {
+		store: func() lock.Store { return brokenstore.DeadContextSucceeds() },
+		rule:  "ExpiredDeadline", wants: []string{"Extend(held, holder) with an expired context = nil; want context.DeadlineExceeded: its holder would believe the lock renewed"},
+	},
 	"extend-never-shortens": {
 		store: func() lock.Store { return brokenstore.ExtendNeverShortens() },
 		rule:  "ExtendShortens", wants: []string{"want false: Extend did not shorten the lock"},
@@ -172,6 +197,10 @@ var controls = map[string]control{
 	"wait-wakes-on-any-release": {
 		store: func() lock.Store { return brokenstore.WaitWakesOnAnyRelease() },
 		rule:  "WaitIgnoresOtherResources", wants: []string{"WaitRelease(r) returned nil after Release(other, b), while a still holds r: it woke for another resource's release"},
+	},
+	"wait-wakes-on-extend": {
+		store: func() lock.Store { return brokenstore.WaitWakesOnExtend() },
+		rule:  "WaitIgnoresExtend", wants: []string{"WaitRelease(r) returned nil after Extend(r, a, 30s), while a still holds r: it woke for an extension"},
 	},
 	"wait-misses-release": {
 		store: func() lock.Store { return brokenstore.WaitMissesRelease(time.Millisecond) },

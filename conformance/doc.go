@@ -12,8 +12,8 @@
 // expected, then why the rule matters and where it is written:
 //
 //	--- FAIL: TestConformance/ReleaseWrongToken
-//	    basic.go:53: Release(r, wrongToken) = nil; want ErrNotHeld
-//	    conformance.go:137: rule ReleaseWrongToken (conformance/basic.go:50): only the holder's token may release: otherwise a holder whose lock expired frees its successor's
+//	    basic.go:59: Release(r, wrongToken) = nil; want ErrNotHeld
+//	    conformance.go:137: rule ReleaseWrongToken (conformance/basic.go:56): only the holder's token may release: otherwise a holder whose lock expired frees its successor's
 //
 // Rules that need an optional capability (Extend, TTL, fencing, raising
 // fences, wait-for-release, Start, permits) or an option (Restart) are
@@ -23,13 +23,15 @@
 // # Rules
 //
 //   - Acquisition and release: free and held resources (locks are not
-//     re-entrant, through Acquire or AcquireFenced), a refused Acquire
-//     leaves the holder's expiry alone, compare-and-delete release
+//     re-entrant, through Acquire or AcquireFenced), a refused Acquire —
+//     another owner's or the holder's own — leaves the holder's expiry
+//     alone, compare-and-delete release
 //     (wrong token, twice, never held, after expiry, after takeover),
 //     long tokens compared whole, independent resources, contention
 //     (exactly one winner per round), and canceled or expired contexts
-//     never reported as contention or as "not held", nor a held resource
-//     read as free, nor a wait as a release.
+//     never reported as contention, as "not held" or as a successful
+//     Release or Extend, nor a held resource read as free, nor a wait as
+//     a release.
 //   - Names: plain names are accepted; unusual ones (spaces, control
 //     bytes, braces, Unicode, binary, 1 KiB) and lookalikes (names that
 //     differ only in case, surrounding white space, after byte 250, in
@@ -37,7 +39,9 @@
 //     all at once and must be distinct locks — or refused through
 //     [lock.ResourceValidator] with an error wrapping [lock.ErrInvalid].
 //   - Time: expiry at the short TTL (held until the TTL less the
-//     granularity and tolerance, gone soon after it); LongTTL, a TTL of
+//     granularity and tolerance, gone soon after it); every other
+//     owner's Acquire refused until the TTL less the granularity has run
+//     out, in the lock's last moments too (AcquireNearExpiry); LongTTL, a TTL of
 //     five seconds plus twice the granularity, set by every call that sets one
 //     — Acquire, AcquireFenced, Extend, a refused Acquire, Start — at once,
 //     each lock held until its TTL less the granularity and a tenth of the
@@ -52,7 +56,8 @@
 //     take the lock, under contention (FenceOrder); RaiseFence(r, F) makes
 //     the next fence exceed F and leaves the lock alone.
 //   - Waiting: WaitRelease returns at once when free, blocks while held,
-//     wakes on release and on expiry, not for another resource, honours
+//     wakes on release and on expiry, not for another resource nor for
+//     an extension of the lock (with [lock.Extender]), honours
 //     its context, and misses no release that happens as it begins.
 //   - Queued acquisitions ([lock.Queuer]): a free resource taken at once,
 //     a zero Wait one attempt, a held one handed over at its release to

@@ -34,6 +34,37 @@ func expiry(t *testing.T, h *harness) {
 	h.must("Acquire(r, b) after r expired", h.store.Acquire(h.ctx(), r, h.tok("b"), h.long))
 }
 
+// acquireNearExpiry has contender b try to take r, held by a, again and
+// again until a's lock has lived its TTL less the granularity: every
+// attempt answered before then must be refused, those of the lock's last
+// moments too; one answered later may take r. Timing each attempt from
+// just before a's Acquire was sent to just after b's was answered keeps a
+// slow machine from failing a correct store.
+func acquireNearExpiry(t *testing.T, h *harness) {
+	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
+	life := h.ttl - h.gran // the least a's lock lives
+	start := time.Now()
+	h.must(fmt.Sprintf("Acquire(r, a, %v)", h.ttl), h.store.Acquire(h.ctx(), r, a, h.ttl))
+	every := max(life/50, time.Millisecond)
+	for {
+		err := h.store.Acquire(h.ctx(), r, b, h.long)
+		after := time.Since(start)
+		switch {
+		case err == nil && after < life:
+			t.Fatalf("Acquire(r, b) answered %v after Acquire(r, a, %v) was sent = nil (granularity %v); want ErrNotAcquired: a holds r until %v, and b took it over before then",
+				after.Round(time.Millisecond), h.ttl, h.gran, life)
+		case err == nil: // a's lock may have expired: b holds r
+			h.must("Release(r, b)", h.store.Release(h.ctx(), r, b))
+			return
+		case !errors.Is(err, lock.ErrNotAcquired):
+			t.Fatalf("Acquire(r, b) %v after Acquire(r, a, %v) = %v; want ErrNotAcquired, or nil once a's lock expired", after.Round(time.Millisecond), h.ttl, err)
+		case after >= life:
+			return
+		}
+		time.Sleep(min(every, time.Until(start.Add(life))))
+	}
+}
+
 // longTTL sets a TTL of several seconds with every call that sets one,
 // all at once, and checks that each lock lives that long (less the
 // granularity and a tenth of the TTL) and that TTL reports it from the
@@ -150,8 +181,9 @@ func (h *harness) checkTTL(resource string, start time.Time, ttl time.Duration) 
 	return ""
 }
 
-// acquireHeldKeepsExpiry: a refused Acquire (or AcquireFenced) neither
-// stretches nor shortens the holder's lock.
+// acquireHeldKeepsExpiry: a refused Acquire (or AcquireFenced), by another
+// owner or by the holder itself, neither stretches nor shortens the
+// holder's lock.
 func acquireHeldKeepsExpiry(t *testing.T, h *harness) {
 	type attempt struct {
 		name    string
@@ -172,18 +204,27 @@ func acquireHeldKeepsExpiry(t *testing.T, h *harness) {
 	}
 	var short, long []held
 	for _, at := range attempts {
-		r, a := h.res(at.name+"-short"), h.tok("a")
-		h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.ttl), at.acquire(r, a, h.ttl))
-		what := fmt.Sprintf("%s(r, b, %v) while a holds r with ttl %v", at.name, h.long, h.ttl)
-		h.want(what, at.acquire(r, h.tok("b"), h.long), lock.ErrNotAcquired)
-		short = append(short, held{r, a, what, time.Now()})
+		// b is another owner, a the holder itself.
+		for _, who := range []string{"b", "a"} {
+			r, a := h.res(at.name+"-"+who+"-short"), h.tok("a")
+			contender := func() string {
+				if who == "a" {
+					return a
+				}
+				return h.tok("b")
+			}
+			h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.ttl), at.acquire(r, a, h.ttl))
+			what := fmt.Sprintf("%s(r, %s, %v) while a holds r with ttl %v", at.name, who, h.long, h.ttl)
+			h.want(what, at.acquire(r, contender(), h.long), lock.ErrNotAcquired)
+			short = append(short, held{r, a, what, time.Now()})
 
-		r, a = h.res(at.name+"-long"), h.tok("a")
-		h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.long), at.acquire(r, a, h.long))
-		what = fmt.Sprintf("%s(r, b, %v) while a holds r with ttl %v", at.name, h.ttl, h.long)
-		start := time.Now()
-		h.want(what, at.acquire(r, h.tok("b"), h.ttl), lock.ErrNotAcquired)
-		long = append(long, held{r, a, what, start})
+			r, a = h.res(at.name+"-"+who+"-long"), h.tok("a")
+			h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.long), at.acquire(r, a, h.long))
+			what = fmt.Sprintf("%s(r, %s, %v) while a holds r with ttl %v", at.name, who, h.ttl, h.long)
+			start := time.Now()
+			h.want(what, at.acquire(r, contender(), h.ttl), lock.ErrNotAcquired)
+			long = append(long, held{r, a, what, start})
+		}
 	}
 	for _, s := range short {
 		if ok, after := h.expires(s.r, s.start, h.ttl); !ok {

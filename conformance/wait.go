@@ -83,6 +83,25 @@ func waitIgnoresOtherResources(t *testing.T, h *harness) {
 	awaitWait(t, done, waitLimit+h.opts.Tolerance, "after Release(r, a)")
 }
 
+// waitIgnoresExtend: the holder extends its lock, for as long and for
+// less, while WaitRelease waits; the wait must go on until the release.
+func waitIgnoresExtend(t *testing.T, h *harness) {
+	ext := h.store.(lock.Extender)
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	done := startWait(h, h.ctx(), r)
+	h.settle()
+	stillWaiting(t, done, "while a holds r")
+	for _, ttl := range []time.Duration{h.long, h.long / 2} {
+		call := fmt.Sprintf("Extend(r, a, %v)", ttl)
+		h.must(call, ext.Extend(h.ctx(), r, a, ttl))
+		h.settle()
+		stillWaiting(t, done, "after "+call+", while a still holds r: it woke for an extension")
+	}
+	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
+	awaitWait(t, done, waitLimit+h.opts.Tolerance, "after Release(r, a)")
+}
+
 func waitWakesOnExpiry(t *testing.T, h *harness) {
 	r := h.res("r")
 	start := time.Now()

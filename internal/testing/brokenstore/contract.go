@@ -37,6 +37,20 @@ func OverwriteHeld() *Store {
 	})
 }
 
+// TakesOverNearExpiry takes a held resource whose lock has less than
+// window left, as a store that counts a lock about to expire as expired
+// already does: the holder, still within its TTL, loses the lock.
+func TakesOverNearExpiry(window time.Duration) *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			if left, held, err := mem.TTL(ctx, resource); err == nil && held && left < window {
+				mem.Expire(resource)
+			}
+			return mem.Acquire(ctx, resource, token, ttl)
+		}
+	})
+}
+
 // ExtendAfterExpiry re-creates an expired lock when asked to extend it.
 func ExtendAfterExpiry() *Store {
 	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
@@ -112,6 +126,46 @@ func RefusedAcquireSetsTTL() *Store {
 				_ = mem.Extend(ctx, resource, h.get(resource), ttl)
 			}
 			return fence, err
+		}
+	})
+}
+
+// RefusedOwnAcquireSetsTTL sets the holder's expiry to the TTL of an
+// Acquire it refuses when the token is the holder's own, as a store that
+// answers a retried acquisition by refreshing the lock does.
+func RefusedOwnAcquireSetsTTL() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			fence, err := mem.AcquireFenced(ctx, resource, token, ttl)
+			if errors.Is(err, lock.ErrNotAcquired) {
+				_ = mem.Extend(ctx, resource, token, ttl) // changes the lock only if token holds it
+			}
+			return fence, err
+		}
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			_, err := f.AcquireFenced(ctx, resource, token, ttl)
+			return err
+		}
+	})
+}
+
+// DeadContextSucceeds answers Release and Extend with success when their
+// context has ended, without making them, as a store that reads a
+// canceled request as one that needs no answer: a holder that asked to
+// extend believes its lock renewed.
+func DeadContextSucceeds() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Release = func(ctx context.Context, resource, token string) error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return mem.Release(ctx, resource, token)
+		}
+		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return mem.Extend(ctx, resource, token, ttl)
 		}
 	})
 }

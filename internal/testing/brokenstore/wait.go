@@ -42,6 +42,26 @@ func WaitMissesRelease(gap time.Duration) *Store {
 	})
 }
 
+// WaitWakesOnExtend wakes the waiters of a resource when its lock is
+// extended, as a store that watches the lock's key for any change does:
+// the lock is still held, and every waiter retries at each renewal.
+func WaitWakesOnExtend() *Store {
+	var n notifier
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		n.release(mem, f, func(r string) string { return r })
+		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			err := mem.Extend(ctx, resource, token, ttl)
+			if err == nil {
+				n.notify(resource)
+			}
+			return err
+		}
+		f.WaitRelease = func(ctx context.Context, resource string) error {
+			return n.wait(ctx, mem, resource, resource, 0)
+		}
+	})
+}
+
 // notifier wakes waiters on release, by topic.
 type notifier struct {
 	mu     sync.Mutex
@@ -54,14 +74,19 @@ func (n *notifier) release(mem *memory.Store, f *Funcs, topic func(string) strin
 	f.Release = func(ctx context.Context, resource, token string) error {
 		err := mem.Release(ctx, resource, token)
 		if err == nil {
-			n.mu.Lock()
-			if ch, ok := n.topics[topic(resource)]; ok {
-				close(ch)
-				delete(n.topics, topic(resource))
-			}
-			n.mu.Unlock()
+			n.notify(topic(resource))
 		}
 		return err
+	}
+}
+
+// notify wakes the waiters of topic.
+func (n *notifier) notify(topic string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ch, ok := n.topics[topic]; ok {
+		close(ch)
+		delete(n.topics, topic)
 	}
 }
 
