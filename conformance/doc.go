@@ -54,7 +54,9 @@
 //   - Fences: strictly increasing across releases and expiry, and across a
 //     restart of the server (with Options.Restart); in the order holders
 //     take the lock, under contention (FenceOrder); RaiseFence(r, F) makes
-//     the next fence exceed F and leaves the lock alone.
+//     the next fence exceed F and leaves the lock alone, and a raise to
+//     near 2^64 is refused (ErrInvalid) or never followed by a smaller
+//     fence.
 //   - Waiting: WaitRelease returns at once when free, blocks while held,
 //     wakes on release and on expiry, not for another resource nor for
 //     an extension of the lock (with [lock.Extender]), honours

@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -117,4 +118,45 @@ func raiseFence(t *testing.T, h *harness) {
 	floor = fs.last + 1000
 	h.must(fmt.Sprintf("RaiseFence(fresh, %d) of a resource never locked", floor), raiser.RaiseFence(h.ctx(), fresh, floor))
 	fs.acquire(fmt.Sprintf("AcquireFenced(fresh, e) after RaiseFence(fresh, %d)", floor), fresh, h.long, floor)
+}
+
+// raiseFenceNearMax raises r's fences to just below 2^64, where a 64-bit
+// counter wraps around: the store may refuse the raise (ErrInvalid), and
+// then its fences must go on as before; if it takes it, every fence that
+// follows must exceed it, and once none can, AcquireFenced must fail
+// rather than hand out a smaller one.
+func raiseFenceNearMax(t *testing.T, h *harness) {
+	raiser := h.store.(lock.FenceRaiser)
+	f := h.store.(lock.Fencer)
+	fs := &fences{h: h}
+	r := h.res("r")
+	h.must("Release(r, a)", h.store.Release(h.ctx(), r, fs.acquire("AcquireFenced(r, a)", r, h.long, 0)))
+	const near = math.MaxUint64 - 1
+	call := "RaiseFence(r, 2^64-2)"
+	if err := raiser.RaiseFence(h.ctx(), r, near); err != nil {
+		if !errors.Is(err, lock.ErrInvalid) {
+			t.Fatalf("%s = %v; want nil, or ErrInvalid if the store's fences cannot go that high", call, err)
+		}
+		// Refused: nothing changed, and the fences go on.
+		fs.acquire("AcquireFenced(r, b) after "+call+" was refused", r, h.long, 0)
+		if fs.last >= near {
+			t.Fatalf("AcquireFenced(r, b) after %s was refused = fence %d; want the refused raise to change nothing", call, fs.last)
+		}
+		return
+	}
+	fs.last = near
+	for _, tok := range []string{"b", "c"} {
+		token := h.tok(tok)
+		acq := fmt.Sprintf("AcquireFenced(r, %s) after %s", tok, call)
+		fence, err := f.AcquireFenced(h.ctx(), r, token, h.long)
+		if err != nil {
+			if errors.Is(err, lock.ErrNotAcquired) {
+				t.Fatalf("%s = %v; want a fence above 2^64-2, or a failure: r is free", acq, err)
+			}
+			_ = h.store.Release(h.ctx(), r, token) // no fence left: failing is right
+			return
+		}
+		fs.check(acq, fence, 0)
+		h.must(fmt.Sprintf("Release(r, %s)", tok), h.store.Release(h.ctx(), r, token))
+	}
 }

@@ -78,6 +78,8 @@ var rules = []rule{
 		why: "fences must follow the order in which holders take the lock: a fence drawn apart from the lock lets a later holder carry a smaller fence, and its writes are refused"},
 	{name: "RaiseFence", needs: fenceRaiser, run: raiseFence,
 		why: "after RaiseFence(r, F) every fence of r must exceed F and the lock must be as it was: a MultiLocker relies on it to give a lock held in several stores one fence that every later lock exceeds"},
+	{name: "RaiseFenceNearMax", needs: fenceRaiser, run: raiseFenceNearMax,
+		why: "a raise to near 2^64 must be refused (ErrInvalid) or be followed by greater fences only: a counter that wraps around to 0 hands out fences below every earlier one"},
 
 	{name: "WaitFree", needs: waiter, run: waitFree,
 		why: "WaitRelease of a free resource must return at once"},

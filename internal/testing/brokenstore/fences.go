@@ -59,6 +59,31 @@ func RaiseFenceIgnored() *Store {
 	})
 }
 
+// FencesWrap takes a raise to any fence and counts on from it in 64
+// bits, wrapping around to 0, as a store whose counter is a plain
+// uint64 (or memcached's incr) does.
+func FencesWrap() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		var mu sync.Mutex
+		var last uint64
+		f.RaiseFence = func(ctx context.Context, _ string, fence uint64) error {
+			mu.Lock()
+			defer mu.Unlock()
+			last = max(last, fence)
+			return ctx.Err()
+		}
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			if err := mem.Acquire(ctx, resource, token, ttl); err != nil {
+				return 0, err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			last++
+			return last, nil
+		}
+	})
+}
+
 // Restartable is a store that can be restarted, as a server without
 // persistence: Restart loses every lock.
 type Restartable struct {
