@@ -49,7 +49,19 @@ func TestRenewalStreams(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Renew with its context canceled while it waited = %v; want context.Canceled", err)
 	}
+	// Start the next case on a connection of its own: what the canceled
+	// renewal left to send on the old one (its stream's reset) must not
+	// count below as the next renewal, dropped.
+	p.Heal() // resets the connection that lost bytes
+	if _, err := s.Renew(ctx, id); err != nil {
+		// The kept stream broke with the connection; the next renewal
+		// opens another.
+		if ttl, err := s.Renew(ctx, id); ttl != 5 || err != nil {
+			t.Fatalf("Renew after the connection of a canceled one was reset, twice = %d, %v; want 5, nil", ttl, err)
+		}
+	}
 
+	p.Set(faultproxy.ToServer, faultproxy.Drop())
 	dropped = p.Dropped(faultproxy.ToServer)
 	go func() { _, err := s.Renew(ctx, id); done <- err }()
 	waitFor(t, "the renewal to be sent and dropped", func() bool { return p.Dropped(faultproxy.ToServer) > dropped })
