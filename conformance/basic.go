@@ -114,6 +114,32 @@ func longTokens(t *testing.T, h *harness) {
 	h.must("Release(r, b)", h.store.Release(h.ctx(), r, b))
 }
 
+// lookalikeTokens: tokens that differ from the holder's only in case, in
+// surrounding white space or in Unicode normalization are other owners,
+// as a store comparing them as text (a SQL collation, say) may forget.
+func lookalikeTokens(t *testing.T, h *harness) {
+	r := h.res("r")
+	a := "Tok-" + h.tok("a") + "-caf\u00e9"
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	ext, extends := h.store.(lock.Extender)
+	for _, b := range []struct{ how, token string }{
+		{"in case", strings.ToUpper(a)},
+		{"in case", strings.ToLower(a)},
+		{"by a trailing space", a + " "},
+		{"by a leading space", " " + a},
+		{"in Unicode normalization", strings.TrimSuffix(a, "\u00e9") + "e\u0301"},
+	} {
+		if extends {
+			h.want(fmt.Sprintf("Extend(r, b) while a holds r, b differing from a only %s", b.how), ext.Extend(h.ctx(), r, b.token, h.long), lock.ErrNotHeld)
+		}
+		h.want(fmt.Sprintf("Release(r, b) while a holds r, b differing from a only %s", b.how), h.store.Release(h.ctx(), r, b.token), lock.ErrNotHeld)
+		if !h.exists(r) {
+			t.Fatalf("Exists(r) = false after Release(r, b), b differing from a only %s; want true: another owner released a's lock", b.how)
+		}
+	}
+	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
+}
+
 func independentResources(t *testing.T, h *harness) {
 	r1, r2, a, b := h.res("r1"), h.res("r2"), h.tok("a"), h.tok("b")
 	h.must("Acquire(r1, a)", h.store.Acquire(h.ctx(), r1, a, h.long))

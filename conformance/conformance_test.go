@@ -186,6 +186,10 @@ var controls = map[string]control{
 		store: func() lock.Store { return brokenstore.RaiseFenceIgnored() },
 		rule:  "RaiseFence", wants: []string{"AcquireFenced(r, c) after RaiseFence(r, 1001) = fence 2; want a fence > 1001"},
 	},
+	"tokens-fold-case": {
+		store: func() lock.Store { return brokenstore.TokensFoldCase() },
+		rule:  "LookalikeTokens", wants: []string{"differing from a only in case = nil; want ErrNotHeld"},
+	},
 	"fences-wrap": {
 		store: func() lock.Store { return brokenstore.FencesWrap() },
 		rule:  "RaiseFenceNearMax", wants: []string{"AcquireFenced(r, c) after RaiseFence(r, 2^64-2) = fence 0; want a fence > 18446744073709551615"},

@@ -37,6 +37,8 @@ var rules = []rule{
 		why: "a late release by the previous holder must not free the new holder's lock"},
 	{name: "LongTokens", run: longTokens,
 		why: "tokens are compared whole: two owners whose long tokens share all but their last byte must not release or extend each other's locks"},
+	{name: "LookalikeTokens", run: lookalikeTokens,
+		why: "tokens are compared byte for byte: a store that compares them as text, ignoring case or trailing spaces as SQL collations may, lets one owner release or extend another's lock"},
 	{name: "Expiry", run: expiry,
 		why: "a lock must last its TTL (less the granularity) and end soon after it: early expiry gives two holders, late expiry blocks everyone"},
 	{name: "AcquireNearExpiry", run: acquireNearExpiry,

@@ -229,6 +229,26 @@ func LongTokensTruncated(n int) *Store {
 	})
 }
 
+// TokensFoldCase compares tokens without regard to case, as a SQL store
+// whose token column has a case-insensitive collation does.
+func TokensFoldCase() *Store {
+	fold := strings.ToLower
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			return mem.AcquireFenced(ctx, resource, fold(token), ttl)
+		}
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			return mem.Acquire(ctx, resource, fold(token), ttl)
+		}
+		f.Release = func(ctx context.Context, resource, token string) error {
+			return mem.Release(ctx, resource, fold(token))
+		}
+		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			return mem.Extend(ctx, resource, fold(token), ttl)
+		}
+	})
+}
+
 // Stores that map two resource names to one lock.
 
 // rename replaces every method that takes a resource by the memory
