@@ -27,9 +27,9 @@
 //     another owner's or the holder's own — leaves the holder's expiry
 //     alone, compare-and-delete release
 //     (wrong token, twice, never held, after expiry, after takeover),
-//     long tokens compared whole, tokens compared byte for byte (not
-//     regardless of case, white space or Unicode normalization),
-//     independent resources, contention (exactly one winner per round),
+//     long tokens compared whole, tokens compared byte for byte (case,
+//     white space and Unicode normalization count), independent
+//     resources, contention (exactly one winner per round),
 //     and canceled or expired contexts
 //     never reported as contention, as "not held" or as a successful
 //     Release or Extend, nor a held resource read as free, nor a wait as
