@@ -213,40 +213,30 @@ func TTLTooSmall() *Store {
 // owners whose tokens share those bytes release each other's locks.
 func LongTokensTruncated(n int) *Store {
 	cut := func(token string) string { return token[:min(len(token), n)] }
-	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
-		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
-			return mem.AcquireFenced(ctx, resource, cut(token), ttl)
-		}
-		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
-			return mem.Acquire(ctx, resource, cut(token), ttl)
-		}
-		f.Release = func(ctx context.Context, resource, token string) error {
-			return mem.Release(ctx, resource, cut(token))
-		}
-		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
-			return mem.Extend(ctx, resource, cut(token), ttl)
-		}
-	})
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) { retoken(mem, f, cut) })
 }
 
 // TokensFoldCase compares tokens without regard to case, as a SQL store
 // whose token column has a case-insensitive collation does.
 func TokensFoldCase() *Store {
-	fold := strings.ToLower
-	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
-		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
-			return mem.AcquireFenced(ctx, resource, fold(token), ttl)
-		}
-		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
-			return mem.Acquire(ctx, resource, fold(token), ttl)
-		}
-		f.Release = func(ctx context.Context, resource, token string) error {
-			return mem.Release(ctx, resource, fold(token))
-		}
-		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
-			return mem.Extend(ctx, resource, fold(token), ttl)
-		}
-	})
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) { retoken(mem, f, strings.ToLower) })
+}
+
+// retoken replaces every method that takes a token by the memory store's
+// with the token changed by key.
+func retoken(mem *memory.Store, f *Funcs, key func(string) string) {
+	f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+		return mem.AcquireFenced(ctx, resource, key(token), ttl)
+	}
+	f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+		return mem.Acquire(ctx, resource, key(token), ttl)
+	}
+	f.Release = func(ctx context.Context, resource, token string) error {
+		return mem.Release(ctx, resource, key(token))
+	}
+	f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+		return mem.Extend(ctx, resource, key(token), ttl)
+	}
 }
 
 // Stores that map two resource names to one lock.
