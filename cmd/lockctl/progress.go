@@ -60,13 +60,17 @@ func rate(n int64, d time.Duration) string {
 // ms renders a duration in milliseconds, as the JSON outputs do.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// fmtDur renders a latency for the summaries.
+// fmtDur renders a latency for the summaries: to three or four
+// significant digits, and below a microsecond in nanoseconds (the memory
+// store's latencies), never as 0s.
 func fmtDur(d time.Duration) string {
 	switch {
 	case d >= time.Second:
 		return d.Round(time.Millisecond).String()
 	case d >= time.Millisecond:
 		return d.Round(10 * time.Microsecond).String()
+	case d >= time.Microsecond:
+		return d.Round(time.Microsecond).String()
 	}
-	return d.Round(time.Microsecond).String()
+	return d.String()
 }
