@@ -113,6 +113,11 @@ func (a *app) help(args []string) int {
 		a.mainUsage(a.stdout)
 		return exitOK
 	}
+	if len(args) > 1 {
+		fmt.Fprintf(a.stderr, "lockctl help: one command or topic at a time, not %q\n", strings.Join(args, " "))
+		a.shortUsage(a.stderr)
+		return exitUsage
+	}
 	switch args[0] {
 	case "stores", "urls":
 		fmt.Fprint(a.stdout, storesHelp)

@@ -52,6 +52,7 @@ func TestUsage(t *testing.T) {
 		{args: []string{"help", "stores"}, code: exitOK, out: "redis+sentinel://"},
 		{args: []string{"help", "run"}, code: exitOK, out: "Examples:"},
 		{args: []string{"help", "nope"}, code: exitUsage, err: `no command or topic "nope"`},
+		{args: []string{"help", "stores", "extra"}, code: exitUsage, err: `one command or topic at a time, not "stores extra"`},
 		{args: []string{"frobnicate"}, code: exitUsage, err: `unknown command "frobnicate"`},
 		{args: []string{"status", "--help"}, code: exitOK, out: "--json"},
 		{args: []string{"run", "-h"}, code: exitOK, out: "--fence-env NAME"},
