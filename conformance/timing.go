@@ -206,23 +206,25 @@ func acquireHeldKeepsExpiry(t *testing.T, h *harness) {
 	for _, at := range attempts {
 		// b is another owner, a the holder itself.
 		for _, who := range []string{"b", "a"} {
-			r, a := h.res(at.name+"-"+who+"-short"), h.tok("a")
-			contender := func() string {
+			// contender returns the token of the refused Acquire on a
+			// resource that holder holds.
+			contender := func(holder string) string {
 				if who == "a" {
-					return a
+					return holder
 				}
 				return h.tok("b")
 			}
+			r, a := h.res(at.name+"-"+who+"-short"), h.tok("a")
 			h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.ttl), at.acquire(r, a, h.ttl))
 			what := fmt.Sprintf("%s(r, %s, %v) while a holds r with ttl %v", at.name, who, h.long, h.ttl)
-			h.want(what, at.acquire(r, contender(), h.long), lock.ErrNotAcquired)
+			h.want(what, at.acquire(r, contender(a), h.long), lock.ErrNotAcquired)
 			short = append(short, held{r, a, what, time.Now()})
 
 			r, a = h.res(at.name+"-"+who+"-long"), h.tok("a")
 			h.must(fmt.Sprintf("%s(r, a, %v)", at.name, h.long), at.acquire(r, a, h.long))
 			what = fmt.Sprintf("%s(r, %s, %v) while a holds r with ttl %v", at.name, who, h.ttl, h.long)
 			start := time.Now()
-			h.want(what, at.acquire(r, contender(), h.ttl), lock.ErrNotAcquired)
+			h.want(what, at.acquire(r, contender(a), h.ttl), lock.ErrNotAcquired)
 			long = append(long, held{r, a, what, start})
 		}
 	}
