@@ -66,26 +66,26 @@ var _ Locker = (*Semaphore)(nil)
 // one attempt; an acquisition tries every slot once before it waits, as
 // locker's retry policy says, for a release of any slot (on stores that
 // can notify) or for the retry delay. The slot and the limit are part of
-// the Lock's token. The derived names must be valid names of the stores, and must
-// not be used for anything else. The limit is kept in a marker lock on a
-// derived name (the resource and "~limit"), held under a token made from
-// the limit: each acquisition, after taking its slot, takes the marker or,
-// finding it held, extends it under its own limit's token, which
-// succeeds only if the marker was taken under the same limit; otherwise it
-// releases its slot and reports ErrLimitMismatch; an attempt that finds
-// every slot held checks the marker the same way (refreshing its own
-// limit's, taking none). The marker lives for
-// the TTL of the latest acquisition or extension of a permit, so a
-// mismatch is detected while that lasts: not once every permit is
-// released (until the marker's TTL runs out, a new limit is refused), nor
-// when permits with longer TTLs outlive a marker last refreshed with a
-// shorter one. It is not detected on stores that cannot extend locks
-// ([Extender]), where a held marker is taken to agree, nor on lockers of
-// other packages, whose stores the semaphore cannot reach; for a
-// MultiLocker any store holding another limit's marker is a mismatch.
-// The locker's hook sees the semaphore's calls under the resource's name
-// (attempts, retries, the permit acquired, extended, released) and,
-// within them, the calls on the slots under the derived names.
+// the Lock's token. The derived names must be valid names of the stores,
+// and must not be used for anything else. The limit is kept in a marker
+// lock on a derived name (the resource and "~limit"), held under a token
+// made from the limit: each acquisition, after taking its slot, takes
+// the marker or, finding it held, extends it under its own limit's
+// token, which succeeds only if the marker was taken under the same
+// limit; otherwise it releases its slot and reports ErrLimitMismatch; an
+// attempt that finds every slot held checks the marker the same way
+// (refreshing its own limit's, taking none). The marker lives for the
+// TTL of the latest acquisition or extension of a permit, so a mismatch
+// is detected while that lasts: not once every permit is released (until
+// the marker's TTL runs out, a new limit is refused), nor when permits
+// with longer TTLs outlive a marker last refreshed with a shorter one.
+// It is not detected on stores that cannot extend locks ([Extender]),
+// where a held marker is taken to agree, nor on lockers of other
+// packages, whose stores the semaphore cannot reach; for a MultiLocker
+// any store holding another limit's marker is a mismatch. The locker's
+// hook sees the semaphore's calls under the resource's name (attempts,
+// retries, the permit acquired, extended, released) and, within them,
+// the calls on the slots under the derived names.
 //
 // Fences: with a Permitter, a permit's fence exceeds the fence of every
 // permit granted earlier on the resource; with plain locks, it exceeds
