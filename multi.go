@@ -274,20 +274,21 @@ func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	}
 	ctx = m.obs.begin(ctx, op, l.Resource)
 	t0 := m.obs.start()
-	err := m.unlocks.enter(ctx, l)
-	if err == nil {
-		err = m.unlock(ctx, op, l)
-		m.unlocks.leave(l)
-	} else {
-		err = &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
-	}
+	err := m.unlock(ctx, op, l)
 	if m.obs.on() {
 		m.obs.emit(ctx, Event{Kind: EventReleased, Op: op, Resource: l.Resource, Lock: l, Duration: inproc.Since(t0), Err: err})
 	}
 	return err
 }
 
+// unlock releases l on the stores, in its turn among this locker's
+// Unlocks of l. The turn is passed on however the call ends, a store's
+// panic included.
 func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
+	if err := m.unlocks.enter(ctx, l); err != nil {
+		return &Error{Op: op, Resource: l.Resource, Err: ctxErr(ctx)}
+	}
+	defer m.unlocks.leave(l)
 	undecided, _ := m.held.attached(l).(*undecidedUnlock)
 	errs := m.release(ctx, op, l)
 	n := len(m.stores)
