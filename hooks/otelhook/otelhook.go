@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/lockkit/lock"
 )
@@ -72,9 +73,24 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) (*Hook, error) {
 
 // Begin implements lock.SpanHook: it starts the call's span.
 func (h *Hook) Begin(ctx context.Context, op, resource string) context.Context {
-	ctx, _ = h.tracer.Start(ctx, "lock."+op, trace.WithAttributes(
+	ctx, span := h.tracer.Start(ctx, "lock."+op, trace.WithAttributes(
 		attribute.String("lock.op", op), attribute.String("lock.resource", resource)))
+	ctx = context.WithValue(ctx, callSpanKey{}, span)
 	return withAttempts(ctx, op)
+}
+
+type callSpanKey struct{}
+
+// callSpan returns the span Begin started for the call whose event is
+// observed in ctx, or a span that records nothing: a call's last event
+// ends its own span only, never one of the caller's (when a hook wrapping
+// this one does not pass Begin on, say).
+func callSpan(ctx context.Context) trace.Span {
+	span, ok := ctx.Value(callSpanKey{}).(trace.Span)
+	if !ok || !span.SpanContext().Equal(trace.SpanFromContext(ctx).SpanContext()) {
+		return noop.Span{}
+	}
+	return span
 }
 
 // Observe implements lock.Hook.
@@ -97,8 +113,9 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 	case lock.EventAcquired:
 		h.acquireDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("lock.op", e.Op), attribute.String("lock.outcome", "ok")))
 		h.held.acquired(e.Lock, time.Now())
-		span.SetAttributes(attribute.Int("lock.attempts", e.Attempt), attribute.Int64("lock.fence", int64(e.Lock.Fence)))
-		span.End()
+		own := callSpan(ctx)
+		own.SetAttributes(attribute.Int("lock.attempts", e.Attempt), attribute.Int64("lock.fence", int64(e.Lock.Fence)))
+		own.End()
 	case lock.EventNotAcquired:
 		o := outcome(e.Err)
 		h.acquireDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("lock.op", e.Op), attribute.String("lock.outcome", o)))
@@ -108,13 +125,14 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 		if call.takeRefusal() || o == "contention" {
 			h.contention.Add(ctx, 1)
 		}
-		span.SetAttributes(attribute.Int("lock.attempts", e.Attempt), attribute.String("lock.outcome", o))
-		end(span, e.Err, o)
+		own := callSpan(ctx)
+		own.SetAttributes(attribute.Int("lock.attempts", e.Attempt), attribute.String("lock.outcome", o))
+		end(own, e.Err, o)
 	case lock.EventReleased:
 		if e.Err == nil || errors.Is(e.Err, lock.ErrNotHeld) {
 			h.held.gone(e.Lock) // counted once, however often it is released
 		}
-		end(span, e.Err, outcome(e.Err))
+		end(callSpan(ctx), e.Err, outcome(e.Err))
 	case lock.EventExtended:
 		switch {
 		case e.Err == nil:
@@ -122,7 +140,7 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 		case errors.Is(e.Err, lock.ErrNotHeld):
 			h.held.gone(e.Lock)
 		}
-		end(span, e.Err, outcome(e.Err))
+		end(callSpan(ctx), e.Err, outcome(e.Err))
 	case lock.EventLost:
 		h.lost.Add(ctx, 1)
 		h.held.gone(e.Lock)
