@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,9 +115,15 @@ func checkToken(token string) error {
 	return nil
 }
 
+// checkTTL refuses a ttl that is not positive, or whose expiry a lock file
+// cannot hold (Unix nanoseconds in an int64, up to the year 2262): it would
+// wrap around to a past expiry, a lock free at once.
 func checkTTL(ttl time.Duration) error {
-	if ttl <= 0 {
+	switch {
+	case ttl <= 0:
 		return fmt.Errorf("%w: ttl is %v: want > 0", lock.ErrInvalid, ttl)
+	case ttl > time.Duration(math.MaxInt64-time.Now().UnixNano()):
+		return fmt.Errorf("%w: ttl is %v: its expiry is past what a lock file holds", lock.ErrInvalid, ttl)
 	}
 	return nil
 }

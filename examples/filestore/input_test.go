@@ -5,6 +5,7 @@ package filestore_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -38,5 +39,32 @@ func TestRefusesBadInput(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 		t.Errorf("%d files created by refused calls; want none", len(entries))
+	}
+}
+
+// A TTL whose expiry a lock file cannot hold (Unix nanoseconds past
+// 2262) is refused with ErrInvalid: taken, it would wrap around to an
+// expiry in the past, and the next owner's Acquire would succeed too.
+func TestRefusesTTLPastWhatAFileHolds(t *testing.T) {
+	s, err := filestore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	huge := time.Duration(math.MaxInt64)
+	if err := s.Acquire(ctx, "r", "a", huge); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Acquire(r, a, %v) = %v; want ErrInvalid", huge, err)
+	}
+	if err := s.Acquire(ctx, "r", "b", time.Minute); err != nil {
+		t.Fatalf("Acquire(r, b, 1m) = %v; want nil", err)
+	}
+	if err := s.Extend(ctx, "r", "b", huge); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("Extend(r, b, %v) = %v; want ErrInvalid", huge, err)
+	}
+	if _, held, err := s.TTL(ctx, "r"); err != nil || !held {
+		t.Errorf("TTL(r) after the refused Extend = held %v, %v; want held", held, err)
+	}
+	if err := s.Acquire(ctx, "r", "c", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Errorf("Acquire(r, c, 1m) while b holds r = %v; want ErrNotAcquired", err)
 	}
 }
