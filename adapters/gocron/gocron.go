@@ -58,13 +58,15 @@ func WithMinInterval(d time.Duration) Option {
 }
 
 // NewLocker returns a gocron.Locker that takes each job's lock with
-// locker for ttl, extended in the background while the job runs.
+// locker for ttl, extended in the background while the job runs. It
+// refuses a nil locker and a ttl outside (0, lock.MaxTTL] with an error
+// matching lock.ErrInvalid.
 func NewLocker(locker lock.Locker, ttl time.Duration, opts ...Option) (*Locker, error) {
 	if locker == nil {
 		return nil, fmt.Errorf("%w: gocronlock: nil Locker", lock.ErrInvalid)
 	}
-	if ttl <= 0 {
-		return nil, fmt.Errorf("%w: gocronlock: ttl is %v: want > 0", lock.ErrInvalid, ttl)
+	if ttl <= 0 || ttl > lock.MaxTTL {
+		return nil, fmt.Errorf("%w: gocronlock: ttl is %v: want a duration in (0, %v]", lock.ErrInvalid, ttl, lock.MaxTTL)
 	}
 	l := &Locker{locker: locker, ttl: ttl}
 	for _, o := range opts {

@@ -79,3 +79,15 @@ func TestLockerLossAndFailure(t *testing.T) {
 		}
 	})
 }
+
+// A ttl the lockers refuse (above lock.MaxTTL) is refused by NewLocker,
+// as a ttl of zero is, rather than by every run, which gocron would skip.
+func TestNewLockerRefusesTTLAboveMax(t *testing.T) {
+	l := single(t, memory.New())
+	if _, err := gocronlock.NewLocker(l, lock.MaxTTL+time.Second); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("NewLocker(ttl MaxTTL+1s) = %v; want ErrInvalid", err)
+	}
+	if _, err := gocronlock.NewLocker(l, lock.MaxTTL); err != nil {
+		t.Errorf("NewLocker(ttl MaxTTL) = %v; want nil", err)
+	}
+}
