@@ -205,6 +205,9 @@ func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
 // ended, if it had. Later calls return the same lock.
 func (h *holding) end() (l Lock, cause error) {
 	h.halt()
+	// A validity that ran out before the holder was done is a loss, as
+	// the context's Err reports it, even if its timer has not fired yet.
+	_ = h.ctx.Err()
 	h.k.loseOnce.Do(func() {}) // the holder is done: no loss is reported from here on
 	cause = context.Cause(h.ctx)
 	h.stopHold()
