@@ -232,6 +232,9 @@ func (t *Term) Resign(ctx context.Context) error {
 	if ctx == nil {
 		return invalidf("resign", t.h.k.current().Resource, "nil context")
 	}
+	// A term whose end passed is lost, as its context's Err reports,
+	// even if the timer that cancels the context has not fired yet.
+	_ = t.h.ctx.Err()
 	t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
 	cause, err := t.h.release(ctx)
 	if errors.Is(cause, ErrMaxHold) && errors.Is(err, ErrNotHeld) {
