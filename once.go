@@ -15,8 +15,10 @@ var ErrSkipped = errors.New("lock: skipped")
 
 // MinInterval makes [RunOnce] keep its job's lock until d has passed
 // since the run began, so that no caller starts the job again within d of
-// this run's start, even once the job has returned. Run and Lock ignore
-// it.
+// this run's start, even once the job has returned. [MaxHold] does not
+// shorten it: the hold limit bounds how long the lock is kept for the
+// running job, and the lock is still kept, with nobody acting under it,
+// from the job's return to the interval's end. Run and Lock ignore it.
 func MinInterval(d time.Duration) LockOption {
 	return func(o *callOptions) { o.minInterval = d }
 }
@@ -35,8 +37,10 @@ func MinInterval(d time.Duration) LockOption {
 // fire a little apart, or a replica that fires again early, skip the
 // job until then. (An interval that cannot be kept because the extension
 // fails is reported with fn's result; when the store cannot extend locks,
-// the lock is left to expire at its TTL, which is not reported.) Shutdown
-// and UnlockAll of the locker release such a lock early.
+// the lock is left to expire at its TTL, which is not reported, and a
+// lock that MaxHold left to run out before fn returned is reported by
+// its [ErrMaxHold] alone.) Shutdown and UnlockAll of the locker release
+// such a lock early.
 // The interval runs on the store's clock, give or take the locker's drift
 // allowance. With Options.LockDelay, whose delay the stores add to a
 // lock's TTL, the lock is extended for the interval less the delay, so
@@ -76,8 +80,10 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 				kept, xerr := keepFor(ctx, locker, l, rest)
 				if kept || xerr != nil {
 					// Kept to the interval's end, or left to expire at its
-					// TTL: the interval's end at best.
-					if xerr != nil && !errors.Is(xerr, errors.ErrUnsupported) {
+					// TTL: the interval's end at best. A lock that the hold
+					// limit left to run out is not held: the cause says so.
+					runOut := errors.Is(cause, ErrMaxHold) && errors.Is(xerr, ErrNotHeld)
+					if xerr != nil && !errors.Is(xerr, errors.ErrUnsupported) && !runOut {
 						err = errors.Join(err, fmt.Errorf("minimum interval not kept: %w", xerr))
 					}
 					err = runResult(err, cause, nil)
