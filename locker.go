@@ -128,11 +128,13 @@ type Options struct {
 	// from being taken again until LockDelay after its validity would
 	// have ended (Chubby's lock-delay), so that a holder that wakes up
 	// late finds nobody else inside for that long. Unlock frees the lock
-	// at once as usual. The stores keep each lock for ttl + LockDelay;
-	// the validity the holder sees is the ttl's (Lock.ValidUntil does not
-	// move), and so are Run's extensions; IsLocked reports such a lock
-	// held until the store lets it go. ttl + LockDelay must not exceed
-	// [MaxTTL]. Default: 0, no delay.
+	// at once as usual. Until the stores let the lock go, its holder's
+	// Unlock and Extend succeed even past Lock.ValidUntil (nobody else can
+	// have taken it), and report ErrNotHeld after that. The stores keep
+	// each lock for ttl + LockDelay; the validity the holder sees is the
+	// ttl's (Lock.ValidUntil does not move), and so are Run's extensions;
+	// IsLocked reports such a lock held until the store lets it go.
+	// ttl + LockDelay must not exceed [MaxTTL]. Default: 0, no delay.
 	LockDelay time.Duration
 }
 
@@ -170,9 +172,12 @@ func WithRetry(r Retry) LockOption {
 	return func(o *callOptions) { o.retry = &r }
 }
 
-// MaxHold limits how long [Run] keeps a lock: at d after acquisition it
-// stops extending it and cancels the function's context with cause
-// [ErrMaxHold]. Lock ignores it.
+// MaxHold limits how long [Run] keeps a lock for its function: at d after
+// acquisition it stops extending it and cancels the function's context
+// with cause [ErrMaxHold]. [RunOnce] and an [Election]'s terms take it
+// too; once RunOnce's function has returned, [MinInterval] still keeps
+// the lock, if it is still held, to the interval's end, even past d.
+// Lock ignores it.
 func MaxHold(d time.Duration) LockOption {
 	return func(o *callOptions) { o.maxHold = d }
 }
