@@ -25,7 +25,10 @@ type Locker interface {
 
 	// Unlock releases l. It returns an error matching ErrNotHeld if the lock
 	// had expired or been taken over, and ErrUnavailable if a store failed
-	// and may still hold it (until its TTL runs out).
+	// and may still hold it (until its TTL runs out). If ctx ends first, it
+	// returns ctx's error and the lock may still be held: a deferred Unlock
+	// should use a context that outlives the caller's (see the package
+	// example, context.WithoutCancel).
 	Unlock(ctx context.Context, l Lock) error
 
 	// Extend sets l's time to live to ttl from now and returns the lock with

@@ -266,7 +266,9 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 // leave too few to make a quorum, and ErrUnavailable if failed stores
 // leave it undecided whether a quorum did. Retried after ErrUnavailable,
 // on the locker that took the lock, it counts the stores that the earlier
-// call, or the background, released as released.
+// call, or the background, released as released. If ctx ends first,
+// Unlock returns ctx's error, and the stores that did not release the
+// lock are asked again in the background, as failed stores are.
 func (m *MultiLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
 	if err := m.checkHeld(ctx, op, l); err != nil {

@@ -293,7 +293,9 @@ func (s *SingleLocker) IsLocked(ctx context.Context, resource string) (bool, err
 	return ok, nil
 }
 
-// Unlock implements [Locker].
+// Unlock implements [Locker]. If ctx ends before the store answers, the
+// lock stays held (until its TTL runs out, or an Unlock with a live
+// context); nothing is retried in the background.
 func (s *SingleLocker) Unlock(ctx context.Context, l Lock) error {
 	const op = "unlock"
 	if err := s.checkHeld(ctx, op, l); err != nil {
