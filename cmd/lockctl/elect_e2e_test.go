@@ -66,8 +66,12 @@ func TestElect(t *testing.T) {
 	if sigs := s.signals("second"); !slices.Equal(sigs, []string{"terminated"}) {
 		t.Errorf("the leader's command got %q; want SIGTERM", sigs)
 	}
-	if !strings.Contains(second.stderr.String(), `lockctl elect: lost the lock on "leader"`) {
+	if !strings.Contains(second.stderr.String(), `lockctl elect: the term for "leader" ended while the command ran`) {
 		t.Errorf("stderr %q does not say the term was lost", second.stderr)
+	}
+	// --verbose speaks of an election's terms, not of locks.
+	if want := `lockctl elect: elected for "leader" (term ttl 3s, fence `; !strings.Contains(first.stderr.String(), want) || strings.Contains(first.stderr.String()+second.stderr.String(), "lock on") || strings.Contains(first.stderr.String()+second.stderr.String(), "acquired") {
+		t.Errorf("elect --verbose: stderr %q then %q; want %q…, and no \"acquired\" or \"lock on\"", first.stderr, second.stderr, want)
 	}
 }
 

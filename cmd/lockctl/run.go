@@ -277,7 +277,11 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 		if l.Fence != 0 {
 			fence = fmt.Sprintf(", fence %d", l.Fence)
 		}
-		fmt.Fprintf(a.stderr, "lockctl %s: acquired %q (ttl %v%s)\n", s.command(), l.Resource, o.ttl, fence)
+		if s.name == "elect" {
+			fmt.Fprintf(a.stderr, "lockctl elect: elected for %q (term ttl %v%s)\n", l.Resource, o.ttl, fence)
+		} else {
+			fmt.Fprintf(a.stderr, "lockctl %s: acquired %q (ttl %v%s)\n", s.command(), l.Resource, o.ttl, fence)
+		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
@@ -317,7 +321,11 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 	case werr = <-waited:
 	case <-runCtx.Done():
 		res.lost = true
-		fmt.Fprintf(a.stderr, "lockctl %s: lost the lock on %q while the command ran (%s): sending SIGTERM to the command\n", s.command(), l.Resource, lossReason(context.Cause(runCtx)))
+		lost := fmt.Sprintf("lost the lock on %q", l.Resource)
+		if s.name == "elect" {
+			lost = fmt.Sprintf("the term for %q ended", l.Resource)
+		}
+		fmt.Fprintf(a.stderr, "lockctl %s: %s while the command ran (%s): sending SIGTERM to the command\n", s.command(), lost, lossReason(context.Cause(runCtx)))
 		s.signal(sigTERM)
 		kill := time.NewTimer(o.killAfter)
 		select {
