@@ -19,6 +19,7 @@ type backend struct {
 	locker func(t *testing.T) lock.Locker
 	fences bool // locks carry a fence
 	ttls   bool // the stores tell the remaining TTL
+	limits bool // the stores tell the limit that permits were taken with
 }
 
 // flags returns the --store flags of b. A Redlock's get a store timeout
@@ -46,7 +47,7 @@ var backends = []struct {
 }{
 	{"redis", func(t *testing.T) backend {
 		srv := redistest.Start(t)
-		return backend{name: "redis", urls: []string{"redis://" + srv.Addr()}, fences: true, ttls: true,
+		return backend{name: "redis", urls: []string{"redis://" + srv.Addr()}, fences: true, ttls: true, limits: true,
 			locker: func(t *testing.T) lock.Locker { return single(t, redisStore(t, srv)) }}
 	}},
 	{"memcache", func(t *testing.T) backend {
@@ -62,7 +63,7 @@ var backends = []struct {
 	}},
 	{"redlock", func(t *testing.T) backend {
 		srvs := redistest.StartN(t, 3)
-		b := backend{name: "redlock", ttls: true, fences: true}
+		b := backend{name: "redlock", ttls: true, fences: true, limits: true}
 		for _, s := range srvs {
 			b.urls = append(b.urls, "redis://"+s.Addr())
 		}

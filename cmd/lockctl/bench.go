@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -185,9 +184,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 		rep.Stores = append(rep.Stores, s.name)
 	}
 	if o.json {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := printJSON(a.stdout, rep); err != nil {
 			return err
 		}
 	} else {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -224,9 +223,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 	}
 
 	if o.json {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(cr); err != nil {
+		if err := printJSON(a.stdout, cr); err != nil {
 			return err
 		}
 	} else {

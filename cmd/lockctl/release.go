@@ -38,7 +38,8 @@ a new one may both be running.
 
 On a terminal, release asks for confirmation; --yes skips the question, and
 is required when stdin is not a terminal. Exits 0 when the lock is gone
-(or was not held), 1 if a store failed.`,
+(or was not held), 1 if a store failed or the question was not answered
+yes (nothing is released then).`,
 	examples: `  lockctl release --lock "$RUNNER_TEMP/deploy.lock"
   lockctl release --force --store redis://localhost:6379 deploy/prod
   LOCKCTL_STORES="memcache://mc1:11211 memcache://mc2:11211 memcache://mc3:11211" \

@@ -21,15 +21,31 @@ func TestRunPermits(t *testing.T) {
 		s.ready("second")
 
 		// status -n shows the permits held and free.
-		code, stdout, stderr := lockctl(t, nil, append(append([]string{"status", "-n", "3"}, b.flags()...), "builds")...)
-		if code != 0 || !strings.Contains(stdout, "permits: 2 of 3 held, 1 free") {
-			t.Errorf("status -n 3 with two permits held: exit %d, stdout %q, stderr %q; want 0 and 2 of 3 held", code, stdout, stderr)
+		code, stdout, stderr := lockctl(t, nil, append(append([]string{"status", "-n", "2"}, b.flags()...), "builds")...)
+		if code != 0 || !strings.Contains(stdout, "permits: 2 of 2 held, 0 free") {
+			t.Errorf("status -n 2 with two permits held: exit %d, stdout %q, stderr %q; want 0 and 2 of 2 held", code, stdout, stderr)
 		}
 		// ... and who holds them, in JSON and in a table under the counts.
-		if !strings.HasPrefix(stdout, "builds: 2 of 3 permits held\n") {
-			t.Errorf("status -n 3 with two permits held: first line of %q; want \"builds: 2 of 3 permits held\"", stdout)
+		if !strings.HasPrefix(stdout, "builds: 2 of 2 permits held\n") {
+			t.Errorf("status -n 2 with two permits held: first line of %q; want \"builds: 2 of 2 permits held\"", stdout)
 		}
-		wantHolderRows(t, "status -n 3", stdout, "permit", first, second)
+		wantHolderRows(t, "status -n 2", stdout, "permit", first, second)
+		// status with another -n says that it does not match, rather than
+		// counting the permits against it.
+		if b.limits {
+			for _, n := range []string{"1", "3"} {
+				code, stdout, stderr := lockctl(t, nil, append(append([]string{"status", "-n", n}, b.flags()...), "builds")...)
+				want := "the permits on \"builds\" were taken with -n 2, not -n " + n
+				if code != exitUsage || !strings.Contains(stdout, "permits: limit mismatch: "+want) || strings.Contains(stdout, " free,") || strings.Contains(stdout, " held, ") {
+					t.Errorf("status -n %s with two permits of -n 2 held: exit %d, stdout %q, stderr %q; want %d and %q", n, code, stdout, stderr, exitUsage, want)
+				}
+				code, stdout, _ = lockctl(t, nil, append(append([]string{"status", "--json", "-n", n}, b.flags()...), "builds")...)
+				var st statusReport
+				if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != exitUsage || st.Permits == nil || st.Permits.TakenWith != 2 || st.Permits.Held != nil || !strings.Contains(st.Permits.Error, want) {
+					t.Errorf("status --json -n %s with two permits of -n 2 held: exit %d, %v, stdout %q; want %d, taken_with 2, held null and the mismatch", n, code, err, stdout, exitUsage)
+				}
+			}
+		}
 		st := status(t, b, "-n", "2", "builds")
 		if st.Permits == nil || st.Permits.Held == nil || *st.Permits.Held != 2 || *st.Permits.Free != 0 {
 			t.Errorf("status --json -n 2 with two permits held: permits %+v; want held 2, free 0", st.Permits)

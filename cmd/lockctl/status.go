@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,19 +40,24 @@ them is held. Holders are named where the stores can tell: redis names
 the holders of its own permits; memory counts its permits without naming
 them; the other stores, and a Redlock, keep permits and readers as locks
 on derived names (RESOURCE~permitI, RESOURCE~read~permitI with I below 32,
-RESOURCE~write), which status asks about one by one.
+RESOURCE~write), which status asks about one by one. If the permits were
+taken with a limit other than N, status says so instead of counting them
+against N (redis, alone or in a Redlock, tells that limit; with the other
+stores the counts are against N).
 
 A Redlock counts as held if any of its stores holds the resource, as the
 library's IsLocked does. Exits 0 whether the resource is held or free, and
 1 if the stores could not tell whether the lock is held or (with -n) how
 many permits are (the stores that answered are still shown; the
-read-write lock's state, when they cannot tell it, shows as unknown).
+read-write lock's state, when they cannot tell it, shows as unknown), and
+2 if the permits were taken with a limit other than N.
 
 With --json the output is one object:
   {"resource": "...", "held": true|false|null, "error": "..." (if null),
    "holder": "..."|null,
    "permits": {"limit": N, "held": N|null, "free": N|null,
-               "holders": ["..."]|null, "error": "..."} (with -n only),
+               "holders": ["..."]|null, "error": "...",
+               "taken_with": N (if not N)} (with -n only),
    "rwlock": {"readers": N|null, "reader_holders": ["..."]|null,
               "writer": "none"|"holds"|"waits"|null,
               "writer_holder": "..."|null, "error": "..."},
@@ -70,7 +74,8 @@ reader_holders name one holder per permit or reader the stores can name,
 and are null if they cannot tell; writer is "waits" while a writer holds
 its claim but readers are still in; writer_holder is null without a
 writer or if the stores cannot tell. The permits' and rwlock's error is
-only on failure.`,
+only on failure; taken_with is the limit the permits were taken with, if
+it is not N (held, free and holders are then null).`,
 	examples: `  lockctl status --store redis://localhost:6379 deploy/prod
   lockctl status --json deploy/prod | jq .held
   lockctl status -n 4 builds`,
@@ -160,9 +165,7 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 		rep.Stores[i] = storeStatusOf(ctx, set.specs[i], s, resource)
 	}
 	if asJSON {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := printJSON(a.stdout, rep); err != nil {
 			return err
 		}
 	} else {
@@ -182,6 +185,10 @@ func (a *app) status(ctx context.Context, sf *storeFlags, resource string, limit
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+	}
+	// -n N other than the permits' limit is a mistake in the command line.
+	if rep.Permits != nil && rep.Permits.TakenWith != 0 {
+		return exitWith(exitUsage, errors.New(rep.Permits.Error))
 	}
 	// The read-write lock, which status reads unasked, shows its error
 	// without failing a status that could tell the rest.
@@ -209,9 +216,7 @@ func (a *app) unreachableStatus(sf *storeFlags, resource string, limit int, err 
 			rep.Stores = append(rep.Stores, storeStatus{Store: spec.name, Error: why})
 		}
 	}
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	if jerr := enc.Encode(rep); jerr != nil {
+	if jerr := printJSON(a.stdout, rep); jerr != nil {
 		return jerr
 	}
 	return exitWith(exitFailure, err)

@@ -28,10 +28,15 @@ import (
 
 // The suffixes of the derived names (see above).
 const (
-	slotSuffix  = "~permit"
-	readSuffix  = "~read"
-	writeSuffix = "~write"
+	slotSuffix   = "~permit"
+	markerSuffix = "~limit" // a semaphore's limit marker, held under markerPrefix and the limit
+	readSuffix   = "~read"
+	writeSuffix  = "~write"
 )
+
+// markerPrefix begins the token of a semaphore's limit marker; the limit
+// follows.
+const markerPrefix = "lockkit-semaphore-limit-"
 
 // slotReaders is the most readers a read-write lock over plain locks lets
 // in at once (lock.RWLocker), and so its number of reader slots.
@@ -47,6 +52,9 @@ type permitStatus struct {
 	Free    *int     `json:"free"`
 	Holders []string `json:"holders"`
 	Error   string   `json:"error,omitempty"`
+	// TakenWith is the limit that the permits were taken with, if it is
+	// not Limit: the stores keep it (see permitLimit).
+	TakenWith int `json:"taken_with,omitempty"`
 }
 
 // rwStatus is what status tells of a read-write lock.
@@ -75,6 +83,11 @@ func (rw *rwStatus) held() bool {
 // names their holders where the stores can tell (else Holders is nil).
 func permitsOf(ctx context.Context, set *storeSet, locker lock.Locker, resource string, limit int) *permitStatus {
 	p := &permitStatus{Limit: limit}
+	if other := set.permitLimit(ctx, resource); other != 0 && other != limit {
+		p.TakenWith = other
+		p.Error = fmt.Sprintf("limit mismatch: the permits on %q were taken with -n %d, not -n %d", resource, other, limit)
+		return p
+	}
 	held, holders, err := countPermits(ctx, set, locker, resource, limit)
 	if err != nil {
 		p.Error = err.Error()
@@ -109,6 +122,23 @@ func countPermits(ctx context.Context, set *storeSet, locker lock.Locker, resour
 		holders, err = slotHolders(ctx, set, locker, resource, limit)
 	}
 	return held, holders, err
+}
+
+// permitLimit returns the limit that the permits on resource were taken
+// with, as the first store that can tell reports it, or 0 if none can
+// (the stores that cannot tell, or fail to, are passed over: the library
+// still refuses a permit under another limit).
+func (s *storeSet) permitLimit(ctx context.Context, resource string) int {
+	native := s.keepsPermits()
+	for _, o := range s.stores {
+		if o.permitLimit == nil {
+			continue
+		}
+		if n, err := o.permitLimit(ctx, resource, native); err == nil && n != 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 // keepsPermits reports whether a semaphore over the set's locker uses the
@@ -229,6 +259,8 @@ func (rep *statusReport) state() string {
 			s += "; an --exclusive writer waits"
 		}
 		return s
+	case p != nil && p.TakenWith != 0:
+		return fmt.Sprintf("permits taken with -n %d, not -n %d", p.TakenWith, p.Limit)
 	case p != nil && p.Held != nil && *p.Held > 0:
 		return fmt.Sprintf("%d of %d permits held", *p.Held, p.Limit)
 	case rw.Error != "" || p != nil && p.Error != "":
@@ -249,6 +281,8 @@ func (rep *statusReport) printModes(w io.Writer) error {
 	}
 	switch p := rep.Permits; {
 	case p == nil:
+	case p.TakenWith != 0:
+		fmt.Fprintf(w, "  permits: %s\n", p.Error)
 	case p.Error != "":
 		fmt.Fprintf(w, "  permits: unknown (%s)\n", p.Error)
 	default:

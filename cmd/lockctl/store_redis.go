@@ -187,6 +187,7 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 			forceRelease:  s.ForceRelease,
 			lastFence:     s.LastFence,
 			permitHolders: redisPermitHolders(client, prefix),
+			permitLimit:   redisPermitLimit(client, prefix),
 		}, nil
 	}
 	return spec, nil
@@ -226,6 +227,38 @@ func redisPermitHolders(client rueidis.Client, prefix string) func(ctx context.C
 			}
 		}
 		return holders, nil
+	}
+}
+
+// redisPermitLimit returns a reader of the limit that a resource's
+// permits were taken with: minus the score of the member "" of the
+// permits' sorted set (see redisPermitHolders) or, for a semaphore of
+// plain locks, the limit in the token of its limit marker, a lock on
+// RESOURCE~limit (see lock.NewSemaphore). It is 0 if there is none.
+func redisPermitLimit(client rueidis.Client, prefix string) func(ctx context.Context, resource string, native bool) (int, error) {
+	return func(ctx context.Context, resource string, native bool) (int, error) {
+		if native {
+			score, err := client.Do(ctx, client.B().Zscore().Key(redisstore.PermitsKey(prefix, resource)).Member("").Build()).AsFloat64()
+			switch {
+			case rueidis.IsRedisNil(err):
+				return 0, nil
+			case err != nil:
+				return 0, fmt.Errorf("reading the permits' limit: %w", err)
+			}
+			return int(-score), nil
+		}
+		token, err := client.Do(ctx, client.B().Get().Key(redisstore.LockKey(prefix, resource+markerSuffix)).Build()).ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+			return 0, nil
+		case err != nil:
+			return 0, fmt.Errorf("reading the permits' limit marker: %w", err)
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(token, markerPrefix))
+		if !strings.HasPrefix(token, markerPrefix) || err != nil || n < 1 {
+			return 0, fmt.Errorf("reading the permits' limit marker: %s%s is not a semaphore's marker", resource, markerSuffix)
+		}
+		return n, nil
 	}
 }
 

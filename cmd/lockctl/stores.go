@@ -38,6 +38,12 @@ type openStore struct {
 	// resource (lock.Permitter), as lock.HolderOf their tokens; nil when
 	// the store cannot tell.
 	permitHolders func(ctx context.Context, resource string) ([]string, error)
+	// permitLimit reads the limit that the permits on a resource were
+	// taken with: from the permits the store keeps (lock.Permitter) if
+	// native, else from the limit marker of a semaphore of plain locks
+	// (see lock.NewSemaphore); 0 if there is none. nil when the store
+	// cannot tell.
+	permitLimit func(ctx context.Context, resource string, native bool) (int, error)
 }
 
 // schemes maps each URL scheme to its parser. Each store file registers
