@@ -100,6 +100,14 @@ var controls = map[string]control{
 		store: func() lock.Store { return brokenstore.CapsTTL(time.Second) }, realTime: true,
 		rule: "LongTTL", wants: []string{"after Extend(r, a, 5s) of a lock taken for 200ms (granularity 0s); want true until 5s: the lock expired early"},
 	},
+	"caps-long-ttl": {
+		store: func() lock.Store { return brokenstore.CapsTTL(30 * 24 * time.Hour) },
+		rule:  "MaxTTL", wants: []string{
+			"after Acquire(r, a, 8760h0m0s): TTL(r0) = 720h0m0s, true, nil; want",
+			"after Extend(r, a, 8760h0m0s) of a lock taken for",
+			"the store does not keep the longest TTL a locker asks for",
+		},
+	},
 	"refused-acquire-sets-ttl": {
 		store: func() lock.Store { return brokenstore.RefusedAcquireSetsTTL() },
 		rule:  "AcquireHeldKeepsExpiry", wants: []string{"the refused acquisition stretched a's lock"},

@@ -47,9 +47,10 @@
 //     five seconds plus twice the granularity, set by every call that sets one
 //     — Acquire, AcquireFenced, Extend, a refused Acquire, Start — at once,
 //     each lock held until its TTL less the granularity and a tenth of the
-//     TTL; Extend (owner, shorter TTL, wrong token, after expiry, after
-//     takeover); TTL read from below and above, and free once released or
-//     expired.
+//     TTL; MaxTTL, lock.MaxTTL set by every such call kept as TTL reads it
+//     (or refused with ErrInvalid); Extend (owner, shorter TTL, wrong
+//     token, after expiry, after takeover); TTL read from below and above,
+//     and free once released or expired.
 //   - Holder: the public part of the holder's token (after its last '~'),
 //     never its secret; "" for a token without one; free once released
 //     or expired.

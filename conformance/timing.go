@@ -71,62 +71,16 @@ func acquireNearExpiry(t *testing.T, h *harness) {
 // start. The checks run together, so the rule takes one such TTL.
 func longTTL(t *testing.T, h *harness) {
 	ttl := 5*time.Second + 2*h.gran
-	ext, extends := h.store.(lock.Extender)
-	fencer, fences := h.store.(lock.Fencer)
-	_, starts := h.store.(lock.Starter)
-
-	type check struct {
-		what string
-		set  func(r, a string) error // sets r's TTL to ttl, holding it under a
-	}
-	checks := []check{
-		{fmt.Sprintf("Acquire(r, a, %v)", ttl), func(r, a string) error {
-			return h.store.Acquire(h.ctx(), r, a, ttl)
-		}},
-		{fmt.Sprintf("Acquire(r, b, %v) refused while a held r with that TTL", h.ttl), func(r, a string) error {
-			if err := h.store.Acquire(h.ctx(), r, a, ttl); err != nil {
-				return err
-			}
-			if err := h.store.Acquire(h.ctx(), r, a+"-b", h.ttl); !errors.Is(err, lock.ErrNotAcquired) {
-				return verdict(fmt.Sprintf("Acquire(r, b) while a holds r = %v; want ErrNotAcquired", errString(err)))
-			}
-			return nil
-		}},
-	}
-	if fences {
-		checks = append(checks, check{fmt.Sprintf("AcquireFenced(r, a, %v)", ttl), func(r, a string) error {
-			_, err := fencer.AcquireFenced(h.ctx(), r, a, ttl)
+	refused := ttlSetter{what: fmt.Sprintf("Acquire(r, b, %v) refused while a held r with that TTL", h.ttl), set: func(r, a string) error {
+		if err := h.store.Acquire(h.ctx(), r, a, ttl); err != nil {
 			return err
-		}})
-	}
-	if extends {
-		checks = append(checks, check{fmt.Sprintf("Extend(r, a, %v) of a lock taken for %v", ttl, h.ttl), func(r, a string) error {
-			if err := h.store.Acquire(h.ctx(), r, a, h.ttl); err != nil {
-				return err
-			}
-			return ext.Extend(h.ctx(), r, a, ttl)
-		}})
-	}
-	if starts {
-		started := func(op lock.CallOp) check {
-			return check{fmt.Sprintf("Start(%v r, a, %v)", op, ttl), func(r, a string) error {
-				if op == lock.CallExtend {
-					if err := h.store.Acquire(h.ctx(), r, a, h.ttl); err != nil {
-						return err
-					}
-				}
-				_, err := h.start(h.ctx(), lock.Call{Op: op, Resource: r, Token: a, TTL: ttl})
-				return err
-			}}
 		}
-		checks = append(checks, started(lock.CallAcquire))
-		if fences {
-			checks = append(checks, started(lock.CallAcquireFenced))
+		if err := h.store.Acquire(h.ctx(), r, a+"-b", h.ttl); !errors.Is(err, lock.ErrNotAcquired) {
+			return verdict(fmt.Sprintf("Acquire(r, b) while a holds r = %v; want ErrNotAcquired", errString(err)))
 		}
-		if extends {
-			checks = append(checks, started(lock.CallExtend))
-		}
-	}
+		return nil
+	}}
+	checks := append(h.ttlSetters(ttl), refused)
 
 	var wg sync.WaitGroup
 	for i, c := range checks {
@@ -161,6 +115,93 @@ func longTTL(t *testing.T, h *harness) {
 		}()
 	}
 	wg.Wait()
+}
+
+// ttlSetter is a call that sets a TTL: set sets r's TTL to the TTL the
+// setter was made for, holding r under a.
+type ttlSetter struct {
+	what    string
+	extends bool // set first takes r for the harness's TTL, then extends it
+	set     func(r, a string) error
+}
+
+// ttlSetters returns every call of the store that sets a TTL, each setting
+// ttl: Acquire, and where the store can, AcquireFenced, Extend (of a lock
+// taken for the harness's TTL) and their Starts.
+func (h *harness) ttlSetters(ttl time.Duration) []ttlSetter {
+	ext, extends := h.store.(lock.Extender)
+	fencer, fences := h.store.(lock.Fencer)
+	_, starts := h.store.(lock.Starter)
+	setters := []ttlSetter{{fmt.Sprintf("Acquire(r, a, %v)", ttl), false, func(r, a string) error {
+		return h.store.Acquire(h.ctx(), r, a, ttl)
+	}}}
+	if fences {
+		setters = append(setters, ttlSetter{fmt.Sprintf("AcquireFenced(r, a, %v)", ttl), false, func(r, a string) error {
+			_, err := fencer.AcquireFenced(h.ctx(), r, a, ttl)
+			return err
+		}})
+	}
+	if extends {
+		setters = append(setters, ttlSetter{fmt.Sprintf("Extend(r, a, %v) of a lock taken for %v", ttl, h.ttl), true, func(r, a string) error {
+			if err := h.store.Acquire(h.ctx(), r, a, h.ttl); err != nil {
+				return err
+			}
+			return ext.Extend(h.ctx(), r, a, ttl)
+		}})
+	}
+	if starts {
+		started := func(op lock.CallOp) ttlSetter {
+			return ttlSetter{fmt.Sprintf("Start(%v r, a, %v)", op, ttl), op == lock.CallExtend, func(r, a string) error {
+				if op == lock.CallExtend {
+					if err := h.store.Acquire(h.ctx(), r, a, h.ttl); err != nil {
+						return err
+					}
+				}
+				_, err := h.start(h.ctx(), lock.Call{Op: op, Resource: r, Token: a, TTL: ttl})
+				return err
+			}}
+		}
+		setters = append(setters, started(lock.CallAcquire))
+		if fences {
+			setters = append(setters, started(lock.CallAcquireFenced))
+		}
+		if extends {
+			setters = append(setters, started(lock.CallExtend))
+		}
+	}
+	return setters
+}
+
+// maxTTL sets lock.MaxTTL, the longest TTL a locker asks for, with every
+// call that sets a TTL, and reads it back: each call must keep it, or
+// refuse it with ErrInvalid and leave the resource as it was. Waiting out
+// such a TTL is out of the question, so the rule needs a TTL reader.
+func maxTTL(t *testing.T, h *harness) {
+	for i, c := range h.ttlSetters(lock.MaxTTL) {
+		r, a := h.res(fmt.Sprint("r", i)), h.tok("a")
+		start := time.Now()
+		err := c.set(r, a)
+		switch {
+		case errors.Is(err, lock.ErrInvalid) && c.extends:
+			// Refused: the lock taken for the harness's TTL is as it was.
+			if msg := h.checkTTL(r, start, h.ttl); msg != "" {
+				t.Errorf("after %s was refused: %s", c.what, msg)
+			}
+		case errors.Is(err, lock.ErrInvalid):
+			if h.exists(r) {
+				t.Errorf("%s = %v, yet Exists(r) = true; want a refused call to leave r free", c.what, err)
+			}
+			continue
+		case err != nil:
+			t.Errorf("%s = %v; want nil, or ErrInvalid if the store cannot keep such a TTL", c.what, err)
+			continue
+		default:
+			if msg := h.checkTTL(r, start, lock.MaxTTL); msg != "" {
+				t.Errorf("after %s: %s: the store does not keep the longest TTL a locker asks for", c.what, msg)
+			}
+		}
+		h.must(fmt.Sprintf("Release(r, a) after %s", c.what), h.store.Release(h.ctx(), r, a))
+	}
 }
 
 // checkTTL reads the TTL of resource, set to ttl at start, if the store
