@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 //	             logs "overlap ID" and exits 99 (with HELPER_SLOTS,
 //	             inside.ID, and more than SLOTS of them is an overlap)
 //	ID.ready     written once started: its pid and the fence it was given
+//	ID.child     with HELPER_CHILD=1: the pid of a process it started
 //	ID.signals   the signals it got, one per line
 //	ID.finish    created by the test to make it exit
 //
@@ -34,6 +36,7 @@ import (
 //	HELPER_ON_TERM=ignore   keep running on SIGTERM (default: exit 143)
 //	HELPER_SELF_KILL=1      kill itself with SIGKILL once ready
 //	HELPER_FENCE_ENV=NAME   the variable holding the fence lockctl passed
+//	HELPER_CHILD=1          start a child (sleep) that outlives it, before ready
 const helperEnv = "LOCKCTL_TEST_HELPER"
 
 func helperMain() int {
@@ -80,6 +83,17 @@ func helperMain() int {
 	fence := "-"
 	if name := os.Getenv("HELPER_FENCE_ENV"); name != "" {
 		fence = os.Getenv(name)
+	}
+	if os.Getenv("HELPER_CHILD") == "1" {
+		child := exec.Command("sleep", "600")
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return exit(98)
+		}
+		if err := os.WriteFile(filepath.Join(dir, id+".child"), fmt.Appendf(nil, "%d\n", child.Process.Pid), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return exit(98)
+		}
 	}
 	ready := filepath.Join(dir, id+".ready")
 	if err := os.WriteFile(ready+".tmp", fmt.Appendf(nil, "%d %s\n", os.Getpid(), fence), 0o644); err != nil || os.Rename(ready+".tmp", ready) != nil {
@@ -158,6 +172,18 @@ func (s *scene) ready(id string) (pid int, fence string) {
 		s.t.Fatalf("%s: %q: %v", path, data, err)
 	}
 	return pid, fence
+}
+
+// child returns the pid of the process that helper id, started with
+// CHILD=1, started before it was ready.
+func (s *scene) child(id string) int {
+	s.t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.dir, id+".child"))
+	pid, perr := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || perr != nil {
+		s.t.Fatalf("%s.child: %q, %v", id, data, errors.Join(err, perr))
+	}
+	return pid
 }
 
 // started reports whether helper id has started.

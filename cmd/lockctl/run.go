@@ -49,7 +49,8 @@ Run from an interactive prompt, the command stays in lockctl's process
 group, so it can read the terminal and gets Ctrl-C from it directly.
 Otherwise (cron, CI, systemd) it gets a process group of its own, and
 signals and the kill after a loss reach every process it started. On Linux
-the command is killed if lockctl itself dies.`,
+the command is killed if lockctl itself dies, and so is its group when it
+has one.`,
 	examples: `  # Run a nightly job on one machine only; the others exit with 75.
   lockctl run --store redis://redis.internal:6379 nightly-report -- ./report.sh
 
@@ -314,6 +315,12 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 		return res
 	}
 
+	if !s.interactive {
+		stopReaper := startReaper(cmd.Process.Pid, func(err error) {
+			fmt.Fprintf(a.stderr, "lockctl %s: warning: %v\n", s.command(), err)
+		})
+		defer stopReaper()
+	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	var werr error
