@@ -32,7 +32,8 @@
 //     An expired lock is never re-created; Extend never uses touch.
 //   - When the cas finds the item changed but the token is still the
 //     caller's (another Extend of the same lock, from another goroutine or
-//     process), Release and Extend read it again and retry, up to 8 times.
+//     process), Release and Extend read it again and retry, for at most
+//     8 rounds of gets and cas in all.
 //   - Exists is a get.
 //   - AcquireFenced is Acquire's add and then, once the lock is held, an
 //     incr of the store's fence counter, shared by the acquisitions that

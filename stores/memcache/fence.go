@@ -30,7 +30,7 @@ import (
 // keys are 44 bytes long after it.
 const fenceKeySuffix = "#fence"
 
-// DefaultFenceGuard is the FenceGuard of a store made without
+// DefaultFenceGuard is the fence guard of a store made without
 // WithFenceGuard.
 const DefaultFenceGuard = 100 * time.Millisecond
 
@@ -39,17 +39,20 @@ const DefaultFenceGuard = 100 * time.Millisecond
 const fenceAttempts = 3
 
 // WithFenceGuard sets how long the store waits before it creates the fence
-// counter again after finding it missing: at least twice the largest
+// counter again after finding it missing: more than the largest
 // difference between the clocks of the machines that lock through the
 // server (see the package documentation on fences). The default is
-// DefaultFenceGuard, for clocks kept within 50ms of each other.
+// DefaultFenceGuard, for clocks less than 100ms apart. New refuses a
+// negative guard.
 func WithFenceGuard(d time.Duration) Option { return func(s *Store) { s.fenceGuard = d } }
 
 // AcquireFenced implements [lock.Fencer]: it takes the lock as Acquire
 // does and, once it holds it, draws the fence from the store's counter
-// with incr, one incr for all the acquisitions of the store that draw at
-// the same moment. If the fence cannot be drawn it releases the lock and
-// returns the error.
+// with incr: sent with the add, in its round trip, by a store made
+// WithServer; otherwise shared by the acquisitions of the store that draw
+// at the same moment, unless the client keeps two idle connections or
+// fewer (see the package documentation on fences). If the fence cannot be
+// drawn it releases the lock and returns the error.
 func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 	if err := check(ctx, resource, token, ttl); err != nil {
 		return 0, err
