@@ -27,20 +27,22 @@ type Fault struct {
 	Ops Op
 	// Delay blocks each affected call this long before it proceeds (or
 	// until its context ends: the call then returns the context's error
-	// and has no effect).
+	// and, unless InFlight is set, has no effect).
 	Delay time.Duration
 	// Err is returned by each affected call. Unless AfterApply is set, the
 	// call has no effect.
 	Err error
 	// AfterApply makes an affected call take effect and then return Err:
 	// a reply lost on its way back, the outcome a caller cannot tell.
+	// (WaitRelease and WaitPermit return Err without waiting, as without
+	// it.)
 	AfterApply bool
 	// InFlight makes a delayed call behave as a request already on its
 	// way to a server: when the call's context ends during the Delay, the
 	// call returns the context's error at once but still takes effect
-	// once the Delay has passed (in a goroutine of its own). It lets a
-	// test check that a caller who gave up cleans up after a request that
-	// lands late.
+	// once the Delay has passed (in a goroutine of its own), unless Err is
+	// set without AfterApply. It lets a test check that a caller who gave
+	// up cleans up after a request that lands late.
 	InFlight bool
 	// Times is the number of calls affected: zero means one, Always means
 	// every call until ClearFaults.
@@ -118,7 +120,8 @@ func (fs *faults) before(ctx context.Context, op Op) (*Fault, error) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			if f.InFlight && op&(OpAcquire|OpRelease|OpExtend|OpRaiseFence) != 0 {
+			refused := f.Err != nil && !f.AfterApply // the server would not apply it
+			if f.InFlight && !refused && op&(OpAcquire|OpRelease|OpExtend|OpRaiseFence) != 0 {
 				return nil, errInFlight{lands: lands, err: ctx.Err()}
 			}
 			return nil, ctx.Err()

@@ -38,3 +38,41 @@ func TestInFlightLandsLate(t *testing.T) {
 		}
 	})
 }
+
+// An InFlight call whose fault has an Err (without AfterApply) is one the
+// server refuses: when its context ends during the delay it returns the
+// context's error and, as Fault.Err says, never takes effect.
+func TestInFlightWithErrHasNoEffect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		errRefused := errors.New("refused")
+		s.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: 10 * time.Millisecond, InFlight: true, Err: errRefused})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+		defer cancel()
+		if err := s.Acquire(ctx, "r", "a", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire(r, a) with an InFlight delay and an Err, ended after 1ms = %v; want context.DeadlineExceeded", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if held, _ := s.Exists(t.Context(), "r"); held {
+			t.Fatal("Exists(r) = true once the delay passed; want false: a call whose fault has an Err without AfterApply has no effect")
+		}
+	})
+}
+
+// A wait whose fault has AfterApply returns Err at once, without waiting
+// for the release, as the Fault.AfterApply doc says.
+func TestAfterApplyWaitReturnsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		if err := s.Acquire(t.Context(), "r", "a", time.Hour); err != nil {
+			t.Fatalf("Acquire(r, a) = %v", err)
+		}
+		errLost := errors.New("lost")
+		s.Inject(memory.Fault{Ops: memory.OpWait, Err: errLost, AfterApply: true})
+		start := time.Now()
+		if err := s.WaitRelease(t.Context(), "r"); !errors.Is(err, errLost) || time.Since(start) != 0 {
+			t.Fatalf("WaitRelease(r) with an AfterApply fault, r held for 1h = %v after %v; want the fault's error at once", err, time.Since(start))
+		}
+	})
+}

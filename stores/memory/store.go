@@ -129,7 +129,7 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 // RaiseFence implements [lock.FenceRaiser]: the next fences of resource's
 // shard, and so of resource, are greater than fence. A fence above 2^63-2
 // is refused with an error matching lock.ErrInvalid, as the PostgreSQL
-// store refuses it: the fences after it would wrap around to 0.
+// store, whose fences end at 2^63-1, refuses it.
 func (s *Store) RaiseFence(ctx context.Context, resource string, fence uint64) error {
 	if err := check(ctx, resource, "-", 1); err != nil {
 		return err
@@ -313,8 +313,9 @@ func (s *Store) Expire(resource string) bool {
 	return live
 }
 
-// Resources returns the resources currently held, sorted. Tests use it to
-// check that nothing was left locked.
+// Resources returns the resources whose lock is currently held, sorted;
+// permits (AcquirePermit) are not counted. Tests use it to check that
+// nothing was left locked.
 func (s *Store) Resources() []string {
 	now := s.now()
 	var out []string
