@@ -37,7 +37,7 @@
 //   - [lock.Fencer]: AcquireFenced; the fence is the revision at which the
 //     lock's key was created.
 //   - [lock.Waiter]: WaitRelease, woken by an etcd watch on the
-//     resource's keys: one watch per resource and process, whatever the
+//     resource's keys: one watch per resource and store, whatever the
 //     number of waiters, and one waiter woken per release.
 //   - [lock.Granular]: TTLGranularity returns zero, as etcd never expires
 //     a lease early (see TTLs).
@@ -79,14 +79,15 @@
 // revoking a lease per lock costs two Raft writes, so the store reuses
 // leases instead: a released lock's lease, which no key is attached to any
 // more, is kept by the store and taken by its next acquisition of the same
-// TTL, which renews it. A lease lasts a tenth longer than its lock's TTL,
-// rounded down to whole seconds (its slack: a second for a lock of 10s to
-// 19s, none below 10s), so that the locks taken within that much of the
-// lease's grant or last renewal need no renewal: a lease serves many short
-// locks in a row for one renewal. The store picks each lease's ID itself, at random,
-// and calls etcd's lease API without the client's automatic resending, so
-// an answer lost after the request was sent is reported as an error, never
-// taken for an outcome.
+// TTL, which renews it. A lease lasts longer than its lock's TTL, rounded
+// up to whole seconds, by a tenth of that, rounded down (its slack: a
+// second for a TTL over 9s and up to 19s, none up to 9s), so that the
+// locks taken within that much of the lease's grant or last renewal need
+// no renewal: a lease serves many short locks in a row for one renewal.
+// The store picks each lease's ID itself, at random, and calls etcd's
+// lease API without the client's automatic resending, so an answer lost
+// after the request was sent is reported as an error, never taken for an
+// outcome.
 //
 //   - Acquire: a transaction that puts the lock's key under the lease if
 //     the resource has no key — one Raft write — with, sent along with it, a
@@ -145,10 +146,11 @@
 //
 // Leases count whole seconds: TTLs are rounded up to whole seconds, so a
 // lock may outlive its TTL by up to a second, plus its lease's slack (a
-// tenth of the TTL, in whole seconds rounded down: a second for a lock of
-// 10s to 19s), plus the half second in which the leader notices expired
-// leases (WithoutLeaseSlack drops the slack, at the cost of a renewal
-// for every acquisition that takes a kept lease). A lease never expires
+// tenth of the TTL in whole seconds, rounded down: a second for a TTL
+// over 9s and up to 19s), plus the half second in which the leader
+// notices expired leases (WithoutLeaseSlack drops the slack, at the cost
+// of a renewal for every acquisition of a whole-second TTL that takes a
+// kept lease). A lease never expires
 // early:
 // the leader counts its TTL from the moment it grants or renews it, after
 // the caller's clock started, and a new leader extends every lease by an
@@ -157,10 +159,12 @@
 //
 // etcd grants no lease shorter than 1.5 election timeouts, rounded up to
 // whole seconds (2s with the default one-second election timeout), and
-// silently lengthens a shorter one. The store refuses a TTL below its
-// minimum (DefaultMinTTL, or WithMinTTL) with lock.ErrInvalid before
-// sending anything; if the cluster still grants a longer lease than
-// asked, the store revokes it, refuses the TTL, and raises its minimum.
+// silently lengthens a shorter one. The store refuses a TTL that, rounded
+// up to whole seconds, is below its minimum (DefaultMinTTL, or
+// WithMinTTL) with lock.ErrInvalid before sending anything (with the
+// default minimum of 2s, a TTL of 1.5s is taken, for a lease of 2s); if
+// the cluster still grants a longer lease than asked, the store revokes
+// it, refuses the TTL, and raises its minimum.
 // At the other end, a lock's lease, slack included, may not exceed etcd's
 // longest (clientv3.MaxLeaseTTL seconds, about 285 years): a longer TTL is
 // refused with lock.ErrInvalid too, before anything is sent.

@@ -52,10 +52,10 @@ var (
 // DefaultPrefix is the key prefix of a Store made without WithPrefix.
 const DefaultPrefix = "lock/"
 
-// DefaultMinTTL is the shortest TTL a Store made without WithMinTTL
-// accepts: the shortest lease etcd grants with its default election
-// timeout of one second (1.5 election timeouts, rounded up to whole
-// seconds).
+// DefaultMinTTL is the minimum TTL of a Store made without WithMinTTL,
+// which TTLs rounded up to whole seconds may not be below: the shortest
+// lease etcd grants with its default election timeout of one second (1.5
+// election timeouts, rounded up to whole seconds).
 const DefaultMinTTL = 2 * time.Second
 
 // Option configures a Store.
@@ -75,8 +75,9 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 // (at least one, and at most etcd's longest lease, clientv3.MaxLeaseTTL
 // seconds); the default is DefaultMinTTL. Set it to the shortest
 // lease the cluster grants — 1.5 times its election timeout, rounded up
-// to whole seconds — when that is shorter than the default. A TTL below
-// it is refused with lock.ErrInvalid before anything is sent. If the
+// to whole seconds — when that is shorter than the default. A TTL that,
+// rounded up to whole seconds, is below it is refused with
+// lock.ErrInvalid before anything is sent. If the
 // cluster turns out to grant longer leases than asked, the store refuses
 // that TTL too, and every shorter one from then on.
 func WithMinTTL(d time.Duration) Option { return func(s *Store) { s.min = d } }
@@ -97,7 +98,7 @@ func WithTimeout(d time.Duration) Option { return func(s *Store) { s.timeout = d
 // WithoutLeaseSlack makes every lease last its lock's TTL, rounded up to
 // whole seconds, and no more: the lock of a holder that died frees up to
 // a tenth of its TTL sooner (see the package doc's TTLs), and every
-// acquisition that takes a kept lease renews it.
+// acquisition of a whole-second TTL that takes a kept lease renews it.
 func WithoutLeaseSlack() Option { return func(s *Store) { s.slackOf = noSlack } }
 
 func noSlack(int64) int64 { return 0 }
@@ -142,8 +143,9 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 // String returns the store's name.
 func (s *Store) String() string { return s.name }
 
-// MinTTL returns the shortest TTL the store accepts: the one set with
-// WithMinTTL, or a longer one the cluster turned out to require.
+// MinTTL returns the store's minimum TTL, which TTLs rounded up to whole
+// seconds may not be below: the one set with WithMinTTL, or a longer one
+// the cluster turned out to require.
 func (s *Store) MinTTL() time.Duration { return time.Duration(s.minTTL.Load()) * time.Second }
 
 // TTLGranularity implements [lock.Granular]. It returns zero: a lease
@@ -584,8 +586,8 @@ func (s *Store) holder(ctx context.Context, scope string) (*mvccpb.KeyValue, err
 
 // slackOf returns the slack of the lease of a lock of secs seconds: how
 // many seconds longer than the lock's TTL (rounded up to whole seconds)
-// its lease lasts. It is a tenth of the TTL, rounded down: a second for a
-// lock of 10s to 19s, none below 10s. A lease serves the locks taken
+// its lease lasts. It is a tenth of secs, rounded down: a second for a
+// TTL over 9s and up to 19s, none up to 9s. A lease serves the locks taken
 // within its slack of its grant or last renewal without a renewal of its
 // own. A variable for the tests, read by New.
 var slackOf = func(secs int64) int64 { return secs / 10 }

@@ -22,8 +22,9 @@
 // plain locks on derived names, as on any store without them):
 //   - [lock.Extender]: Extend, one UPDATE of a live lock.
 //   - [lock.TTLReader]: TTL, to the microsecond.
-//   - [lock.HolderReader]: Holder, one SELECT that returns the public part
-//     of the holder's token (lock.Options.Holder) and never its secret.
+//   - [lock.HolderReader]: Holder, one SELECT of the holder's token, of
+//     which it returns the public part (lock.Options.Holder) and never
+//     the secret.
 //   - [lock.Fencer] and [lock.FenceRaiser]: AcquireFenced, fences from a
 //     sequence, strictly increasing per resource, also across crashes;
 //     see Fencing below.
@@ -68,8 +69,8 @@
 //
 // # Operations
 //
-// Every operation is one statement, so one round trip once it is
-// prepared on a connection. In pgx's default mode
+// Each of the operations below is one statement, so one round trip once
+// it is prepared on a connection. In pgx's default mode
 // (pgx.QueryExecModeCacheStatement) the store prepares each statement
 // once per connection, under a name of its own (lockkit_ and a hash of
 // its SQL), and sends it with binary arguments through the connection's
@@ -95,7 +96,9 @@
 // jumps forward expires locks early.
 //
 // The store makes one attempt per call: it sends a statement again only
-// when pgx says it never left (a pooled connection found closed). An
+// when pgx says it never left (a pooled connection found closed), or when
+// the server refused it without running it (a session that lost its
+// prepared statement). An
 // outcome it cannot be sure of — a connection lost after the statement
 // was sent, a canceled context — is returned as an error, never as
 // lock.ErrNotAcquired or lock.ErrNotHeld: the lockers then release by
@@ -142,16 +145,17 @@
 // WaitRelease listens (LISTEN) on a channel named after the table (as
 // WithTable names it: two stores that leave the schema to different
 // search paths share a channel, and a release in one may wake a caller
-// waiting in the other for a resource of the same name, which then looks
-// again and waits on), on one
+// waiting in the other for a resource of the same name: that
+// WaitRelease returns nil, and the locker's next attempt finds the lock
+// held and waits again), on one
 // connection per Store taken out of the pool while callers wait and
 // closed a second after the last one leaves; then it marks the lock as
 // waited for and reads its TTL, in one UPDATE. A Release of a marked lock
 // calls pg_notify in its statement, delivered when it commits, with the
-// resource as payload; unmarked locks cost their releases nothing more,
-// which matters because NOTIFY serialises the commits of the
+// resource, in hex, as payload; unmarked locks cost their releases
+// nothing more, which matters because NOTIFY serialises the commits of the
 // transactions that send it. Each Store wakes one of its callers per
-// notification, the one that has waited longest: one waiter per process
+// notification, the one that has waited longest: one waiter per Store
 // rather than every waiter. An acquisition by a store whose callers still
 // wait marks the new lock at once, so the next release wakes them too.
 // Expiry wakes waiters through a timer armed from the TTL. A notification

@@ -20,7 +20,10 @@ import (
 // at once; otherwise it blocks until a release of the resource is
 // notified, the lock's TTL runs out (it then looks again, as the lock may
 // have been extended), or ctx ends. Listening before marking means that
-// no release after the call began is missed.
+// no release of the lock it marked is missed. A lock that another Store
+// takes meanwhile is not marked until a caller of this one looks again:
+// until then its release wakes none of them, and they look again when
+// the lock they marked would have expired.
 //
 // A release notifies only a lock that was marked, so releases nobody
 // waits for cost nothing more. Each notification wakes one caller of each
