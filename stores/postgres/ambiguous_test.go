@@ -45,7 +45,7 @@ func TestAmbiguousOutcomes(t *testing.T) {
 				lock.Extender
 			} = s
 			if control {
-				store = misclassifyingExtender{misclassifying{s}}
+				store = misclassifyingExtender{misclassifying{Store: s}}
 			}
 			// lost runs call with every reply lost, once the server shows
 			// effect happened, resets the connection, and returns call's

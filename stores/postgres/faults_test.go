@@ -275,17 +275,39 @@ func TestFaultKilledAndRestarted(t *testing.T) {
 // misclassifying is the classic bug the store must not have: a store
 // error taken for an answer — Acquire's for "held by another", Release's
 // for "not held".
-type misclassifying struct{ *postgres.Store }
+// misclassifying takes the store's errors for answers: a failed Acquire
+// for "held by another", a failed Release for "not held". With within
+// set, it also gives up on a reply after that long, so that its wrong
+// answers come before the caller's own deadline, which the locker would
+// report instead.
+type misclassifying struct {
+	*postgres.Store
+	within time.Duration
+}
+
+// call runs f with the context that misclassifying gives the store.
+func (m misclassifying) call(ctx context.Context, f func(ctx context.Context) error) error {
+	if m.within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.within)
+		defer cancel()
+	}
+	return f(ctx)
+}
 
 func (m misclassifying) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
-	if err := m.Store.Acquire(ctx, resource, token, ttl); err != nil {
+	if err := m.call(ctx, func(ctx context.Context) error { return m.Store.Acquire(ctx, resource, token, ttl) }); err != nil {
 		return lock.ErrNotAcquired
 	}
 	return nil
 }
 
 func (m misclassifying) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
-	f, err := m.Store.AcquireFenced(ctx, resource, token, ttl)
+	var f uint64
+	err := m.call(ctx, func(ctx context.Context) (err error) {
+		f, err = m.Store.AcquireFenced(ctx, resource, token, ttl)
+		return err
+	})
 	if err != nil {
 		return 0, lock.ErrNotAcquired
 	}
@@ -293,7 +315,7 @@ func (m misclassifying) AcquireFenced(ctx context.Context, resource, token strin
 }
 
 func (m misclassifying) Release(ctx context.Context, resource, token string) error {
-	if err := m.Store.Release(ctx, resource, token); err != nil {
+	if err := m.call(ctx, func(ctx context.Context) error { return m.Store.Release(ctx, resource, token) }); err != nil {
 		return lock.ErrNotHeld
 	}
 	return nil
@@ -319,7 +341,10 @@ func TestFaultConnectionResets(t *testing.T) {
 			f.url = url
 			var wrap func(*postgres.Store) lock.Store
 			if control {
-				wrap = func(s *postgres.Store) lock.Store { return misclassifying{s} }
+				// Its answers come within 100ms, well inside the calls'
+				// 300ms: a call that outlives its deadline is reported by
+				// the locker as the deadline, whatever the store says.
+				wrap = func(s *postgres.Store) lock.Store { return misclassifying{s, 100 * time.Millisecond} }
 			}
 			const ttl = time.Second
 			f.connectTimeout = 300 * time.Millisecond // new connections fail while replies are lost
