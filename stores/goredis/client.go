@@ -406,9 +406,24 @@ func (c client) Cluster() bool { return c.cluster }
 
 // Subscribe implements redisstore.Client. go-redis gives every
 // subscription a connection of its own; when ctx ends, the subscription
-// is closed with its connection, which unsubscribes it on the server.
+// is closed with its connection, which unsubscribes it on the server. A
+// cluster client that reads from replicas would subscribe on a replica,
+// where releases are heard but a queued acquisition is never granted the
+// lock (grant.lua looks for its subscription on the master): the
+// subscription goes to the master of the channel's slot, as the store's
+// commands do (see node).
 func (c client) Subscribe(ctx context.Context, channel string, confirmed func(), message func(payload string)) error {
-	ps := c.c.SSubscribe(context.WithoutCancel(ctx), channel)
+	var on interface {
+		SSubscribe(context.Context, ...string) *redis.PubSub
+	} = c.c
+	if cc, ok := c.c.(*redis.ClusterClient); ok && c.readsReplicas {
+		master, err := cc.MasterForKey(ctx, channel)
+		if err != nil {
+			return err
+		}
+		on = master
+	}
+	ps := on.SSubscribe(context.WithoutCancel(ctx), channel)
 	defer context.AfterFunc(ctx, func() { _ = ps.Close() })()
 	defer ps.Close()
 	for {
