@@ -11,7 +11,7 @@
 //
 // # Keys
 //
-// See LockKey for the layout: a resource's lock and its waiters' queue
+// See WaitersSuffix (keys.go) for the layout: a resource's lock and its waiters' queue
 // share one hash tag, the escaped name, so they are in one cluster slot;
 // the fence counter of that slot is in it too (CounterKey).
 //
@@ -92,8 +92,9 @@
 // The counter never goes down (INCR, and a lift only raises it), so a
 // clock set back on a server that keeps its data changes nothing: the
 // counter keeps fences increasing there. On a cluster of Redis before
-// 7.0, which has no PEXPIRETIME, every fenced acquisition lifts (two
-// round trips); one server needs no PEXPIRETIME.
+// 7.0, which has no PEXPIRETIME, every fenced acquisition lifts: it sends
+// liftScript in place of INCR and PEXPIRETIME, still one round trip; one
+// server needs no PEXPIRETIME.
 // Fences look like timestamps: microseconds since 1970, about 1.8e15
 // now, far below 2^53, so they survive JSON.
 //

@@ -54,9 +54,10 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 	return time.Duration(r.Int) * time.Millisecond, true, nil
 }
 
-// ForceRelease frees resource's lock whoever holds it, and hands it to the
-// callers waiting for it as Release does (a queued acquisition first in
-// line gets the lock). It reports whether the resource was held. It is
+// ForceRelease frees resource's lock whoever holds it, and wakes the
+// first caller in line as Release does: a queued acquisition gets the
+// lock; a WaitRelease waiter is woken, but the lock is deleted, not
+// reserved for it. It reports whether the resource was held. It is
 // meant for administrative tools (lockctl release --force), for a lock
 // whose owner is known to be gone.
 //

@@ -15,8 +15,9 @@ import (
 // counter (and, on a cluster, PEXPIRETIME) in one round trip on one
 // connection; a second round trip lifts the counter to the server's clock
 // when it is behind it (after a restart or a failover). Under load, on
-// one server, acquisitions share an INCRBY (see soloAcquisitions). See the
-// package documentation on fencing for why fences increase.
+// one server, without the restart guard or WithWaitReplicas, acquisitions
+// share an INCRBY (see soloAcquisitions). See the package documentation
+// on fencing for why fences increase.
 func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return 0, err
@@ -275,7 +276,8 @@ func (s *Store) checkRaise(ctx context.Context, resource string, fence uint64) e
 // resource's cluster slot), so the value is that of the last fence of any
 // of them; it reports false if there is no counter (no fence handed out
 // since the server lost its data). While a lock taken with AcquireFenced
-// is held and no other was taken since, the value is its fence. It is
+// is held and no other fenced acquisition sharing its counter was made
+// since (a refused one takes a value too), the value is its fence. It is
 // meant for administrative tools (lockctl status).
 func (s *Store) LastFence(ctx context.Context, resource string) (uint64, bool, error) {
 	if err := s.check(ctx, resource, "-", 1); err != nil {

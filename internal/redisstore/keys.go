@@ -23,8 +23,8 @@ const DefaultPrefix = "lock:"
 
 // The key layout. For a resource r and the store's prefix p:
 //
-//	p{e}                  the lock: its value is the owner's token, its TTL the lock's
-//	p{e}:waiters          the subscriptions waiting for r, in line
+//	p{e}                  the lock: its value is the owner's token (or a reservation: see ReservationPrefix), its TTL the lock's
+//	p{e}:waiters          the subscriptions and queued acquisitions waiting for r, in line (see grant.lua)
 //	p{e}:permits          r's permits, if any is held (see PermitsKey)
 //	p{e}:permits:waiters  the subscriptions waiting for a permit, in line
 //

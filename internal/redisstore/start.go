@@ -28,7 +28,7 @@ import (
 // NOSCRIPT handling included; an outcome that needs one more round trip
 // (a refusal to tell from a key of another type, a fence counter to lift)
 // gets it off the sending goroutine. With WithWaitReplicas, whose
-// acquisitions need a connection of their own, each call runs in a
+// acquisitions need a connection of their own, each acquisition runs in a
 // goroutine of its own.
 func (s *Store) Start(ctx context.Context, c lock.Call, done func(uint64, error)) {
 	sc := &startedCall{ctx: ctx, call: c, done: done}

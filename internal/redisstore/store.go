@@ -83,8 +83,8 @@ func (s *Store) String() string { return s.name }
 // whose answer also tells a lock held by another (its token) from a key
 // of another type (a WRONGTYPE error). Without GET (Redis before 7.0, or
 // a NilAverse client), a refusal is read with a GET afterwards. Under
-// load, on one server, acquisitions go out in shared batches (see
-// soloAcquisitions).
+// load, on one server, without the restart guard or WithWaitReplicas,
+// acquisitions go out in shared batches (see soloAcquisitions).
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
 	if err := s.check(ctx, resource, token, ttl); err != nil {
 		return err
@@ -191,7 +191,8 @@ func (s *Store) refused(ctx context.Context, key, token string, resent bool) err
 
 // Release implements [lock.Store]: a compare-and-delete script, one round
 // trip, that also wakes the first waiter in line and hands it the lock
-// (see WaitRelease and ReservationPrefix).
+// (see WaitRelease and ReservationPrefix; under the restart guard or
+// WithWaitReplicas, only a queued acquisition is handed it).
 func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err := s.check(ctx, resource, token, 1); err != nil {
 		return err

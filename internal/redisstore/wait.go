@@ -23,8 +23,9 @@ import (
 // deleted.
 //
 // A release wakes exactly one caller across every process: it pops the
-// first subscription in line, reserves the lock for it (see
-// ReservationPrefix: no other caller can take it meanwhile) and publishes
+// first subscription in line, reserves the lock for it unless the store
+// uses the restart guard or WithWaitReplicas (see ReservationPrefix: no
+// other caller can take it meanwhile) and publishes
 // on that subscription's channel alone, so waiters take turns in the
 // order they got in line and nobody else hears of it. Callers of one process waiting for the same resource
 // share one subscription, which wakes them longest-waiting first. A wake

@@ -36,14 +36,16 @@
 //   - A pipeline, and each command, holds a connection of the client's
 //     pool while it waits for its answer (go-redis does not multiplex
 //     callers on a connection), so size PoolSize for the callers in
-//     flight; calls started with Start, and acquisitions under load (more
-//     than four under way in the store), share one pipeline per batch.
+//     flight; calls started with Start, and acquisitions under load on one
+//     server (more than four under way in the store), share one pipeline
+//     per batch.
 //   - A waiting subscription holds a connection of its own: a process
 //     holds one connection per resource it is waiting for.
 //   - With a cluster client that reads from replicas (ReadOnly,
-//     RouteByLatency, RouteRandomly), the store sends its reads and
-//     pipelines through the client of the slot's master (a redirect is
-//     then an error, not followed), one slot after another in a batch.
+//     RouteByLatency, RouteRandomly), the store sends its commands,
+//     pipelines and subscriptions through the client of the slot's master
+//     (a redirect is then an error, not followed), one slot after another
+//     in a batch.
 //   - A *redis.Ring is refused (New says why).
 //   - Locks are taken with SET NX PX without GET: go-redis handles a nil
 //     reply, which SET NX PX GET gives for every lock taken, as an error
@@ -89,13 +91,16 @@
 // waiting when the context ends, reporting the context's error (the
 // command's outcome is then unknown); the goroutine ends when the client
 // gives up on the command. Make clients with ContextTimeoutEnabled: true,
-// and give contexts deadlines, to spare that goroutine.
+// and give contexts deadlines, to spare that goroutine; a command so
+// bounded ends with its answer or at its deadline (or ReadTimeout), not
+// when its context is canceled before.
 //
 // # Canceled calls
 //
-// A call whose context ends while go-redis still sends its command
-// returns at once (see Contexts); a later command of the store on the
-// same lock waits for that command to finish first, so that a release
-// cleaning up after an abandoned acquisition never overtakes it on
-// another connection of the pool.
+// A call that stops waiting for its command when its context ends (see
+// Contexts: not a command the client bounds by its deadline) returns at
+// once while go-redis still sends the command; a later command of the
+// store on the same lock waits for that command to finish first, so that
+// a release cleaning up after an abandoned acquisition never overtakes it
+// on another connection of the pool.
 package goredis

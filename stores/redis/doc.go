@@ -66,11 +66,15 @@
 // does, and tells a lock from a key of another type), TTL is PTTL after a
 // TYPE, in one script; both are sent to the master like the writes (never
 // to a replica, which may lag). Under load — more than four acquisitions of the store under way
-// at once, on one server — further Acquire and AcquireFenced calls wait
-// for the store's batch on the wire and go out together in the next, as
-// calls started with Start do. No operation starts a goroutine or a timer
-// except WaitRelease, and Start and those batched acquisitions while the
-// store's queue is not empty.
+// at once, on one server, without the restart guard or WithWaitReplicas —
+// further Acquire and AcquireFenced calls wait for the store's batch on
+// the wire and go out together in the next, as calls started with Start
+// do. No operation starts a goroutine or a timer except the waits
+// (WaitRelease, WaitPermit and AcquireQueued), Start and those batched
+// acquisitions while the store's queue is not empty, an acquisition
+// yielding its head start to a woken waiter (a timer; see Waiting for
+// release) and the release of a lock WithWaitReplicas could not confirm
+// (a timer bounding it).
 //
 // A lock key holding something other than a string (a value some other
 // program wrote under the lock's name) is reported as a WRONGTYPE error,
@@ -115,29 +119,31 @@
 // carry a Fence; lock.Options.NoFence makes it use Acquire (SET NX PX)
 // alone. AcquireFenced sends SET NX PX and INCR of the server's (or
 // slot's) fence counter (on a cluster also PEXPIRETIME of the lock),
-// together on one connection: one round trip, no script, and no key per
-// resource — nothing of a resource stays once its lock is released or
-// expires. Fences increase strictly per resource, across releases and
-// expiry, because one connection runs the commands in order and a holder
-// releases only once it has its fence. The fenced acquisitions of one
+// together on one connection: one round trip, no script (but for the lift
+// below), and no key per resource — nothing of a resource stays once its
+// lock is released or expires. Fences increase strictly per resource,
+// across releases and expiry, because one connection runs the commands
+// in order and a holder releases only once it has its fence. The fenced acquisitions of one
 // batch (see Operations) share one INCRBY sent after all of their SETs,
 // each taking one of the values it counted, which keeps that argument.
 //
-// Fences are kept near the server's clock in microseconds: every 25ms a
-// store lifts the counter 25 to 50ms ahead of the clock with a script,
-// which also tells it the server's clock; when the counter is behind that
-// clock (on a cluster, PEXPIRETIME tells the clock of the lock's master),
-// a second round trip lifts it. So fences look like timestamps (about
-// 1.8e15 now, far below 2^53: they survive JSON), and they keep
-// increasing when the counter is lost or behind: after a restart without
-// persistence, after a failover to a replica that had not received the
+// Fences are kept near the server's clock in microseconds: a fenced
+// acquisition that comes 25ms or more after the store's last lift sends a
+// script in place of INCR, in the same round trip, that lifts the counter
+// 25 to 50ms ahead of the clock and tells the store the server's clock;
+// when the counter is behind that clock (on a cluster, PEXPIRETIME tells
+// the clock of the lock's master), a second round trip lifts it. So
+// fences look like timestamps (about 1.8e15 now, far below 2^53: they
+// survive JSON), and they keep increasing when the counter is lost or
+// behind: after a restart without persistence, after a failover to a replica that had not received the
 // last increments, after a restart under WithRestartGuard. That holds
 // provided the new server's clock is not behind the old one's by about
 // the failover time less 50ms (seconds with Sentinel or Cluster) and no
 // clock is set back by that much; a clock set back on a server that keeps
 // its data is harmless, as the counter never goes down. docs/fencing.md
 // argues both points in full. On a cluster of Redis before 7.0 (no
-// PEXPIRETIME) every fenced acquisition takes the second round trip.
+// PEXPIRETIME) every fenced acquisition sends that script in place of
+// INCR and PEXPIRETIME: still one round trip.
 //
 // Upgrading from v0.1, whose fences came from a counter per resource:
 // upgrade every process of a server at once, as fences handed out by the
@@ -148,21 +154,24 @@
 // A lock.SingleLocker's Lock waits with AcquireQueued (lock.Queuer): its
 // first attempt is SET NX as for TryLock — or, while a caller of the
 // process waited for the lock lately (its subscription is still there),
-// the queue script at once — and one that finds the lock held subscribes
+// getting in line at once — and one that finds the lock held subscribes
 // as WaitRelease does and gets in line in the same waiters' queue, with
-// its token, TTL and whether it takes a fence, in one script. A release
-// then grants the lock to the first such entry: it sets the lock to the
-// entry's token for its TTL, takes its fence from the counter (lifted to
-// the server's clock when behind it) and publishes both on the entry's
-// channel, so the waiting call returns holding the lock, without a round
+// its token, TTL and whether it takes a fence, in one round trip: RPUSH,
+// PEXPIRE, SET NX PX GET and PTTL, whose SET takes a free lock (through
+// go-redis, the queue script, which takes it if nobody is ahead in line).
+// A release then grants the lock to the first such entry: it sets the
+// lock to the entry's token for its TTL, takes its fence from the counter
+// (lifted to the server's clock when behind it) and publishes both on the
+// entry's channel, so the waiting call returns holding the lock, without a round
 // trip of its own, and no caller that asks later — the releaser asking
 // again at once included — can take it first: callers are served in the
 // order they got in line, across processes. An entry whose subscription
 // has no listener on the server (its process is gone, or a failover left
 // the subscription on a replica) is skipped; a grant whose caller gave up
 // as it came is released by its process, which hands the lock on; a lock
-// that expires is taken by the first in line when its waiters look again
-// (at its expiry, and 50ms, doubling to every second). A wait that ends
+// that expires goes to the first in line when its waiters look again (at
+// its expiry, and 50ms, doubling to every second), unless another
+// caller's SET NX finds it free first. A wait that ends
 // without the lock takes its entry out of line. Under the restart guard
 // and WithWaitReplicas, AcquireQueued reports errors.ErrUnsupported and
 // Lock waits with WaitRelease, below.
@@ -245,9 +254,11 @@
 //
 // # Administration
 //
-// ForceRelease deletes a lock whoever holds it, and LastFence reads the
-// fence counter of a resource (the last fence handed out for it, or for a
-// resource sharing its counter, since). They
+// ForceRelease frees a lock whoever holds it (granting it to a queued
+// acquisition first in line), and LastFence reads the fence counter of a
+// resource, which it shares with the others of its server or cluster slot:
+// no fence handed out for it so far is greater, and every fenced
+// acquisition of any of them, a refused one too, moves it on. They
 // serve administrative tools such as lockctl (its release --force and
 // status commands), not applications.
 //

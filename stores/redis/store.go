@@ -113,8 +113,9 @@ func WithWaitReplicas(n int, timeout time.Duration) Option {
 // See Restarts in the package documentation.
 func WithRestartGuard(maxTTL time.Duration) Option { return redisstore.WithRestartGuard(maxTTL) }
 
-// WithFenceRetention does nothing: fences no longer keep a counter per
-// resource. It is kept so that code written for v0.1 compiles; remove it.
+// WithFenceRetention does nothing but refuse a d below 1ms, as before:
+// fences no longer keep a counter per resource. It is kept so that code
+// written for v0.1 compiles; remove it.
 func WithFenceRetention(d time.Duration) Option { return redisstore.WithFenceRetention(d) }
 
 // DefaultFenceRetention is WithFenceRetention's former default; fences
