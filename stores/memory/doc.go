@@ -46,8 +46,8 @@
 // that locking the resource again reuses it (no map insertion or
 // deletion on the hot path); a shard sweeps out its free entries whenever
 // it has doubled in size since its last sweep, so memory stays bounded by
-// the number of live locks. A lock+unlock pair costs about 100ns and no
-// allocation on one core (BenchmarkStore).
+// the number of live locks. A lock+unlock pair costs about 100–130ns,
+// depending on the machine, and no allocation on one core (BenchmarkStore).
 //
 // # Testing with it
 //
