@@ -39,12 +39,24 @@ type pipeConn struct {
 	buf []byte // the requests, written in one call
 }
 
-func newPipe(addr string, client *gomemcache.Client) *pipe {
-	network := "tcp"
-	if strings.Contains(addr, "/") {
-		network = "unix" // as gomemcache's ServerList reads a path
+// newPipe returns the pipe to addr, resolved once, now, as gomemcache's
+// ServerList resolves the client's servers when it is made: the pipe then
+// dials what the client dials, even if the name is later made to point
+// elsewhere, or points to several addresses (a pipe that resolved it
+// anew at each dial could take locks on a server the client does not
+// release them on).
+func newPipe(addr string, client *gomemcache.Client) (*pipe, error) {
+	var resolved net.Addr
+	var err error
+	if strings.Contains(addr, "/") { // as gomemcache's ServerList reads a path
+		resolved, err = net.ResolveUnixAddr("unix", addr)
+	} else {
+		resolved, err = net.ResolveTCPAddr("tcp", addr)
 	}
-	return &pipe{network: network, addr: addr, client: client}
+	if err != nil {
+		return nil, err
+	}
+	return &pipe{network: resolved.Network(), addr: resolved.String(), client: client}, nil
 }
 
 func (p *pipe) timeout() time.Duration {

@@ -1,10 +1,13 @@
 package memcache_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,5 +225,54 @@ func TestServerAddError(t *testing.T) {
 	}
 	if fence, err := s.AcquireFenced(ctx(t), "r", "a", time.Minute); err != nil || fence == 0 {
 		t.Fatalf("AcquireFenced(r, a) after the refused add = %d, %v; want a fence", fence, err)
+	}
+}
+
+// WithServer names the server as the client was given it; the store
+// resolves the name once, as the client did, and dials the address the
+// client dials: a name resolved anew at each dial could send the store's
+// adds to a server the client does not release them on. An address that
+// cannot be resolved is refused by New, naming WithServer.
+func TestServerDialsWhatTheClientDials(t *testing.T) {
+	t.Parallel()
+	srv := memcachetest.Start(t, nil)
+	_, port, err := net.SplitHostPort(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := net.JoinHostPort("localhost", port)
+	client := gomemcache.New(byName)
+	client.Timeout = memcachetest.ClientTimeout
+	t.Cleanup(func() { _ = client.Close() })
+	var mu sync.Mutex
+	dialed := map[string]bool{}
+	client.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialed[network+" "+addr] = true
+		mu.Unlock()
+		return new(net.Dialer).DialContext(ctx, network, addr)
+	}
+	s := newStore(t, client, memcache.WithPrefix("p:"), memcache.WithServer(byName))
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := t.Context()
+	if _, err := s.AcquireFenced(ctx, "r", "a", time.Minute); err != nil {
+		t.Fatalf("AcquireFenced(r, a) = %v; want nil", err)
+	}
+	if err := s.Release(ctx, "r", "a"); err != nil {
+		t.Fatalf("Release(r, a) = %v; want nil", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dialed) != 1 {
+		t.Errorf("the client and the store dialed %v; want one address, the one the client resolved %q to", dialed, byName)
+	}
+	for a := range dialed {
+		if strings.Contains(a, "localhost") {
+			t.Errorf("dialed %q; want the address %q resolves to, as gomemcache dials it", a, byName)
+		}
+	}
+
+	if _, err := memcache.New(client, memcache.WithServer("no-such-host.invalid:11211")); err == nil || !strings.Contains(err.Error(), "WithServer") {
+		t.Errorf("New(WithServer(an unresolvable name)) = %v; want an error naming WithServer", err)
 	}
 }

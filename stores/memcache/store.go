@@ -76,7 +76,10 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 // fences); every other request goes through the client. Name it only
 // when the client has that one server, which must hold both the locks
 // and the fence counter. The store's connections follow the client's
-// Timeout, MaxIdleConns and DialContext; Close closes them.
+// Timeout, MaxIdleConns and DialContext; Close closes them. New resolves
+// addr once, as gomemcache resolves the client's servers when the client
+// is made, and the store dials that address from then on, as the client
+// does.
 func WithServer(addr string) Option { return func(s *Store) { s.server = &addr } }
 
 // New returns a store that keeps its locks through client. The caller owns
@@ -88,7 +91,8 @@ func WithServer(addr string) Option { return func(s *Store) { s.server = &addr }
 // New returns an error matching lock.ErrInvalid, naming the option, if
 // client is nil, the name is empty, the prefix cannot be part of a
 // memcached key, the fence guard is negative, or the server named with
-// WithServer is empty.
+// WithServer is empty; and an error naming WithServer if its address
+// cannot be resolved.
 func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
 	s := &Store{client: client, prefix: DefaultPrefix, name: "memcache", fenceGuard: DefaultFenceGuard}
 	for _, o := range opts {
@@ -112,7 +116,11 @@ func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
 		if *s.server == "" {
 			return nil, fmt.Errorf("%w: memcache.New: WithServer(\"\"): want the server's address", lock.ErrInvalid)
 		}
-		s.pipe = newPipe(*s.server, client)
+		p, err := newPipe(*s.server, client)
+		if err != nil {
+			return nil, fmt.Errorf("memcache.New: WithServer(%q): %w", *s.server, err)
+		}
+		s.pipe = p
 	}
 	s.fenceKey = s.prefix + fenceKeySuffix
 	return s, nil
