@@ -65,14 +65,16 @@ func TestEveryKindRendered(t *testing.T) {
 	}
 }
 
-// New(nil) and the zero Hook log to slog.Default().
+// New(nil) and the zero Hook log to slog.Default() as it is when they
+// log: made before slog.SetDefault, they follow it.
 func TestDefaultLogger(t *testing.T) {
+	hooks := map[string]lock.Hook{"New(nil)": sloghook.New(nil), "&Hook{}": &sloghook.Hook{}}
 	var buf bytes.Buffer
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	defer slog.SetDefault(old)
 	e := lock.Event{Kind: lock.EventLost, Op: "run", Resource: "job", Err: lock.ErrLost}
-	for name, h := range map[string]lock.Hook{"New(nil)": sloghook.New(nil), "&Hook{}": &sloghook.Hook{}} {
+	for name, h := range hooks {
 		buf.Reset()
 		func() {
 			defer func() {

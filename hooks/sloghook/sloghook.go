@@ -16,11 +16,9 @@ type Hook struct {
 
 var _ lock.Hook = (*Hook)(nil)
 
-// New returns a Hook logging to logger (slog.Default() if nil).
+// New returns a Hook logging to logger; with nil, to slog.Default() as it
+// is at each event, as the zero Hook does.
 func New(logger *slog.Logger) *Hook {
-	if logger == nil {
-		logger = slog.Default()
-	}
 	return &Hook{logger: logger}
 }
 
