@@ -17,7 +17,8 @@ import (
 
 const scope = "github.com/lockkit/lock/hooks/otelhook"
 
-// Hook is a lock.SpanHook reporting to OpenTelemetry.
+// Hook is a lock.SpanHook reporting to OpenTelemetry. Make it with New:
+// the zero Hook has no tracer or instruments.
 type Hook struct {
 	tracer          trace.Tracer
 	acquireDuration metric.Float64Histogram
