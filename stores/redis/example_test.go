@@ -64,7 +64,11 @@ func Example_cluster() {
 		log.Fatal(err)
 	}
 
-	err = lock.Run(context.Background(), locker, "reports/daily", 30*time.Second, func(ctx context.Context, l lock.Lock) error {
+	// Lock retries until ctx ends; its error then carries the last
+	// attempt's, such as a lock no replica confirmed.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = lock.Run(ctx, locker, "reports/daily", 30*time.Second, func(ctx context.Context, l lock.Lock) error {
 		// ctx is canceled if the lock is lost; the lock is extended while
 		// this runs and released when it returns.
 		return nil
