@@ -19,9 +19,9 @@ func (s *Store) Holder(ctx context.Context, resource string) (string, bool, erro
 	if err != nil {
 		return "", false, err
 	}
-	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
+	now := s.now()
 	var token string
 	e := sh.locks[resource]
 	held := e != nil && e.live(now)

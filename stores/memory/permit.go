@@ -199,9 +199,9 @@ func (s *Store) Permits(ctx context.Context, resource string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
+	now := s.now()
 	n := 0
 	if p := sh.permitSet(resource, now, false); p != nil {
 		n = len(p.holders)
@@ -215,10 +215,10 @@ func (s *Store) Permits(ctx context.Context, resource string) (int, error) {
 // TTLs had run out, and wakes one waiter per permit it frees, as that
 // many releases would. It returns how many were held.
 func (s *Store) ExpirePermits(resource string) int {
-	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.now()
 	p := sh.permitSet(resource, now, false)
 	if p == nil {
 		return 0

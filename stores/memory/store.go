@@ -281,9 +281,9 @@ func (s *Store) ttl(ctx context.Context, op Op, resource string) (time.Duration,
 	if err != nil {
 		return 0, false, err
 	}
-	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
+	now := s.now() // once locked, as applyAcquire reads it
 	var left time.Duration
 	e := sh.locks[resource]
 	held := e != nil && e.live(now)
@@ -299,10 +299,10 @@ func (s *Store) ttl(ctx context.Context, op Op, resource string) (time.Duration,
 // lock lost while its holder still runs: the holder's next Extend or
 // Unlock reports lock.ErrNotHeld.
 func (s *Store) Expire(resource string) bool {
-	now := s.now()
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	now := s.now()
 	e := sh.locks[resource]
 	if e == nil {
 		return false
