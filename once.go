@@ -15,10 +15,11 @@ var ErrSkipped = errors.New("lock: skipped")
 
 // MinInterval makes [RunOnce] keep its job's lock until d has passed
 // since the run began, so that no caller starts the job again within d of
-// this run's start, even once the job has returned. [MaxHold] does not
-// shorten it: the hold limit bounds how long the lock is kept for the
-// running job, and the lock is still kept, with nobody acting under it,
-// from the job's return to the interval's end. Run and Lock ignore it.
+// this run's start, even once the job has returned (or panicked).
+// [MaxHold] does not shorten it: the hold limit bounds how long the lock
+// is kept for the running job, and the lock is still kept, with nobody
+// acting under it, from the job's return to the interval's end. Run and
+// Lock ignore it.
 func MinInterval(d time.Duration) LockOption {
 	return func(o *callOptions) { o.minInterval = d }
 }
