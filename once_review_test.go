@@ -76,3 +76,30 @@ func TestRunOnceMaxHoldOutlivedThenMinInterval(t *testing.T) {
 		noResidue(t, m)
 	})
 }
+
+// A job that panics still ran: MinInterval keeps its lock to the
+// interval's end, and the panic goes on to RunOnce's caller.
+func TestRunOnceMinIntervalAfterPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		a, b := mustSingle(t, m, nil), mustSingle(t, m, nil)
+		ctx := t.Context()
+		start := time.Now()
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("RunOnce of a panicking job returned; want the panic")
+				}
+			}()
+			_ = lock.RunOnce(ctx, a, "job", time.Second, func(context.Context, lock.Lock) error {
+				panic("job failed")
+			}, lock.MinInterval(10*time.Second))
+		}()
+		time.Sleep(5*time.Second - time.Since(start))
+		err := lock.RunOnce(ctx, b, "job", time.Second, func(context.Context, lock.Lock) error { return nil })
+		wantIs(t, "RunOnce() 5s after a run whose job panicked, within MinInterval", err, lock.ErrSkipped)
+		time.Sleep(10*time.Second - time.Since(start))
+		wantNil(t, "RunOnce() at the interval's end", lock.RunOnce(ctx, b, "job", time.Second, func(context.Context, lock.Lock) error { return nil }))
+		noResidue(t, m)
+	})
+}
