@@ -342,7 +342,12 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
 	start := inproc.Now()
-	err := s.store.ext.Extend(ctx, l.Resource, l.Token, s.storeTTL(ttl))
+	var err error
+	if s.local != nil {
+		err = s.local.ExtendStamped(ctx, s.owner, l.Resource, l.Token, s.storeTTL(ttl))
+	} else {
+		err = s.store.ext.Extend(ctx, l.Resource, l.Token, s.storeTTL(ttl))
+	}
 	elapsed := inproc.Since(start)
 	s.obs.storeCallTook(ctx, op, l.Resource, &s.store, "extend", elapsed, err)
 	switch {

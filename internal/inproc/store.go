@@ -26,8 +26,14 @@ type Store interface {
 	AcquireStamped(ctx context.Context, owner uint64, resource, token string, ttl time.Duration) (fence uint64, start Instant, elapsed time.Duration, err error)
 	// ReleaseStamped is Store.Release.
 	ReleaseStamped(ctx context.Context, resource, token string) (start Instant, elapsed time.Duration, err error)
-	// HeldBy returns the locks that owner took and the store still holds
-	// (an extension keeps a lock's owner).
+	// ExtendStamped is Extender.Extend by owner: an extension by the
+	// lock's owner moves the owner's own record of it (see HeldBy), one
+	// by anyone else does not.
+	ExtendStamped(ctx context.Context, owner uint64, resource, token string, ttl time.Duration) error
+	// HeldBy returns the locks that owner took and the store still holds,
+	// until the owner's own latest acquisition or extension of each runs
+	// out (another's extension keeps the lock's owner but does not count),
+	// with Start and Expires as of that acquisition or extension.
 	HeldBy(owner uint64) []Held
 }
 

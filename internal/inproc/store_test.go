@@ -22,6 +22,10 @@ func (*store) ReleaseStamped(context.Context, string, string) (inproc.Instant, t
 	return 0, 0, nil
 }
 
+func (*store) ExtendStamped(context.Context, uint64, string, string, time.Duration) error {
+	return nil
+}
+
 func (*store) HeldBy(uint64) []inproc.Held { return nil }
 
 func newStore() *store {

@@ -52,17 +52,24 @@ func (p *inprocStore) ReleaseStamped(ctx context.Context, resource, token string
 	return start, inproc.Since(start), err
 }
 
-// HeldBy implements inproc.Store.
+// ExtendStamped implements inproc.Store.
+func (p *inprocStore) ExtendStamped(ctx context.Context, owner uint64, resource, token string, ttl time.Duration) error {
+	return (*Store)(p).extend(ctx, resource, token, ttl, owner)
+}
+
+// HeldBy implements inproc.Store: the locks owner took that the store
+// still holds, as of owner's own latest acquisition or extension of each,
+// until that runs out (another's extension beyond it does not count).
 func (p *inprocStore) HeldBy(owner uint64) []inproc.Held {
 	s := (*Store)(p)
-	now := s.now()
 	var out []inproc.Held
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
+		now := s.now()
 		for r, e := range sh.locks {
-			if e.owner == owner && e.live(now) {
-				out = append(out, inproc.Held{Resource: r, Token: e.token, Fence: e.fence, Start: s.global(e.start), Expires: s.global(e.expires)})
+			if e.owner == owner && e.live(now) && now < e.ownExpires {
+				out = append(out, inproc.Held{Resource: r, Token: e.token, Fence: e.fence, Start: s.global(e.ownStart), Expires: s.global(e.ownExpires)})
 			}
 		}
 		sh.mu.Unlock()

@@ -53,6 +53,10 @@ type entry struct {
 	start   instant // when it was last taken or extended
 	fence   uint64  // its fence
 	owner   uint64  // the lock.SingleLocker that took it, if it said (see inproc.go)
+	// ownStart and ownExpires are start and expires as of the owner's own
+	// latest acquisition or extension: another's extension moves only
+	// start and expires (see HeldBy).
+	ownStart, ownExpires instant
 }
 
 func (e *entry) live(now instant) bool { return e.token != "" && now < e.expires }
@@ -188,7 +192,8 @@ func (s *Store) applyAcquire(resource, token string, ttl time.Duration, owner ui
 		sh.locks[resource] = e
 	}
 	sh.fence++
-	*e = entry{token: token, expires: now.add(ttl), start: now, fence: sh.fence, owner: owner}
+	expires := now.add(ttl)
+	*e = entry{token: token, expires: expires, start: now, fence: sh.fence, owner: owner, ownStart: now, ownExpires: expires}
 	sh.expiresSooner(resource, e.expires)
 	return sh.fence, now, nil
 }
@@ -234,21 +239,26 @@ func (s *Store) applyRelease(resource, token string) (instant, error) {
 
 // Extend implements [lock.Extender].
 func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
+	return s.extend(ctx, resource, token, ttl, 0)
+}
+
+// extend is Extend by owner (0: none said; see inproc.go).
+func (s *Store) extend(ctx context.Context, resource, token string, ttl time.Duration, owner uint64) error {
 	if err := check(ctx, resource, token, ttl); err != nil {
 		return err
 	}
 	f, err := s.faults.before(ctx, OpExtend)
 	if err != nil {
-		return landLate(err, func() { s.applyExtend(resource, token, ttl) })
+		return landLate(err, func() { s.applyExtend(resource, token, ttl, owner) })
 	}
-	return f.after(s.applyExtend(resource, token, ttl))
+	return f.after(s.applyExtend(resource, token, ttl, owner))
 }
 
-// applyExtend is the effect of Extend. It reads the clock once the shard
-// is locked, as applyAcquire does: a reading taken before could find
-// alive a lock that expired while the call waited for the mutex, and
+// applyExtend is the effect of Extend by owner. It reads the clock once
+// the shard is locked, as applyAcquire does: a reading taken before could
+// find alive a lock that expired while the call waited for the mutex, and
 // re-create it.
-func (s *Store) applyExtend(resource, token string, ttl time.Duration) error {
+func (s *Store) applyExtend(resource, token string, ttl time.Duration, owner uint64) error {
 	sh := s.shard(resource)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -258,6 +268,9 @@ func (s *Store) applyExtend(resource, token string, ttl time.Duration) error {
 		return lock.ErrNotHeld
 	}
 	e.expires, e.start = now.add(ttl), now
+	if owner != 0 && owner == e.owner {
+		e.ownExpires, e.ownStart = e.expires, e.start
+	}
 	sh.expiresSooner(resource, e.expires)
 	return nil
 }
