@@ -18,9 +18,10 @@ import (
 // [Lock.ValidUntil]) unless [ExtendEvery] says otherwise; an interval that
 // is not shorter than the validity is refused. (With a Locker of another
 // package, a wrapper of ours say, whose validity Run cannot know in
-// advance, the interval must be shorter than ttl, and the first extension
-// comes early enough for the validity the acquisition left, however slow
-// it was.) fn's context is canceled:
+// advance, the interval must be shorter than ttl, and each extension comes
+// early enough for the validity the acquisition or the extension before
+// it left, however slow it was: at most half of it later.) fn's context
+// is canceled:
 //   - with cause [ErrLost] when an extension reports the lock not held, or
 //     when the lock's validity runs out before an extension succeeded
 //     (extensions keep failing, or the store cannot extend locks): from
@@ -166,7 +167,7 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 		h.ctx, h.stopHold = context.WithDeadlineCause(inner, maxHoldAt,
 			fmt.Errorf("%w: %q held for %v", ErrMaxHold, held.Resource, o.maxHold))
 	}
-	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, first: first, every: every, margin: margin, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
+	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, first: first, every: every, unknown: !known, margin: margin, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
 	h.ctx = runContext{Context: h.ctx, k: h.k}
 	unwatch := watch(held, h.k)
 	go func() {
@@ -296,6 +297,7 @@ type keeper struct {
 	ttl       time.Duration
 	first     time.Duration // until the first extension
 	every     time.Duration // between the starts of the extensions after it
+	unknown   bool          // the locker's validity is not known in advance: see next
 	margin    time.Duration // the holder's context ends this long before the lock's validity
 	maxHoldAt time.Time
 	lost      context.CancelCauseFunc
@@ -380,7 +382,7 @@ func (k *keeper) run(ctx context.Context) {
 				return // lost while the extension was under way (UnlockAll, say)
 			}
 			end.Reset(time.Until(k.end(extended)))
-			next.Reset(k.every - time.Since(began)) // every from the last start, however long it took
+			next.Reset(k.next(began, extended))
 			continue
 		case ctx.Err() != nil:
 			return // fn's context is canceled with ctx
@@ -399,6 +401,19 @@ func (k *keeper) run(ctx context.Context) {
 		k.fail(err)
 		next.Reset(max(min(k.every/4, time.Until(k.end(cur))/2), minDelay))
 	}
+}
+
+// next returns how long after an extension that began at began, and left
+// the lock extended, to start the next one: every from the last start,
+// however long it took. With a Locker whose validity Run could not check
+// the interval against (one of another package), at most half of what
+// the extension left of the validity, so that the next comes in time.
+func (k *keeper) next(began time.Time, extended Lock) time.Duration {
+	d := k.every - time.Since(began)
+	if k.unknown {
+		d = min(d, max(time.Until(k.end(extended))/2, minDelay))
+	}
+	return d
 }
 
 // fail records an extension's failure, keeping the most telling one: a
