@@ -47,10 +47,11 @@ import (
 // writer releases its intent, on stores that can notify.
 //
 // Shutdown of the locker it is built on shuts both sides down with it: a
-// Lock waiting on either side ends with [ErrClosed] at once, new locks are
-// refused with ErrClosed, and the locks the sides hold are released
-// (they are that locker's locks, or its readers' permits), ending first
-// the contexts of the Runs that hold them.
+// Lock waiting on either side ends with [ErrClosed] (at once, or at its
+// next attempt over a Locker of another package, as for a [Semaphore]),
+// new locks are refused with ErrClosed, and the locks the sides hold are
+// released (they are that locker's locks, or its readers' permits),
+// ending first the contexts of the Runs that hold them.
 type RWLocker struct {
 	locker  Locker
 	readers *Semaphore

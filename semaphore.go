@@ -24,10 +24,12 @@ import (
 // Shutdown of a Semaphore releases its permits and refuses new ones; the
 // locker it was built on stays in service. Shutdown of that locker shuts
 // the semaphore down with it, however it was built: new permits are
-// refused with [ErrClosed], a Lock waiting for one ends with ErrClosed at
-// once, and the permits held are released, ending first the contexts of the Runs that
-// hold them. UnlockAll of that locker releases the semaphore's permits
-// too.
+// refused with [ErrClosed], a Lock waiting for one ends with ErrClosed —
+// at once when that locker is a [*SingleLocker] or [*MultiLocker], at its
+// next attempt (within its retry delay) when it is a Locker of another
+// package, whose shutdown the semaphore cannot watch — and the permits
+// held are released, ending first the contexts of the Runs that hold
+// them. UnlockAll of that locker releases the semaphore's permits too.
 type Semaphore struct {
 	impl  permitLocker
 	limit int
