@@ -31,8 +31,8 @@ func TestSpecHkDefaultRetryValues(t *testing.T) {
 }
 
 // bbAttempts runs Lock on a held resource with opts and returns the number
-// of EventAttempt events and the error.
-func bbAttempts(t *testing.T, st lock.Store, o lock.Options, opts ...lock.LockOption) (int, error, *bbRecorder) {
+// of EventAttempt events, the recorder and the error.
+func bbAttempts(t *testing.T, st lock.Store, o lock.Options, opts ...lock.LockOption) (int, *bbRecorder, error) {
 	t.Helper()
 	ctx := context.Background()
 	rec := &bbRecorder{}
@@ -43,7 +43,7 @@ func bbAttempts(t *testing.T, st lock.Store, o lock.Options, opts ...lock.LockOp
 	}
 	a := bbSingle(t, st, &o)
 	_, err := a.Lock(ctx, "r", bbTTL, opts...)
-	return len(rec.ofKind(lock.EventAttempt)), err, rec
+	return len(rec.ofKind(lock.EventAttempt)), rec, err
 }
 
 func TestSpecHkRetryAttemptsCount(t *testing.T) {
@@ -63,7 +63,7 @@ func TestSpecHkRetryAttemptsCount(t *testing.T) {
 		} {
 			synctest.Test(t, func(t *testing.T) {
 				s := st()
-				n, err, rec := bbAttempts(t, s, lock.Options{}, lock.WithRetry(tc.r))
+				n, rec, err := bbAttempts(t, s, lock.Options{}, lock.WithRetry(tc.r))
 				if !errors.Is(err, lock.ErrNotAcquired) {
 					t.Errorf("Lock(%+v) on held = %v; want ErrNotAcquired", tc.r, err)
 				}
@@ -84,12 +84,12 @@ func TestSpecHkRetryAttemptsCount(t *testing.T) {
 
 func TestSpecHkRetryFromOptions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n, err, _ := bbAttempts(t, memory.New(), lock.Options{Retry: &lock.Retry{Attempts: 4, Delay: time.Millisecond}})
+		n, _, err := bbAttempts(t, memory.New(), lock.Options{Retry: &lock.Retry{Attempts: 4, Delay: time.Millisecond}})
 		if !errors.Is(err, lock.ErrNotAcquired) || n != 4 {
 			t.Errorf("Lock with Options.Retry{Attempts:4} = %d attempts, %v; want 4, ErrNotAcquired", n, err)
 		}
 		// WithRetry replaces Options.Retry.
-		n, err, _ = bbAttempts(t, memory.New(), lock.Options{Retry: &lock.Retry{Attempts: 4, Delay: time.Millisecond}}, lock.WithRetry(lock.Retry{Attempts: 2, Delay: time.Millisecond}))
+		n, _, err = bbAttempts(t, memory.New(), lock.Options{Retry: &lock.Retry{Attempts: 4, Delay: time.Millisecond}}, lock.WithRetry(lock.Retry{Attempts: 2, Delay: time.Millisecond}))
 		if !errors.Is(err, lock.ErrNotAcquired) || n != 2 {
 			t.Errorf("WithRetry{Attempts:2} over Options.Retry{4} = %d attempts, %v; want 2", n, err)
 		}
@@ -134,7 +134,7 @@ func TestSpecHkRetryForeverUntilContext(t *testing.T) {
 func TestSpecHkRetryDelayJitterAndBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const d, maxD = 40 * time.Millisecond, 160 * time.Millisecond
-		_, _, rec := bbAttempts(t, bbPlainStore{memory.New()}, lock.Options{},
+		_, rec, _ := bbAttempts(t, bbPlainStore{memory.New()}, lock.Options{},
 			lock.WithRetry(lock.Retry{Attempts: 6, Delay: d, MaxDelay: maxD}))
 		retries := rec.ofKind(lock.EventRetry)
 		if len(retries) != 5 {
@@ -162,7 +162,7 @@ func TestSpecHkRetryDelayJitterAndBackoff(t *testing.T) {
 func TestSpecHkRetryConstantDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const d = 40 * time.Millisecond
-		_, _, rec := bbAttempts(t, bbPlainStore{memory.New()}, lock.Options{},
+		_, rec, _ := bbAttempts(t, bbPlainStore{memory.New()}, lock.Options{},
 			lock.WithRetry(lock.Retry{Attempts: 5, Delay: d}))
 		for i, e := range rec.ofKind(lock.EventRetry) {
 			if e.Delay < d/2 || e.Delay > d {
@@ -174,7 +174,7 @@ func TestSpecHkRetryConstantDelay(t *testing.T) {
 
 func TestSpecHkRetryWaitingOnWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, _, rec := bbAttempts(t, memory.New(), lock.Options{},
+		_, rec, _ := bbAttempts(t, memory.New(), lock.Options{},
 			lock.WithRetry(lock.Retry{Attempts: 2, Delay: 10 * time.Millisecond}))
 		r := rec.ofKind(lock.EventRetry)
 		if len(r) != 1 || !r[0].Waiting {
@@ -326,7 +326,7 @@ func TestSpecHkHookStoreFailureEvent(t *testing.T) {
 
 func TestSpecHkHookRetryEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, _, rec := bbAttempts(t, memory.New(), lock.Options{},
+		_, rec, _ := bbAttempts(t, memory.New(), lock.Options{},
 			lock.WithRetry(lock.Retry{Attempts: 3, Delay: time.Millisecond}))
 		var got []lock.EventKind
 		for _, k := range rec.kinds() {
@@ -489,7 +489,7 @@ func TestSpecHkDefaultPolicyPollsThenBacksOff(t *testing.T) {
 
 func TestSpecHkWaitBoundedByTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, _, rec := bbAttempts(t, memory.New(), lock.Options{},
+		_, rec, _ := bbAttempts(t, memory.New(), lock.Options{},
 			lock.WithRetry(lock.Retry{Attempts: 2, Delay: 10 * time.Millisecond}))
 		for _, e := range rec.ofKind(lock.EventRetry) {
 			if e.Waiting && e.Delay > bbTTL {

@@ -263,12 +263,15 @@ func TestSpecRnFromContextOther(t *testing.T) {
 	}
 }
 
+// bbKey is a context key of the tests'.
+type bbKey struct{}
+
 func TestSpecRnFromContextAfterReturn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := bbSingle(t, memory.New(), nil)
 		var saved context.Context
 		lock.Run(context.Background(), a, "r", bbTTL, func(ctx context.Context, l lock.Lock) error {
-			saved = context.WithValue(ctx, struct{}{}, 1) // a derived context
+			saved = context.WithValue(ctx, bbKey{}, 1) // a derived context
 			return nil
 		})
 		fl, ok := lock.FromContext(saved)
@@ -480,7 +483,8 @@ func TestSpecRnElectionCampaignResign(t *testing.T) {
 		if tb.Fence() <= term.Fence() {
 			t.Errorf("second term Fence %d; want > first %d", tb.Fence(), term.Fence())
 		}
-		if err := term.Resign(nil); err != nil {
+		var nilCtx context.Context // nil: the bad input under test
+		if err := term.Resign(nilCtx); err != nil {
 			t.Errorf("second Resign (nil ctx) of a resigned term = %v; want same as first (nil)", err)
 		}
 		tb.Resign(ctx)
