@@ -157,8 +157,12 @@ func NewElector(locker lock.Locker, role string, ttl time.Duration) (*Elector, e
 // IsLeader implements gocron.Elector: nil while this replica leads. When
 // its term has ended (or it never led), it campaigns once: if another
 // leads, it returns an error matching ErrNotLeader and
-// [lock.ErrNotAcquired]; a store failure is returned as it is.
+// [lock.ErrNotAcquired]; a store failure is returned as it is. A nil
+// context is refused with an error matching lock.ErrInvalid.
 func (e *Elector) IsLeader(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: gocronlock: IsLeader: nil context", lock.ErrInvalid)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

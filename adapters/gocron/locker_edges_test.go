@@ -91,3 +91,32 @@ func TestNewLockerRefusesTTLAboveMax(t *testing.T) {
 		t.Errorf("NewLocker(ttl MaxTTL) = %v; want nil", err)
 	}
 }
+
+// IsLeader with a nil context is refused with ErrInvalid whatever the
+// elector's state: while it leads, after its term ended (where it
+// panicked), and before it ever led.
+func TestElectorIsLeaderNilContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		e, err := gocronlock.NewElector(single(t, m), "scheduler", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nilCtx context.Context // nil: the bad input under test
+		if err := e.IsLeader(nilCtx); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("IsLeader(nil) before leading = %v; want ErrInvalid", err)
+		}
+		if err := e.IsLeader(t.Context()); err != nil {
+			t.Fatalf("IsLeader() = %v; want nil", err)
+		}
+		if err := e.IsLeader(nilCtx); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("IsLeader(nil) while leading = %v; want ErrInvalid", err)
+		}
+		m.Expire("scheduler")
+		time.Sleep(2 * time.Second) // the term's end has passed
+		if err := e.IsLeader(nilCtx); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("IsLeader(nil) after the term ended = %v; want ErrInvalid", err)
+		}
+		_ = e.Close(t.Context())
+	})
+}
