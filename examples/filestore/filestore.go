@@ -54,6 +54,9 @@ func (st state) heldAt(now time.Time) bool { return st.token != "" && now.UnixNa
 // with runs f on the state of resource while holding the file's flock, and
 // writes the state back if f returns true.
 func (s *Store) with(ctx context.Context, resource string, f func(st *state, now time.Time) bool) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
+	}
 	if err := ctx.Err(); err != nil {
 		return err // nothing was done
 	}

@@ -23,7 +23,10 @@ func TestRefusesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	var nilCtx context.Context // nil: the bad input under test
 	for call, err := range map[string]error{
+		`Acquire(nil ctx)`:       s.Acquire(nilCtx, "r", "tok", time.Minute),
+		`Release(nil ctx)`:       s.Release(nilCtx, "r", "tok"),
 		`Acquire("", tok)`:       s.Acquire(ctx, "", "tok", time.Minute),
 		`Acquire(r, "")`:         s.Acquire(ctx, "r", "", time.Minute),
 		`Acquire(r, tok, 0)`:     s.Acquire(ctx, "r", "tok", 0),
