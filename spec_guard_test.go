@@ -149,7 +149,7 @@ func TestSpecGuardFenceGuardWritesOneAtATime(t *testing.T) {
 func TestSpecGuardFenceGuardRefusesExpiredHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		locker := sxSingle(t, memory.New(), nil)
+		locker := mustSingle(t, memory.New(), nil)
 		old, err := locker.TryLock(ctx, "acct", time.Minute)
 		if err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -173,7 +173,7 @@ func TestSpecGuardFenceGuardRefusesExpiredHolder(t *testing.T) {
 }
 
 func TestSpecGuardNoFenceOption(t *testing.T) {
-	l := sxSingle(t, memory.New(), &lock.Options{NoFence: true})
+	l := mustSingle(t, memory.New(), &lock.Options{NoFence: true})
 	got, err := l.TryLock(context.Background(), "r", time.Minute)
 	if err != nil {
 		t.Fatalf("TryLock = %v", err)
@@ -212,7 +212,7 @@ func TestSpecGuardHolderOfRandomTokenEmpty(t *testing.T) {
 
 func TestSpecGuardOptionsHolderInTokens(t *testing.T) {
 	ctx := context.Background()
-	l := sxSingle(t, memory.New(), &lock.Options{Holder: "host:42"})
+	l := mustSingle(t, memory.New(), &lock.Options{Holder: "host:42"})
 	got, err := l.TryLock(ctx, "r", time.Minute)
 	if err != nil {
 		t.Fatalf("TryLock = %v", err)
@@ -234,7 +234,7 @@ func TestSpecGuardOptionsHolderInTokens(t *testing.T) {
 
 func TestSpecGuardHolderFreeAndAnonymous(t *testing.T) {
 	ctx := context.Background()
-	l := sxSingle(t, memory.New(), nil)
+	l := mustSingle(t, memory.New(), nil)
 	if h, held, err := l.Holder(ctx, "r"); err != nil || held || h != "" {
 		t.Fatalf("Holder(free) = %q, %v, %v; want \"\", false, nil", h, held, err)
 	}
@@ -247,7 +247,7 @@ func TestSpecGuardHolderFreeAndAnonymous(t *testing.T) {
 }
 
 func TestSpecGuardHolderUnsupportedWithoutHolderReader(t *testing.T) {
-	l := sxSingle(t, sxBareStore{memory.New()}, nil)
+	l := mustSingle(t, bbPlainStore{memory.New()}, nil)
 	if _, _, err := l.Holder(context.Background(), "r"); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("Holder on a store that is not a HolderReader = %v; want errors.ErrUnsupported", err)
 	}
@@ -276,7 +276,7 @@ func TestSpecGuardOptionsHolderValidation(t *testing.T) {
 // ---------------------------------------------------------------- token generators in a locker
 
 func TestSpecGuardFixedTokenUsed(t *testing.T) {
-	l := sxSingle(t, memory.New(), &lock.Options{Tokens: tokengen.Fixed("me")})
+	l := mustSingle(t, memory.New(), &lock.Options{Tokens: tokengen.Fixed("me")})
 	got, err := l.TryLock(context.Background(), "r", time.Minute)
 	if err != nil || got.Token != "me" {
 		t.Fatalf("TryLock with Fixed(\"me\") = %q, %v; want token \"me\"", got.Token, err)
@@ -295,7 +295,7 @@ type sxTokens struct {
 func (s sxTokens) Token() (string, error) { return s.tok, s.err }
 
 func TestSpecGuardEmptyTokenInvalid(t *testing.T) {
-	l := sxSingle(t, memory.New(), &lock.Options{Tokens: sxTokens{}})
+	l := mustSingle(t, memory.New(), &lock.Options{Tokens: sxTokens{}})
 	if _, err := l.TryLock(context.Background(), "r", time.Minute); !errors.Is(err, lock.ErrInvalid) {
 		t.Fatalf("TryLock with a generator returning \"\" = %v; want ErrInvalid", err)
 	}
@@ -303,7 +303,7 @@ func TestSpecGuardEmptyTokenInvalid(t *testing.T) {
 
 func TestSpecGuardTokenErrorUnavailable(t *testing.T) {
 	boom := errors.New("entropy gone")
-	l := sxSingle(t, memory.New(), &lock.Options{Tokens: sxTokens{err: boom}})
+	l := mustSingle(t, memory.New(), &lock.Options{Tokens: sxTokens{err: boom}})
 	_, err := l.TryLock(context.Background(), "r", time.Minute)
 	if !errors.Is(err, lock.ErrUnavailable) || !errors.Is(err, boom) {
 		t.Fatalf("TryLock with a failing generator = %v; want ErrUnavailable with the generator's error in the chain", err)

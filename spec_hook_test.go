@@ -37,11 +37,11 @@ func bbAttempts(t *testing.T, st lock.Store, o lock.Options, opts ...lock.LockOp
 	ctx := context.Background()
 	rec := &bbRecorder{}
 	o.Hook = rec
-	holder := bbSingle(t, st, nil)
+	holder := mustSingle(t, st, nil)
 	if _, err := holder.TryLock(ctx, "r", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	a := bbSingle(t, st, &o)
+	a := mustSingle(t, st, &o)
 	_, err := a.Lock(ctx, "r", bbTTL, opts...)
 	return len(rec.ofKind(lock.EventAttempt)), rec, err
 }
@@ -101,8 +101,8 @@ func TestSpecHkTryLockOneAttempt(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
 		rec := &bbRecorder{}
-		bbSingle(t, st, nil).TryLock(ctx, "r", time.Hour)
-		a := bbSingle(t, st, &lock.Options{Hook: rec, Retry: &lock.Retry{Attempts: lock.Forever, Delay: time.Millisecond}})
+		mustSingle(t, st, nil).TryLock(ctx, "r", time.Hour)
+		a := mustSingle(t, st, &lock.Options{Hook: rec, Retry: &lock.Retry{Attempts: lock.Forever, Delay: time.Millisecond}})
 		if _, err := a.TryLock(ctx, "r", bbTTL); !errors.Is(err, lock.ErrNotAcquired) {
 			t.Errorf("TryLock = %v; want ErrNotAcquired", err)
 		}
@@ -118,8 +118,8 @@ func TestSpecHkRetryForeverUntilContext(t *testing.T) {
 		defer cancel()
 		st := bbPlainStore{memory.New()}
 		rec := &bbRecorder{}
-		bbSingle(t, st, nil).TryLock(ctx, "r", time.Hour)
-		a := bbSingle(t, st, &lock.Options{Hook: rec})
+		mustSingle(t, st, nil).TryLock(ctx, "r", time.Hour)
+		a := mustSingle(t, st, &lock.Options{Hook: rec})
 		_, err := a.Lock(ctx, "r", bbTTL, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: 100 * time.Millisecond}))
 		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, lock.ErrNotAcquired) {
 			t.Errorf("Lock Forever until deadline = %v; want DeadlineExceeded, not ErrNotAcquired", err)
@@ -186,7 +186,7 @@ func TestSpecHkRetryWaitingOnWaiter(t *testing.T) {
 func TestSpecHkRetryValidation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		for _, r := range []lock.Retry{
 			{Attempts: 3, Delay: 10 * time.Millisecond, MaxDelay: 5 * time.Millisecond},
 			{Attempts: 3, Delay: 0},
@@ -213,7 +213,7 @@ func TestSpecHkClosedNotRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rec := &bbRecorder{}
-		a := bbSingle(t, memory.New(), &lock.Options{Hook: rec})
+		a := mustSingle(t, memory.New(), &lock.Options{Hook: rec})
 		a.Shutdown(ctx)
 		rec.reset()
 		_, err := a.Lock(ctx, "r", bbTTL, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: time.Millisecond}))
@@ -254,7 +254,7 @@ func TestSpecHkHookTryLockEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rec := &bbRecorder{}
-		a := bbSingle(t, memory.New(), &lock.Options{Hook: rec})
+		a := mustSingle(t, memory.New(), &lock.Options{Hook: rec})
 		l, err := a.TryLock(ctx, "r", bbTTL)
 		if err != nil {
 			t.Fatal(err)
@@ -283,8 +283,8 @@ func TestSpecHkHookNotAcquiredEvents(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
 		rec := &bbRecorder{}
-		bbSingle(t, st, nil).TryLock(ctx, "r", time.Hour)
-		a := bbSingle(t, st, &lock.Options{Hook: rec})
+		mustSingle(t, st, nil).TryLock(ctx, "r", time.Hour)
+		a := mustSingle(t, st, &lock.Options{Hook: rec})
 		a.TryLock(ctx, "r", bbTTL)
 		want := []lock.EventKind{lock.EventAttempt, lock.EventStoreCall, lock.EventNotAcquired}
 		if got := rec.kinds(); !slices.Equal(got, want) {
@@ -305,7 +305,7 @@ func TestSpecHkHookStoreFailureEvent(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
 		rec := &bbRecorder{}
-		a := bbSingle(t, st, &lock.Options{Hook: rec})
+		a := mustSingle(t, st, &lock.Options{Hook: rec})
 		st.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errBBDown})
 		a.TryLock(ctx, "r", bbTTL)
 		var found bool
@@ -351,7 +351,7 @@ func TestSpecHkHookUnlockExtendEvents(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
 		rec := &bbRecorder{}
-		a := bbSingle(t, st, &lock.Options{Hook: rec})
+		a := mustSingle(t, st, &lock.Options{Hook: rec})
 		l, _ := a.TryLock(ctx, "r", bbTTL)
 		rec.reset()
 		nl, _ := a.Extend(ctx, l, bbTTL)
@@ -385,7 +385,7 @@ func TestSpecHkHookQuorumEvents(t *testing.T) {
 		ctx := context.Background()
 		a, b, _, three := bbThree()
 		rec := &bbRecorder{}
-		m := bbMulti(t, three, &lock.Options{Hook: rec, NoFence: true})
+		m := mustMulti(t, three, &lock.Options{Hook: rec, NoFence: true})
 		m.TryLock(ctx, "r", bbTTL)
 		q := rec.ofKind(lock.EventQuorum)
 		if len(q) != 1 || q[0].Err != nil || q[0].Granted < 2 || q[0].Failed != 0 || q[0].Refused != 0 {
@@ -428,7 +428,7 @@ func TestSpecHkHookLostEvent(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
 		rec := &bbRecorder{}
-		a := bbSingle(t, st, &lock.Options{Hook: rec})
+		a := mustSingle(t, st, &lock.Options{Hook: rec})
 		lock.Run(ctx, a, "r", 3*time.Second, func(ctx context.Context, l lock.Lock) error {
 			st.Expire("r")
 			<-ctx.Done()
@@ -460,9 +460,9 @@ func (r *bbTimed) Observe(ctx context.Context, e lock.Event) {
 func TestSpecHkDefaultPolicyPollsThenBacksOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := bbPlainStore{memory.New()}
-		bbSingle(t, st, nil).TryLock(context.Background(), "r", time.Hour)
+		mustSingle(t, st, nil).TryLock(context.Background(), "r", time.Hour)
 		rec := &bbTimed{start: time.Now()}
-		a := bbSingle(t, st, &lock.Options{Hook: rec})
+		a := mustSingle(t, st, &lock.Options{Hook: rec})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		a.Lock(ctx, "r", bbTTL)
@@ -503,7 +503,7 @@ func TestSpecHkIsLockedHolderEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		rec := &bbRecorder{}
-		a := bbSingle(t, memory.New(), &lock.Options{Hook: rec})
+		a := mustSingle(t, memory.New(), &lock.Options{Hook: rec})
 		a.IsLocked(ctx, "r")
 		sc := rec.ofKind(lock.EventStoreCall)
 		if len(sc) != 1 || sc[0].StoreOp != "exists" || sc[0].Op != "islocked" || sc[0].Resource != "r" {

@@ -85,24 +85,6 @@ func (s bbExtStore) Extend(ctx context.Context, r, tok string, ttl time.Duration
 	return s.m.Extend(ctx, r, tok, ttl)
 }
 
-func bbSingle(t *testing.T, s lock.Store, o *lock.Options) *lock.SingleLocker {
-	t.Helper()
-	l, err := lock.NewSingle(s, o)
-	if err != nil {
-		t.Fatalf("NewSingle: %v", err)
-	}
-	return l
-}
-
-func bbMulti(t *testing.T, stores []lock.Store, o *lock.Options) *lock.MultiLocker {
-	t.Helper()
-	m, err := lock.NewMulti(stores, o)
-	if err != nil {
-		t.Fatalf("NewMulti: %v", err)
-	}
-	return m
-}
-
 func bbThree() (*memory.Store, *memory.Store, *memory.Store, []lock.Store) {
 	a, b, c := memory.New(memory.WithName("a")), memory.New(memory.WithName("b")), memory.New(memory.WithName("c"))
 	return a, b, c, []lock.Store{a, b, c}
@@ -135,7 +117,7 @@ func TestSpecLkSingleTryLockContended(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		if _, err := a.TryLock(ctx, "r", bbTTL); err != nil {
 			t.Fatalf("TryLock: %v", err)
 		}
@@ -160,7 +142,7 @@ func TestSpecLkErrorStringFormat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		a.TryLock(ctx, "report", bbTTL)
 		_, err := b.TryLock(ctx, "report", bbTTL)
 		if want := `trylock "report": not acquired: held by another owner`; err == nil || err.Error() != want {
@@ -172,7 +154,7 @@ func TestSpecLkErrorStringFormat(t *testing.T) {
 func TestSpecLkSingleNotReentrant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		if _, err := a.Lock(ctx, "r", bbTTL); err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +168,7 @@ func TestSpecLkSingleNotReentrant(t *testing.T) {
 func TestSpecLkSingleIsLocked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		if held, err := a.IsLocked(ctx, "r"); err != nil || held {
 			t.Fatalf("IsLocked before Lock = %v, %v; want false, nil", held, err)
 		}
@@ -207,7 +189,7 @@ func TestSpecLkUnlockAfterExpire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		l, _ := a.Lock(ctx, "r", bbTTL)
 		st.Expire("r")
 		if err := a.Unlock(ctx, l); !errors.Is(err, lock.ErrNotHeld) {
@@ -220,7 +202,7 @@ func TestSpecLkUnlockAfterTakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		l, _ := a.Lock(ctx, "r", bbTTL)
 		time.Sleep(bbTTL + time.Second)
 		lb, err := b.TryLock(ctx, "r", bbTTL)
@@ -241,7 +223,7 @@ func TestSpecLkExtendAfterExpireNotRecreated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		l, _ := a.Lock(ctx, "r", bbTTL)
 		st.Expire("r")
 		nl, err := a.Extend(ctx, l, bbTTL)
@@ -261,7 +243,7 @@ func TestSpecLkExtendMovesValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		l, _ := a.Lock(ctx, "r", bbTTL)
 		time.Sleep(bbTTL / 2)
 		nl, err := a.Extend(ctx, l, bbTTL)
@@ -291,7 +273,7 @@ func TestSpecLkValidityDriftAllowance(t *testing.T) {
 			{0, bbTTL - bbTTL/100 - 2*time.Millisecond},
 			{0.1, bbTTL - bbTTL/10 - 2*time.Millisecond},
 		} {
-			a := bbSingle(t, memory.New(), &lock.Options{DriftFactor: tc.drift})
+			a := mustSingle(t, memory.New(), &lock.Options{DriftFactor: tc.drift})
 			start := time.Now()
 			l, err := a.TryLock(ctx, "r", bbTTL)
 			if err != nil {
@@ -309,7 +291,7 @@ func TestSpecLkValidityDriftAllowance(t *testing.T) {
 
 func TestSpecLkLockValidRemainingAfterValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		l, _ := a.TryLock(context.Background(), "r", bbTTL)
 		time.Sleep(bbTTL)
 		if l.Valid() || l.Remaining() > 0 {
@@ -325,7 +307,7 @@ func TestSpecLkLockExpiresAtTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		a.Lock(ctx, "r", bbTTL)
 		time.Sleep(bbTTL - time.Millisecond)
 		if _, err := b.TryLock(ctx, "r", bbTTL); !errors.Is(err, lock.ErrNotAcquired) {
@@ -342,7 +324,7 @@ func TestSpecLkLockWaitsForRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		la, _ := a.Lock(ctx, "r", time.Hour)
 		done := make(chan error, 1)
 		go func() {
@@ -371,7 +353,7 @@ func TestSpecLkLockWaitsForRelease(t *testing.T) {
 func TestSpecLkLockContextDeadlineNotNotAcquired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		a.Lock(context.Background(), "r", time.Hour)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -388,7 +370,7 @@ func TestSpecLkLockContextDeadlineNotNotAcquired(t *testing.T) {
 func TestSpecLkLockCanceledContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		a.Lock(context.Background(), "r", time.Hour)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -409,7 +391,7 @@ func TestSpecLkStoreFailureUnavailable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		st.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errBBDown})
 		_, err := a.TryLock(ctx, "r", bbTTL)
 		if !errors.Is(err, lock.ErrUnavailable) || !errors.Is(err, errBBDown) {
@@ -429,7 +411,7 @@ func TestSpecLkAmbiguousAcquireReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		st.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errBBDown, AfterApply: true})
 		_, err := a.TryLock(ctx, "r", bbTTL)
 		if !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotAcquired) {
@@ -446,7 +428,7 @@ func TestSpecLkStoreErrClosedIsUnavailableAndRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		closedErr := fmt.Errorf("client: %w", lock.ErrClosed)
 		st.Inject(memory.Fault{Ops: memory.OpAcquire, Err: closedErr})
 		if _, err := a.TryLock(ctx, "r", bbTTL); !errors.Is(err, lock.ErrUnavailable) {
@@ -462,7 +444,7 @@ func TestSpecLkStoreErrClosedIsUnavailableAndRetried(t *testing.T) {
 func TestSpecLkLockRetriesStoreFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		st.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errBBDown, Times: 2})
 		_, err := a.Lock(context.Background(), "r", bbTTL, lock.WithRetry(lock.Retry{Attempts: 3, Delay: time.Millisecond}))
 		if err != nil {
@@ -475,7 +457,7 @@ func TestSpecLkUnlockStoreFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		l, _ := a.Lock(ctx, "r", bbTTL)
 		st.Inject(memory.Fault{Ops: memory.OpRelease, Err: errBBDown})
 		err := a.Unlock(ctx, l)
@@ -491,7 +473,7 @@ func TestSpecLkUnlockStoreFailure(t *testing.T) {
 func TestSpecLkUnlockCanceledContextKeepsLock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		l, _ := a.Lock(context.Background(), "r", bbTTL)
 		st.Inject(memory.Fault{Ops: memory.OpRelease, Delay: time.Second})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
@@ -510,7 +492,7 @@ func TestSpecLkUnlockCanceledContextKeepsLock(t *testing.T) {
 func TestSpecLkExtendUnsupported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		a := bbSingle(t, bbPlainStore{memory.New()}, nil)
+		a := mustSingle(t, bbPlainStore{memory.New()}, nil)
 		l, err := a.TryLock(ctx, "r", bbTTL)
 		if err != nil {
 			t.Fatal(err)
@@ -532,7 +514,7 @@ func TestSpecLkExtendUnsupported(t *testing.T) {
 func TestSpecLkFencesIncrease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		var prev uint64
 		for i := range 3 {
 			l, err := a.TryLock(ctx, "r", bbTTL)
@@ -545,7 +527,7 @@ func TestSpecLkFencesIncrease(t *testing.T) {
 			prev = l.Fence
 			a.Unlock(ctx, l)
 		}
-		n := bbSingle(t, memory.New(), &lock.Options{NoFence: true})
+		n := mustSingle(t, memory.New(), &lock.Options{NoFence: true})
 		if l, _ := n.TryLock(ctx, "r", bbTTL); l.Fence != 0 {
 			t.Errorf("NoFence lock Fence = %d; want 0", l.Fence)
 		}
@@ -558,8 +540,8 @@ func TestSpecLkHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, &lock.Options{Holder: "host:42"})
-		anon := bbSingle(t, st, nil)
+		a := mustSingle(t, st, &lock.Options{Holder: "host:42"})
+		anon := mustSingle(t, st, nil)
 		if h, held, err := a.Holder(ctx, "r"); err != nil || held || h != "" {
 			t.Errorf("Holder of free resource = %q, %v, %v; want \"\", false, nil", h, held, err)
 		}
@@ -594,7 +576,7 @@ func TestSpecLkLockJSONRoundTripAndForeignUnlock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		l, _ := a.Lock(ctx, "invoice/42", bbTTL)
 		data, err := json.Marshal(l)
 		if err != nil {
@@ -625,7 +607,7 @@ func TestSpecLkForeignExtend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		l, _ := a.Lock(ctx, "r", bbTTL)
 		nl, err := b.Extend(ctx, l, bbTTL)
 		if err != nil || nl.Token != l.Token {
@@ -637,7 +619,7 @@ func TestSpecLkForeignExtend(t *testing.T) {
 func TestSpecLkZeroLockInvalid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		bbWantInvalid(t, "Unlock(Lock{})", a.Unlock(ctx, lock.Lock{}), "lock", "zero", "resource", "token")
 		_, err := a.Extend(ctx, lock.Lock{}, bbTTL)
 		bbWantInvalid(t, "Extend(Lock{})", err, "lock", "zero", "resource", "token")
@@ -651,7 +633,7 @@ func TestSpecLkArgumentValidation(t *testing.T) {
 		ctx := context.Background()
 		rec := &bbRecorder{}
 		st := memory.New()
-		a := bbSingle(t, st, &lock.Options{Hook: rec})
+		a := mustSingle(t, st, &lock.Options{Hook: rec})
 		_, err := a.TryLock(ctx, "", bbTTL)
 		bbWantInvalid(t, "TryLock(\"\")", err, "resource", "empty")
 		_, err = a.Lock(ctx, "", bbTTL)
@@ -768,7 +750,7 @@ func TestSpecLkShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		la, _ := a.Lock(ctx, "mine", bbTTL)
 		lb, _ := b.Lock(ctx, "theirs", bbTTL)
 		if err := a.Shutdown(ctx); err != nil {
@@ -797,7 +779,7 @@ func TestSpecLkShutdownEndsWaitingLock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		a.Lock(ctx, "r", time.Hour)
 		done := make(chan error, 1)
 		go func() {
@@ -816,7 +798,7 @@ func TestSpecLkUnlockAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		a.Lock(ctx, "r1", bbTTL)
 		a.Lock(ctx, "r2", bbTTL)
 		a.Lock(ctx, "gone", bbTTL)
@@ -860,12 +842,12 @@ func TestSpecLkTokenGenerator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		genErr := errors.New("spec: no entropy")
-		a := bbSingle(t, memory.New(), &lock.Options{Tokens: bbTokens{err: genErr}})
+		a := mustSingle(t, memory.New(), &lock.Options{Tokens: bbTokens{err: genErr}})
 		_, err := a.TryLock(ctx, "r", bbTTL)
 		if !errors.Is(err, lock.ErrUnavailable) || !errors.Is(err, genErr) {
 			t.Errorf("TryLock with failing TokenGenerator = %v; want ErrUnavailable with its error", err)
 		}
-		e := bbSingle(t, memory.New(), &lock.Options{Tokens: bbTokens{}})
+		e := mustSingle(t, memory.New(), &lock.Options{Tokens: bbTokens{}})
 		_, err = e.TryLock(ctx, "r", bbTTL)
 		bbWantInvalid(t, "TryLock with empty token", err, "token")
 	})
@@ -878,8 +860,8 @@ func TestSpecLkLockDelay(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
 		const delay = 5 * time.Second
-		a := bbSingle(t, st, &lock.Options{LockDelay: delay})
-		b := bbSingle(t, st, nil)
+		a := mustSingle(t, st, &lock.Options{LockDelay: delay})
+		b := mustSingle(t, st, nil)
 		start := time.Now()
 		l, _ := a.TryLock(ctx, "r", bbTTL)
 		if want := start.Add(bbTTL - bbTTL/100 - 2*time.Millisecond); !l.ValidUntil.Equal(want) {
@@ -906,7 +888,7 @@ func TestSpecLkLockDelayThenFree(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
 		const delay = 5 * time.Second
-		a := bbSingle(t, st, &lock.Options{LockDelay: delay})
+		a := mustSingle(t, st, &lock.Options{LockDelay: delay})
 		l, _ := a.TryLock(ctx, "r", bbTTL)
 		time.Sleep(bbTTL + delay/2)
 		nl, err := a.Extend(ctx, l, bbTTL)
@@ -926,7 +908,7 @@ func TestSpecLkMultiLockAndFence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, b, c, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		start := time.Now()
 		l, err := m.TryLock(ctx, "r", bbTTL)
 		if err != nil {
@@ -949,7 +931,7 @@ func TestSpecLkMultiLockAndFence(t *testing.T) {
 			t.Errorf("second lock Fence = %d; want > %d", l2.Fence, l.Fence)
 		}
 		m.Unlock(ctx, l2)
-		n := bbMulti(t, three, &lock.Options{NoFence: true})
+		n := mustMulti(t, three, &lock.Options{NoFence: true})
 		if l3, _ := n.TryLock(ctx, "r", bbTTL); l3.Fence != 0 {
 			t.Errorf("NoFence Fence = %d; want 0", l3.Fence)
 		}
@@ -960,7 +942,7 @@ func TestSpecLkMultiQuorumWithOneFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, _, _, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		a.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errBBDown})
 		if _, err := m.TryLock(ctx, "r", bbTTL); err != nil {
 			t.Errorf("TryLock with 1 of 3 stores failing = %v; want success", err)
@@ -972,7 +954,7 @@ func TestSpecLkMultiUnavailable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, b, c, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		a.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errBBDown})
 		b.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errBBDown})
 		_, err := m.TryLock(ctx, "r", bbTTL)
@@ -1008,7 +990,7 @@ func TestSpecLkMultiContention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, b, c, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		a.Acquire(ctx, "r", "other", time.Hour)
 		b.Acquire(ctx, "r", "other", time.Hour)
 		_, err := m.TryLock(ctx, "r", bbTTL)
@@ -1033,7 +1015,7 @@ func TestSpecLkMultiUnlockNotHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, b, _, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		l, _ := m.TryLock(ctx, "r", bbTTL)
 		a.Expire("r")
 		b.Expire("r")
@@ -1052,7 +1034,7 @@ func TestSpecLkMultiExtendNotHeldReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, b, c, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		l, _ := m.TryLock(ctx, "r", bbTTL)
 		a.Expire("r")
 		b.Expire("r")
@@ -1071,7 +1053,7 @@ func TestSpecLkMultiExtendRepairs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, _, _, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		l, _ := m.TryLock(ctx, "r", bbTTL)
 		a.Expire("r")
 		if _, err := m.Extend(ctx, l, bbTTL); err != nil {
@@ -1088,7 +1070,7 @@ func TestSpecLkMultiHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		_, _, _, three := bbThree()
-		m := bbMulti(t, three, &lock.Options{Holder: "node-1"})
+		m := mustMulti(t, three, &lock.Options{Holder: "node-1"})
 		if h, held, err := m.Holder(ctx, "r"); err != nil || held || h != "" {
 			t.Errorf("Holder of free = %q, %v, %v; want \"\", false, nil", h, held, err)
 		}
@@ -1103,7 +1085,7 @@ func TestSpecLkMultiForeignUnlockAndShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		_, _, _, three := bbThree()
-		m1, m2 := bbMulti(t, three, nil), bbMulti(t, three, nil)
+		m1, m2 := mustMulti(t, three, nil), mustMulti(t, three, nil)
 		l, _ := m1.TryLock(ctx, "r", bbTTL)
 		if _, err := m1.Extend(ctx, l, bbTTL); err != nil { // settle background work
 			t.Fatal(err)
@@ -1146,7 +1128,7 @@ func bbUnlockAllAfterForeignLongerExtend(t *testing.T, newStore func() lock.Stor
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := newStore()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		l, _ := a.Lock(ctx, "r", bbTTL)
 		time.Sleep(bbTTL / 2)
 		if _, err := b.Extend(ctx, l, time.Hour); err != nil {
@@ -1167,7 +1149,7 @@ func bbUnlockAllAfterForeignLongerExtend(t *testing.T, newStore func() lock.Stor
 func TestSpecLkShutdownContextEnded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		a.Lock(context.Background(), "r", bbTTL)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -1185,7 +1167,7 @@ func TestSpecLkErrorOps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		l, _ := a.Lock(ctx, "r", bbTTL)
 		st.Expire("r")
 		check := func(what, op string, err error) {
@@ -1202,7 +1184,7 @@ func TestSpecLkErrorOps(t *testing.T) {
 		if errors.As(uerr, &le) && len(le.Stores) != 0 {
 			t.Errorf("SingleLocker ErrNotHeld error lists stores %+v; want none (not held is an outcome, not a failure)", le.Stores)
 		}
-		bbSingle(t, st, nil).TryLock(ctx, "r", time.Hour)
+		mustSingle(t, st, nil).TryLock(ctx, "r", time.Hour)
 		_, err = a.Lock(ctx, "r", bbTTL, lock.WithRetry(lock.NoRetry))
 		check("Lock", "lock", err)
 	})
@@ -1212,7 +1194,7 @@ func TestSpecLkMultiUnlockFailedStoreRetriedInBackground(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, _, _, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		l, _ := m.TryLock(ctx, "r", bbTTL)
 		a.Inject(memory.Fault{Ops: memory.OpRelease, Err: errBBDown})
 		if err := m.Unlock(ctx, l); err != nil {
@@ -1229,7 +1211,7 @@ func TestSpecLkMultiUnlockUnavailableThenRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, b, _, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		l, _ := m.TryLock(ctx, "r", bbTTL)
 		a.Inject(memory.Fault{Ops: memory.OpRelease, Err: errBBDown, Times: memory.Always})
 		b.Inject(memory.Fault{Ops: memory.OpRelease, Err: errBBDown, Times: memory.Always})
@@ -1247,7 +1229,7 @@ func TestSpecLkMultiUnlockUnavailableThenRetry(t *testing.T) {
 func TestSpecLkMultiUnlockCtxEndsBackground(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b, c, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		l, _ := m.TryLock(context.Background(), "r", bbTTL)
 		for _, s := range []*memory.Store{a, b, c} {
 			s.Inject(memory.Fault{Ops: memory.OpRelease, Delay: time.Second})
@@ -1270,7 +1252,7 @@ func TestSpecLkMultiBackfill(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, _, _, three := bbThree()
-		m := bbMulti(t, three, nil)
+		m := mustMulti(t, three, nil)
 		a.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errBBDown})
 		if _, err := m.TryLock(ctx, "r", bbTTL); err != nil {
 			t.Fatal(err)
@@ -1286,7 +1268,7 @@ func TestSpecLkMultiStoreTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		a, b, _, three := bbThree()
-		m := bbMulti(t, three, &lock.Options{StoreTimeout: 50 * time.Millisecond})
+		m := mustMulti(t, three, &lock.Options{StoreTimeout: 50 * time.Millisecond})
 		a.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Hour})
 		b.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Hour})
 		start := time.Now()
@@ -1303,7 +1285,7 @@ func TestSpecLkMultiStoreTimeout(t *testing.T) {
 func TestSpecLkMultiHolderUnsupported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		stores := []lock.Store{bbPlainStore{memory.New()}, bbPlainStore{memory.New()}, memory.New()}
-		m := bbMulti(t, stores, nil)
+		m := mustMulti(t, stores, nil)
 		if _, _, err := m.Holder(context.Background(), "r"); !errors.Is(err, errors.ErrUnsupported) {
 			t.Errorf("Holder with 1 of 3 HolderReaders = %v; want errors.ErrUnsupported", err)
 		}
@@ -1339,7 +1321,7 @@ func TestSpecLkSpanHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		h := &bbSpan{}
-		a := bbSingle(t, memory.New(), &lock.Options{Hook: h})
+		a := mustSingle(t, memory.New(), &lock.Options{Hook: h})
 		l, _ := a.Lock(ctx, "r", bbTTL)
 		l, _ = a.Extend(ctx, l, bbTTL)
 		a.Unlock(ctx, l)

@@ -43,7 +43,7 @@ func TestSpecRnRunBasics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		var fnCtx context.Context
 		err := lock.Run(ctx, a, "r", bbTTL, func(ctx context.Context, l lock.Lock) error {
 			fnCtx = ctx
@@ -76,7 +76,7 @@ func TestSpecRnRunBasics(t *testing.T) {
 func TestSpecRnRunPanicReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		func() {
 			defer func() {
 				if r := recover(); r != "boom" {
@@ -96,8 +96,8 @@ func TestSpecRnRunPanicReleases(t *testing.T) {
 func TestSpecRnRunLockFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		bbSingle(t, st, nil).TryLock(context.Background(), "r", time.Hour)
-		a := bbSingle(t, st, nil)
+		mustSingle(t, st, nil).TryLock(context.Background(), "r", time.Hour)
+		a := mustSingle(t, st, nil)
 		called := false
 		err := lock.Run(context.Background(), a, "r", bbTTL, func(ctx context.Context, l lock.Lock) error {
 			called = true
@@ -112,7 +112,7 @@ func TestSpecRnRunLockFailure(t *testing.T) {
 func TestSpecRnRunExtends(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		const ttl = 3 * time.Second
 		err := lock.Run(context.Background(), a, "r", ttl, func(ctx context.Context, l lock.Lock) error {
 			time.Sleep(5 * ttl)
@@ -137,7 +137,7 @@ func TestSpecRnRunExtends(t *testing.T) {
 func TestSpecRnRunLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		var fnCtx context.Context
 		err := lock.Run(context.Background(), a, "r", 3*time.Second, func(ctx context.Context, l lock.Lock) error {
 			fnCtx = ctx
@@ -164,7 +164,7 @@ func TestSpecRnRunLost(t *testing.T) {
 func TestSpecRnRunLostAtValidityWhenExtensionsFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		st.Inject(memory.Fault{Ops: memory.OpExtend, Err: errBBDown, Times: memory.Always})
 		err := lock.Run(context.Background(), a, "r", 3*time.Second, func(ctx context.Context, l lock.Lock) error {
 			time.Sleep(time.Until(l.ValidUntil) - time.Millisecond)
@@ -185,7 +185,7 @@ func TestSpecRnRunLostAtValidityWhenExtensionsFail(t *testing.T) {
 
 func TestSpecRnRunNoExtenderEndsAtValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := bbSingle(t, bbPlainStore{memory.New()}, nil)
+		a := mustSingle(t, bbPlainStore{memory.New()}, nil)
 		err := lock.Run(context.Background(), a, "r", 3*time.Second, func(ctx context.Context, l lock.Lock) error {
 			time.Sleep(time.Until(l.ValidUntil))
 			if ctx.Err() == nil || !errors.Is(context.Cause(ctx), lock.ErrLost) {
@@ -202,7 +202,7 @@ func TestSpecRnRunNoExtenderEndsAtValidity(t *testing.T) {
 func TestSpecRnRunMaxHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		start := time.Now()
 		err := lock.Run(context.Background(), a, "r", 3*time.Second, func(ctx context.Context, l lock.Lock) error {
 			<-ctx.Done()
@@ -223,7 +223,7 @@ func TestSpecRnRunMaxHold(t *testing.T) {
 func TestSpecRnRunParentCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		err := lock.Run(ctx, a, "r", bbTTL, func(fctx context.Context, l lock.Lock) error {
 			cancel()
@@ -241,7 +241,7 @@ func TestSpecRnRunParentCancel(t *testing.T) {
 
 func TestSpecRnRunExtendEveryValidation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		fn := func(ctx context.Context, l lock.Lock) error { return nil }
 		for _, d := range []time.Duration{bbTTL, bbTTL - bbTTL/100 - 2*time.Millisecond, time.Millisecond / 2} {
 			err := lock.Run(context.Background(), a, "r", bbTTL, fn, lock.ExtendEvery(d))
@@ -268,7 +268,7 @@ type bbKey struct{}
 
 func TestSpecRnFromContextAfterReturn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		var saved context.Context
 		lock.Run(context.Background(), a, "r", bbTTL, func(ctx context.Context, l lock.Lock) error {
 			saved = context.WithValue(ctx, bbKey{}, 1) // a derived context
@@ -281,31 +281,43 @@ func TestSpecRnFromContextAfterReturn(t *testing.T) {
 	})
 }
 
-func TestSpecRnUnlockAllEndsRun(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st := memory.New()
-		a := bbSingle(t, st, nil)
-		started := make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			done <- lock.Run(context.Background(), a, "r", bbTTL, func(ctx context.Context, l lock.Lock) error {
-				close(started)
-				<-ctx.Done()
-				if !errors.Is(context.Cause(ctx), lock.ErrLost) {
-					t.Errorf("cause after UnlockAll = %v; want ErrLost", context.Cause(ctx))
+// UnlockAll and Shutdown of the locker end a Run's lock: fn's context
+// ends with ErrLost and the lock is released.
+func TestSpecRnUnlockAllAndShutdownEndRun(t *testing.T) {
+	for _, end := range []struct {
+		name string
+		call func(*lock.SingleLocker) error
+	}{
+		{"UnlockAll", func(l *lock.SingleLocker) error { return l.UnlockAll(context.Background()) }},
+		{"Shutdown", func(l *lock.SingleLocker) error { return l.Shutdown(context.Background()) }},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := memory.New()
+				a := mustSingle(t, st, nil)
+				started := make(chan struct{})
+				done := make(chan error, 1)
+				go func() {
+					done <- lock.Run(context.Background(), a, "r", bbTTL, func(ctx context.Context, l lock.Lock) error {
+						close(started)
+						<-ctx.Done()
+						if !errors.Is(context.Cause(ctx), lock.ErrLost) {
+							t.Errorf("cause after %s = %v; want ErrLost", end.name, context.Cause(ctx))
+						}
+						return nil
+					})
+				}()
+				<-started
+				if err := end.call(a); err != nil {
+					t.Errorf("%s = %v", end.name, err)
 				}
-				return nil
+				<-done
+				if held, _ := st.Exists(context.Background(), "r"); held {
+					t.Errorf("%s left Run's lock held", end.name)
+				}
 			})
-		}()
-		<-started
-		if err := a.UnlockAll(context.Background()); err != nil {
-			t.Errorf("UnlockAll = %v", err)
-		}
-		<-done
-		if held, _ := st.Exists(context.Background(), "r"); held {
-			t.Errorf("UnlockAll left Run's lock held")
-		}
-	})
+		})
+	}
 }
 
 // ---- RunOnce ----
@@ -313,8 +325,8 @@ func TestSpecRnUnlockAllEndsRun(t *testing.T) {
 func TestSpecRnRunOnceSkipped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		bbSingle(t, st, nil).TryLock(context.Background(), "job", time.Hour)
-		a := bbSingle(t, st, nil)
+		mustSingle(t, st, nil).TryLock(context.Background(), "job", time.Hour)
+		a := mustSingle(t, st, nil)
 		start := time.Now()
 		called := false
 		err := lock.RunOnce(context.Background(), a, "job", bbTTL, func(ctx context.Context, l lock.Lock) error {
@@ -333,7 +345,7 @@ func TestSpecRnRunOnceSkipped(t *testing.T) {
 func TestSpecRnRunOnceStoreFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		st.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errBBDown})
 		err := lock.RunOnce(context.Background(), a, "job", bbTTL, func(ctx context.Context, l lock.Lock) error { return nil })
 		if !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrSkipped) {
@@ -345,7 +357,7 @@ func TestSpecRnRunOnceStoreFailure(t *testing.T) {
 func TestSpecRnRunOnceRunsAndReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		err := lock.RunOnce(context.Background(), a, "job", bbTTL, func(ctx context.Context, l lock.Lock) error {
 			if _, ok := lock.FromContext(ctx); !ok {
 				t.Errorf("FromContext in RunOnce's fn: not ok")
@@ -364,7 +376,7 @@ func TestSpecRnRunOnceRunsAndReleases(t *testing.T) {
 func TestSpecRnMinInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		const interval = time.Minute
 		runs := 0
 		job := func(ctx context.Context, l lock.Lock) error { runs++; time.Sleep(time.Second); return nil }
@@ -388,7 +400,7 @@ func TestSpecRnMinInterval(t *testing.T) {
 func TestSpecRnMinIntervalWithMaxHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		err := lock.RunOnce(context.Background(), a, "job", 3*time.Second, func(ctx context.Context, l lock.Lock) error {
 			return nil
 		}, lock.MinInterval(time.Minute), lock.MaxHold(time.Second))
@@ -405,7 +417,7 @@ func TestSpecRnMinIntervalWithMaxHold(t *testing.T) {
 func TestSpecRnMinIntervalUnlockAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		lock.RunOnce(context.Background(), a, "job", bbTTL, func(ctx context.Context, l lock.Lock) error { return nil }, lock.MinInterval(time.Hour))
 		if held, _ := st.Exists(context.Background(), "job"); !held {
 			t.Fatalf("MinInterval lock not held after fn returned")
@@ -420,7 +432,7 @@ func TestSpecRnMinIntervalUnlockAll(t *testing.T) {
 // ---- Election ----
 
 func TestSpecRnNewElectionValidation(t *testing.T) {
-	a := bbSingle(t, memory.New(), nil)
+	a := mustSingle(t, memory.New(), nil)
 	_, err := lock.NewElection(nil, "role", bbTTL)
 	bbWantInvalid(t, "NewElection(nil locker)", err, "locker", "nil")
 	_, err = lock.NewElection(a, "", bbTTL)
@@ -443,8 +455,8 @@ func TestSpecRnElectionCampaignResign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, &lock.Options{Holder: "node-a"})
-		b := bbSingle(t, st, &lock.Options{Holder: "node-b"})
+		a := mustSingle(t, st, &lock.Options{Holder: "node-a"})
+		b := mustSingle(t, st, &lock.Options{Holder: "node-b"})
 		ea, _ := lock.NewElection(a, "leader", bbTTL)
 		eb, _ := lock.NewElection(b, "leader", bbTTL, lock.WithRetry(lock.NoRetry))
 		if ld, err := eb.Leader(ctx); err != nil || ld.Elected {
@@ -495,7 +507,7 @@ func TestSpecRnTermLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		e, _ := lock.NewElection(a, "leader", 3*time.Second)
 		term, err := e.Campaign(ctx)
 		if err != nil {
@@ -519,7 +531,7 @@ func TestSpecRnTermEndsBeforeLockOnStall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		e, _ := lock.NewElection(a, "leader", 3*time.Second)
 		term, err := e.Campaign(ctx)
 		if err != nil {
@@ -542,7 +554,7 @@ func TestSpecRnTermEndsBeforeLockOnStall(t *testing.T) {
 func TestSpecRnTermMaxHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		e, _ := lock.NewElection(a, "leader", 3*time.Second, lock.MaxHold(10*time.Second))
 		term, err := e.Campaign(ctx)
 		if err != nil {
@@ -561,7 +573,7 @@ func TestSpecRnTermMaxHold(t *testing.T) {
 func TestSpecRnTermResignNilContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		e, _ := lock.NewElection(a, "leader", bbTTL)
 		term, _ := e.Campaign(context.Background())
 		var nilCtx context.Context
@@ -577,7 +589,7 @@ func TestSpecRnElectionLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
-		a, b := bbSingle(t, st, nil), bbSingle(t, st, nil)
+		a, b := mustSingle(t, st, nil), mustSingle(t, st, nil)
 		ea, _ := lock.NewElection(a, "leader", bbTTL)
 		eb, _ := lock.NewElection(b, "leader", bbTTL, lock.WithRetry(lock.NoRetry))
 		err := ea.Lead(ctx, func(ctx context.Context, term *lock.Term) error {
@@ -603,7 +615,7 @@ func TestSpecRnElectionLead(t *testing.T) {
 
 func TestSpecRnCampaignClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		e, _ := lock.NewElection(a, "leader", bbTTL)
 		a.Shutdown(context.Background())
 		if _, err := e.Campaign(context.Background()); !errors.Is(err, lock.ErrClosed) {
@@ -615,7 +627,7 @@ func TestSpecRnCampaignClosed(t *testing.T) {
 func TestSpecRnMinIntervalWithLockDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, &lock.Options{LockDelay: 5 * time.Second})
+		a := mustSingle(t, st, &lock.Options{LockDelay: 5 * time.Second})
 		const interval = time.Minute
 		if err := lock.RunOnce(context.Background(), a, "job", bbTTL, func(ctx context.Context, l lock.Lock) error { return nil }, lock.MinInterval(interval)); err != nil {
 			t.Fatal(err)
@@ -634,7 +646,7 @@ func TestSpecRnMinIntervalWithLockDelay(t *testing.T) {
 func TestSpecRnMinIntervalExtendFailsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		a := bbSingle(t, st, nil)
+		a := mustSingle(t, st, nil)
 		st.Inject(memory.Fault{Ops: memory.OpExtend, Err: errBBDown, Times: memory.Always})
 		err := lock.RunOnce(context.Background(), a, "job", bbTTL, func(ctx context.Context, l lock.Lock) error { return nil }, lock.MinInterval(time.Hour))
 		if err == nil {
@@ -647,7 +659,7 @@ func TestSpecRnMinIntervalExtendFailsReported(t *testing.T) {
 func TestSpecRnMinIntervalNoExtender(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
-		a := bbSingle(t, bbPlainStore{m}, nil)
+		a := mustSingle(t, bbPlainStore{m}, nil)
 		err := lock.RunOnce(context.Background(), a, "job", bbTTL, func(ctx context.Context, l lock.Lock) error { return nil }, lock.MinInterval(time.Hour))
 		if err != nil {
 			t.Errorf("RunOnce MinInterval on store without Extender = %v; want nil (left to expire at TTL, not reported)", err)
@@ -658,37 +670,10 @@ func TestSpecRnMinIntervalNoExtender(t *testing.T) {
 	})
 }
 
-func TestSpecRnShutdownEndsRun(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st := memory.New()
-		a := bbSingle(t, st, nil)
-		started := make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			done <- lock.Run(context.Background(), a, "r", bbTTL, func(ctx context.Context, l lock.Lock) error {
-				close(started)
-				<-ctx.Done()
-				if !errors.Is(context.Cause(ctx), lock.ErrLost) {
-					t.Errorf("cause after Shutdown = %v; want ErrLost", context.Cause(ctx))
-				}
-				return nil
-			})
-		}()
-		<-started
-		if err := a.Shutdown(context.Background()); err != nil {
-			t.Errorf("Shutdown = %v", err)
-		}
-		<-done
-		if held, _ := st.Exists(context.Background(), "r"); held {
-			t.Errorf("Shutdown left Run's lock held")
-		}
-	})
-}
-
 func TestSpecRnLeaderWithoutHolderReader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		a := bbSingle(t, bbExtStore{bbPlainStore{memory.New()}}, &lock.Options{Holder: "x"})
+		a := mustSingle(t, bbExtStore{bbPlainStore{memory.New()}}, &lock.Options{Holder: "x"})
 		e, _ := lock.NewElection(a, "leader", bbTTL)
 		term, err := e.Campaign(ctx)
 		if err != nil {
@@ -707,7 +692,7 @@ func TestSpecRnLostEventOps(t *testing.T) {
 		ctx := context.Background()
 		st := memory.New()
 		rec := &bbRecorder{}
-		a := bbSingle(t, st, &lock.Options{Hook: rec})
+		a := mustSingle(t, st, &lock.Options{Hook: rec})
 		lock.RunOnce(ctx, a, "job", 3*time.Second, func(ctx context.Context, l lock.Lock) error {
 			st.Expire("job")
 			<-ctx.Done()
@@ -734,7 +719,7 @@ type bbWrapped struct{ lock.Locker }
 func TestSpecRnRunForeignLockerExtendEvery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		w := bbWrapped{bbSingle(t, st, nil)}
+		w := bbWrapped{mustSingle(t, st, nil)}
 		const ttl = 3 * time.Second
 		fn := func(ctx context.Context, l lock.Lock) error { return nil }
 		err := lock.Run(context.Background(), w, "r", ttl, fn, lock.ExtendEvery(ttl))
@@ -752,7 +737,7 @@ func TestSpecRnRunForeignLockerExtendEvery(t *testing.T) {
 func TestSpecRnRunForeignLockerIntervalPastValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		w := bbWrapped{bbSingle(t, st, nil)}
+		w := bbWrapped{mustSingle(t, st, nil)}
 		const ttl = 3 * time.Second
 		err := lock.Run(context.Background(), w, "r", ttl, func(ctx context.Context, l lock.Lock) error {
 			time.Sleep(4 * ttl)
@@ -769,7 +754,7 @@ func TestSpecRnRunForeignLockerIntervalPastValidity(t *testing.T) {
 
 func TestSpecRnTermValidUntilTenth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := bbSingle(t, memory.New(), nil)
+		a := mustSingle(t, memory.New(), nil)
 		e, _ := lock.NewElection(a, "leader", bbTTL)
 		start := time.Now()
 		term, err := e.Campaign(context.Background())
@@ -787,8 +772,8 @@ func TestSpecRnTermValidUntilTenth(t *testing.T) {
 func TestSpecRnCampaignWaitsUntilContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		bbSingle(t, st, nil).TryLock(context.Background(), "leader", time.Hour)
-		e, _ := lock.NewElection(bbSingle(t, st, nil), "leader", bbTTL)
+		mustSingle(t, st, nil).TryLock(context.Background(), "leader", time.Hour)
+		e, _ := lock.NewElection(mustSingle(t, st, nil), "leader", bbTTL)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		start := time.Now()
@@ -805,7 +790,7 @@ func TestSpecRnCampaignWaitsUntilContext(t *testing.T) {
 func TestSpecRnLeadCtxEndsTerm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := memory.New()
-		e, _ := lock.NewElection(bbSingle(t, st, nil), "leader", bbTTL)
+		e, _ := lock.NewElection(mustSingle(t, st, nil), "leader", bbTTL)
 		ctx, cancel := context.WithCancel(context.Background())
 		err := e.Lead(ctx, func(tctx context.Context, term *lock.Term) error {
 			cancel()

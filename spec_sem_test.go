@@ -41,19 +41,6 @@ func (p sxPlainStore) AcquireFenced(ctx context.Context, r, tok string, ttl time
 	return p.m.AcquireFenced(ctx, r, tok, ttl)
 }
 
-// sxBareStore has the three methods of lock.Store and nothing else.
-type sxBareStore struct{ m *memory.Store }
-
-func (p sxBareStore) Acquire(ctx context.Context, r, tok string, ttl time.Duration) error {
-	return p.m.Acquire(ctx, r, tok, ttl)
-}
-func (p sxBareStore) Release(ctx context.Context, r, tok string) error {
-	return p.m.Release(ctx, r, tok)
-}
-func (p sxBareStore) Exists(ctx context.Context, r string) (bool, error) {
-	return p.m.Exists(ctx, r)
-}
-
 var (
 	_ lock.Permitter    = (*memory.Store)(nil)
 	_ lock.PermitWaiter = (*memory.Store)(nil)
@@ -69,15 +56,6 @@ type sxBuild struct {
 var sxBuilds = []sxBuild{
 	{"native", func(m *memory.Store) lock.Store { return m }},
 	{"derived", func(m *memory.Store) lock.Store { return sxPlainStore{m} }},
-}
-
-func sxSingle(t *testing.T, s lock.Store, opts *lock.Options) *lock.SingleLocker {
-	t.Helper()
-	l, err := lock.NewSingle(s, opts)
-	if err != nil {
-		t.Fatalf("NewSingle = %v; want nil", err)
-	}
-	return l
 }
 
 func sxSem(t *testing.T, l lock.Locker, n int) *lock.Semaphore {
@@ -122,7 +100,7 @@ func TestSpecSemNewRefusesNilLocker(t *testing.T) {
 }
 
 func TestSpecSemNewRefusesLimitBelowOne(t *testing.T) {
-	locker := sxSingle(t, memory.New(), nil)
+	locker := mustSingle(t, memory.New(), nil)
 	for _, n := range []int{0, -1} {
 		if _, err := lock.NewSemaphore(locker, n); !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("NewSemaphore(locker, %d) = %v; want ErrInvalid", n, err)
@@ -131,21 +109,21 @@ func TestSpecSemNewRefusesLimitBelowOne(t *testing.T) {
 }
 
 func TestSpecSemNewDerivedLimitAtMost1024(t *testing.T) {
-	derived := sxSingle(t, sxPlainStore{memory.New()}, nil)
+	derived := mustSingle(t, sxPlainStore{memory.New()}, nil)
 	if _, err := lock.NewSemaphore(derived, 1025); !errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("NewSemaphore(plain-lock locker, 1025) = %v; want ErrInvalid", err)
 	}
 	if _, err := lock.NewSemaphore(derived, 1024); err != nil {
 		t.Errorf("NewSemaphore(plain-lock locker, 1024) = %v; want nil", err)
 	}
-	native := sxSingle(t, memory.New(), nil)
+	native := mustSingle(t, memory.New(), nil)
 	if _, err := lock.NewSemaphore(native, 5000); err != nil {
 		t.Errorf("NewSemaphore(native locker, 5000) = %v; want nil (the 1024 cap is for plain locks)", err)
 	}
 }
 
 func TestSpecSemLimitReported(t *testing.T) {
-	sem := sxSem(t, sxSingle(t, memory.New(), nil), 7)
+	sem := sxSem(t, mustSingle(t, memory.New(), nil), 7)
 	if got := sem.Limit(); got != 7 {
 		t.Fatalf("Limit() = %d; want 7", got)
 	}
@@ -160,7 +138,7 @@ func TestSpecSemIsLocker(t *testing.T) {
 func TestSpecSemLimitEnforced(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 3)
+		sem := sxSem(t, mustSingle(t, store, nil), 3)
 		for i := range 3 {
 			if _, err := sem.TryLock(ctx, "r", sxTTL); err != nil {
 				t.Fatalf("TryLock #%d with limit 3 = %v; want nil", i+1, err)
@@ -175,7 +153,7 @@ func TestSpecSemLimitEnforced(t *testing.T) {
 func TestSpecSemPermitsCounted(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 4)
+		sem := sxSem(t, mustSingle(t, store, nil), 4)
 		if n, err := sem.Permits(ctx, "r"); err != nil || n != 0 {
 			t.Fatalf("Permits(free) = %d, %v; want 0, nil", n, err)
 		}
@@ -202,7 +180,7 @@ func TestSpecSemPermitsCounted(t *testing.T) {
 func TestSpecSemUnlockFreesPermit(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 2)
+		sem := sxSem(t, mustSingle(t, store, nil), 2)
 		a, _ := sem.TryLock(ctx, "r", sxTTL)
 		if _, err := sem.TryLock(ctx, "r", sxTTL); err != nil {
 			t.Fatalf("TryLock #2 = %v", err)
@@ -219,7 +197,7 @@ func TestSpecSemUnlockFreesPermit(t *testing.T) {
 func TestSpecSemPermitsHaveOwnTokensAndResource(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 3)
+		sem := sxSem(t, mustSingle(t, store, nil), 3)
 		seen := map[string]bool{}
 		for range 3 {
 			l, err := sem.TryLock(ctx, "exports", sxTTL)
@@ -240,7 +218,7 @@ func TestSpecSemPermitsHaveOwnTokensAndResource(t *testing.T) {
 func TestSpecSemResourcesIndependent(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 1)
+		sem := sxSem(t, mustSingle(t, store, nil), 1)
 		if _, err := sem.TryLock(ctx, "a", sxTTL); err != nil {
 			t.Fatalf("TryLock(a) = %v", err)
 		}
@@ -253,7 +231,7 @@ func TestSpecSemResourcesIndependent(t *testing.T) {
 func TestSpecSemIsLocked(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 3)
+		sem := sxSem(t, mustSingle(t, store, nil), 3)
 		if held, err := sem.IsLocked(ctx, "r"); err != nil || held {
 			t.Fatalf("IsLocked(free) = %v, %v; want false, nil", held, err)
 		}
@@ -271,7 +249,7 @@ func TestSpecSemIsLocked(t *testing.T) {
 func TestSpecSemPermitExpiresAtTTL(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 1)
+		sem := sxSem(t, mustSingle(t, store, nil), 1)
 		l, err := sem.TryLock(ctx, "r", sxTTL)
 		if err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -294,7 +272,7 @@ func TestSpecSemPermitExpiresAtTTL(t *testing.T) {
 func TestSpecSemExtendKeepsPermit(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 1)
+		sem := sxSem(t, mustSingle(t, store, nil), 1)
 		l, err := sem.TryLock(ctx, "r", sxTTL)
 		if err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -323,7 +301,7 @@ func TestSpecSemExtendKeepsPermit(t *testing.T) {
 func TestSpecSemUnlockTwiceNotHeld(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 2)
+		sem := sxSem(t, mustSingle(t, store, nil), 2)
 		l, _ := sem.TryLock(ctx, "r", sxTTL)
 		if err := sem.Unlock(ctx, l); err != nil {
 			t.Fatalf("Unlock = %v", err)
@@ -336,7 +314,7 @@ func TestSpecSemUnlockTwiceNotHeld(t *testing.T) {
 
 func TestSpecSemUnlockZeroLockInvalid(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
-		sem := sxSem(t, sxSingle(t, store, nil), 2)
+		sem := sxSem(t, mustSingle(t, store, nil), 2)
 		if err := sem.Unlock(t.Context(), lock.Lock{}); !errors.Is(err, lock.ErrInvalid) {
 			t.Fatalf("Unlock(zero Lock) = %v; want ErrInvalid", err)
 		}
@@ -349,7 +327,7 @@ func TestSpecSemUnlockZeroLockInvalid(t *testing.T) {
 func TestSpecSemUnlockPlainLockNotHeld(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		sem := sxSem(t, locker, 2)
 		plain, err := locker.TryLock(ctx, "r", sxTTL)
 		if err != nil {
@@ -370,7 +348,7 @@ func TestSpecSemUnlockPlainLockNotHeld(t *testing.T) {
 func TestSpecSemUnlockOtherLimitPermitNotHeld(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		sem2, sem3 := sxSem(t, locker, 2), sxSem(t, locker, 3)
 		p, err := sem2.TryLock(ctx, "r", sxTTL)
 		if err != nil {
@@ -388,7 +366,7 @@ func TestSpecSemUnlockOtherLimitPermitNotHeld(t *testing.T) {
 func TestSpecSemUnlockOtherResourceNotHeld(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 2)
+		sem := sxSem(t, mustSingle(t, store, nil), 2)
 		p, _ := sem.TryLock(ctx, "a", sxTTL)
 		other := p
 		other.Resource = "b"
@@ -404,8 +382,8 @@ func TestSpecSemUnlockOtherResourceNotHeld(t *testing.T) {
 func TestSpecSemPermitReleasedByAnotherProcess(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		semA := sxSem(t, sxSingle(t, store, nil), 2)
-		semB := sxSem(t, sxSingle(t, store, nil), 2) // another "process" over the same store
+		semA := sxSem(t, mustSingle(t, store, nil), 2)
+		semB := sxSem(t, mustSingle(t, store, nil), 2) // another "process" over the same store
 		p, err := semA.TryLock(ctx, "r", sxTTL)
 		if err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -432,7 +410,7 @@ func TestSpecSemPermitReleasedByAnotherProcess(t *testing.T) {
 func TestSpecSemWaiterWakesOnRelease(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 1)
+		sem := sxSem(t, mustSingle(t, store, nil), 1)
 		held, _ := sem.TryLock(ctx, "r", time.Hour)
 		done := make(chan error, 1)
 		go func() {
@@ -464,7 +442,7 @@ func TestSpecSemWaiterWakesOnRelease(t *testing.T) {
 func TestSpecSemLimitMismatchNative(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		locker := sxSingle(t, memory.New(), nil)
+		locker := mustSingle(t, memory.New(), nil)
 		sem2, sem3 := sxSem(t, locker, 2), sxSem(t, locker, 3)
 		if _, err := sem2.TryLock(ctx, "r", sxTTL); err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -483,7 +461,7 @@ func TestSpecSemLimitMismatchNotRetried(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 		defer cancel()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		sem1, sem2 := sxSem(t, locker, 1), sxSem(t, locker, 2)
 		if _, err := sem1.TryLock(ctx, "r", 2*time.Hour); err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -503,7 +481,7 @@ func TestSpecSemLimitMismatchDerived(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := memory.New()
-		locker := sxSingle(t, sxPlainStore{m}, nil)
+		locker := mustSingle(t, sxPlainStore{m}, nil)
 		sem2, sem3 := sxSem(t, locker, 2), sxSem(t, locker, 3)
 		if _, err := sem2.TryLock(ctx, "r", sxTTL); err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -530,7 +508,7 @@ func TestSpecSemLimitMismatchDerived(t *testing.T) {
 func TestSpecSemDerivedSlotNames(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
-		sem := sxSem(t, sxSingle(t, sxPlainStore{m}, nil), 3)
+		sem := sxSem(t, mustSingle(t, sxPlainStore{m}, nil), 3)
 		if _, err := sem.TryLock(t.Context(), "r", sxTTL); err != nil {
 			t.Fatalf("TryLock = %v", err)
 		}
@@ -553,7 +531,7 @@ func TestSpecSemDerivedSlotNames(t *testing.T) {
 func TestSpecSemNativeMismatchGoneOnceReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		locker := sxSingle(t, memory.New(), nil)
+		locker := mustSingle(t, memory.New(), nil)
 		sem2, sem3 := sxSem(t, locker, 2), sxSem(t, locker, 3)
 		p, _ := sem2.TryLock(ctx, "r", sxTTL)
 		if err := sem2.Unlock(ctx, p); err != nil {
@@ -568,7 +546,7 @@ func TestSpecSemNativeMismatchGoneOnceReleased(t *testing.T) {
 func TestSpecSemDerivedMarkerOutlivesRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		locker := sxSingle(t, sxPlainStore{memory.New()}, nil)
+		locker := mustSingle(t, sxPlainStore{memory.New()}, nil)
 		sem2, sem3 := sxSem(t, locker, 2), sxSem(t, locker, 3)
 		p, _ := sem2.TryLock(ctx, "r", sxTTL)
 		if err := sem2.Unlock(ctx, p); err != nil {
@@ -587,7 +565,7 @@ func TestSpecSemDerivedMarkerOutlivesRelease(t *testing.T) {
 func TestSpecSemMismatchUndetectedWithoutExtender(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		locker := sxSingle(t, sxBareStore{memory.New()}, nil)
+		locker := mustSingle(t, bbPlainStore{memory.New()}, nil)
 		sem2, sem3 := sxSem(t, locker, 2), sxSem(t, locker, 3)
 		if _, err := sem2.TryLock(ctx, "r", sxTTL); err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -603,7 +581,7 @@ func TestSpecSemMismatchUndetectedWithoutExtender(t *testing.T) {
 func TestSpecSemNativeFencesIncrease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, memory.New(), nil), 2)
+		sem := sxSem(t, mustSingle(t, memory.New(), nil), 2)
 		a, _ := sem.TryLock(ctx, "r", sxTTL)
 		b, _ := sem.TryLock(ctx, "r", sxTTL)
 		_ = sem.Unlock(ctx, a)
@@ -618,7 +596,7 @@ func TestSpecSemNativeFencesIncrease(t *testing.T) {
 func TestSpecSemDerivedFencesIncreasePerSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, sxPlainStore{memory.New()}, nil), 1)
+		sem := sxSem(t, mustSingle(t, sxPlainStore{memory.New()}, nil), 1)
 		a, _ := sem.TryLock(ctx, "r", sxTTL)
 		_ = sem.Unlock(ctx, a)
 		b, _ := sem.TryLock(ctx, "r", sxTTL)
@@ -634,8 +612,8 @@ func TestSpecSemNativeAndDerivedCountedApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := memory.New()
-		native := sxSem(t, sxSingle(t, m, nil), 1)
-		derived := sxSem(t, sxSingle(t, sxPlainStore{m}, nil), 1)
+		native := sxSem(t, mustSingle(t, m, nil), 1)
+		derived := sxSem(t, mustSingle(t, sxPlainStore{m}, nil), 1)
 		if _, err := native.TryLock(ctx, "r", sxTTL); err != nil {
 			t.Fatalf("native TryLock = %v", err)
 		}
@@ -648,7 +626,7 @@ func TestSpecSemNativeAndDerivedCountedApart(t *testing.T) {
 func TestSpecSemAndPlainLockDoNotExclude(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		sem := sxSem(t, locker, 1)
 		if _, err := locker.TryLock(ctx, "r", sxTTL); err != nil {
 			t.Fatalf("plain TryLock = %v", err)
@@ -670,7 +648,7 @@ func TestSpecSemNativeOneStoreCallPerAcquisition(t *testing.T) {
 				mu.Unlock()
 			}
 		})
-		sem := sxSem(t, sxSingle(t, memory.New(), &lock.Options{Hook: hook}), 1000)
+		sem := sxSem(t, mustSingle(t, memory.New(), &lock.Options{Hook: hook}), 1000)
 		if _, err := sem.TryLock(t.Context(), "r", sxTTL); err != nil {
 			t.Fatalf("TryLock = %v", err)
 		}
@@ -697,7 +675,7 @@ func TestSpecSemHookSeesResourceName(t *testing.T) {
 				mu.Unlock()
 			}
 		})
-		sem := sxSem(t, sxSingle(t, store, &lock.Options{Hook: hook}), 4)
+		sem := sxSem(t, mustSingle(t, store, &lock.Options{Hook: hook}), 4)
 		if _, err := sem.TryLock(t.Context(), "r", sxTTL); err != nil {
 			t.Fatalf("TryLock = %v", err)
 		}
@@ -718,7 +696,7 @@ func TestSpecSemHookSeesResourceName(t *testing.T) {
 func TestSpecSemRun(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 2)
+		sem := sxSem(t, mustSingle(t, store, nil), 2)
 		err := lock.Run(ctx, sem, "r", sxTTL, func(ctx context.Context, l lock.Lock) error {
 			if n, err := sem.Permits(ctx, "r"); err != nil || n != 1 {
 				t.Errorf("Permits inside Run = %d, %v; want 1, nil", n, err)
@@ -741,7 +719,7 @@ func TestSpecSemRun(t *testing.T) {
 func TestSpecSemShutdownReleasesAndRefuses(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		sem := sxSem(t, locker, 2)
 		if _, err := sem.TryLock(ctx, "r", sxTTL); err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -749,7 +727,7 @@ func TestSpecSemShutdownReleasesAndRefuses(t *testing.T) {
 		if err := sem.Shutdown(ctx); err != nil {
 			t.Fatalf("sem.Shutdown = %v; want nil", err)
 		}
-		observer := sxSem(t, sxSingle(t, store, nil), 2)
+		observer := sxSem(t, mustSingle(t, store, nil), 2)
 		if n, err := observer.Permits(ctx, "r"); err != nil || n != 0 {
 			t.Fatalf("Permits after sem.Shutdown = %d, %v; want 0 (released)", n, err)
 		}
@@ -765,7 +743,7 @@ func TestSpecSemShutdownReleasesAndRefuses(t *testing.T) {
 func TestSpecSemLockerShutdownShutsSemaphore(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		sem := sxSem(t, locker, 1)
 		if _, err := sem.TryLock(ctx, "r", time.Hour); err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -790,7 +768,7 @@ func TestSpecSemLockerShutdownShutsSemaphore(t *testing.T) {
 		if _, err := sem.TryLock(ctx, "r", sxTTL); !errors.Is(err, lock.ErrClosed) {
 			t.Fatalf("sem.TryLock after locker.Shutdown = %v; want ErrClosed", err)
 		}
-		observer := sxSem(t, sxSingle(t, store, nil), 1)
+		observer := sxSem(t, mustSingle(t, store, nil), 1)
 		if n, err := observer.Permits(ctx, "r"); err != nil || n != 0 {
 			t.Fatalf("Permits after locker.Shutdown = %d, %v; want 0 (released)", n, err)
 		}
@@ -800,7 +778,7 @@ func TestSpecSemLockerShutdownShutsSemaphore(t *testing.T) {
 func TestSpecSemLockerShutdownEndsSemaphoreRun(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		sem := sxSem(t, locker, 1)
 		entered := make(chan struct{})
 		var cause error
@@ -830,7 +808,7 @@ func TestSpecSemLockerShutdownEndsSemaphoreRun(t *testing.T) {
 func TestSpecSemLockerUnlockAllReleasesPermits(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		sem := sxSem(t, locker, 3)
 		for range 2 {
 			if _, err := sem.TryLock(ctx, "r", sxTTL); err != nil {
@@ -849,7 +827,7 @@ func TestSpecSemLockerUnlockAllReleasesPermits(t *testing.T) {
 func TestSpecSemUnlockAll(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		sem := sxSem(t, locker, 3)
 		plain, _ := locker.TryLock(ctx, "p", sxTTL)
 		for range 2 {
@@ -919,7 +897,7 @@ func TestSpecRWNewRWLockerRefusesNil(t *testing.T) {
 func TestSpecRWReadersShare(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		for i := range 3 {
 			if _, err := rw.Reader().TryLock(ctx, "r", sxTTL); err != nil {
 				t.Fatalf("Reader().TryLock #%d = %v; want nil (readers share)", i+1, err)
@@ -934,7 +912,7 @@ func TestSpecRWReadersShare(t *testing.T) {
 func TestSpecRWWriterExcludesReaders(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		w, err := rw.Writer().TryLock(ctx, "r", sxTTL)
 		if err != nil {
 			t.Fatalf("Writer().TryLock = %v", err)
@@ -957,7 +935,7 @@ func TestSpecRWWriterExcludesReaders(t *testing.T) {
 func TestSpecRWReaderExcludesWriter(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		if _, err := rw.Reader().TryLock(ctx, "r", sxTTL); err != nil {
 			t.Fatalf("Reader().TryLock = %v", err)
 		}
@@ -977,7 +955,7 @@ func TestSpecRWReaderExcludesWriter(t *testing.T) {
 func TestSpecRWWaitingWriterNotStarved(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		r1, err := rw.Reader().TryLock(ctx, "r", sxTTL)
 		if err != nil {
 			t.Fatalf("Reader().TryLock = %v", err)
@@ -1006,7 +984,7 @@ func TestSpecRWWaitingWriterNotStarved(t *testing.T) {
 func TestSpecRWReaderWakesWhenWriterLeaves(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		w, _ := rw.Writer().TryLock(ctx, "r", time.Hour)
 		done := make(chan error, 1)
 		go func() {
@@ -1031,7 +1009,7 @@ func TestSpecRWReaderWakesWhenWriterLeaves(t *testing.T) {
 func TestSpecRWCrossSideUnlockNotHeld(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		rd, err := rw.Reader().TryLock(ctx, "a", sxTTL)
 		if err != nil {
 			t.Fatalf("Reader().TryLock = %v", err)
@@ -1064,7 +1042,7 @@ func TestSpecRWCrossSideUnlockNotHeld(t *testing.T) {
 func TestSpecRWReaderLimitDerived32(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, sxPlainStore{memory.New()}, nil))
+		rw := sxRW(t, mustSingle(t, sxPlainStore{memory.New()}, nil))
 		for i := range 32 {
 			if _, err := rw.Reader().TryLock(ctx, "r", sxTTL); err != nil {
 				t.Fatalf("Reader().TryLock #%d (plain locks) = %v; want nil", i+1, err)
@@ -1079,7 +1057,7 @@ func TestSpecRWReaderLimitDerived32(t *testing.T) {
 func TestSpecRWReaderNativeBeyond32(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, memory.New(), nil))
+		rw := sxRW(t, mustSingle(t, memory.New(), nil))
 		for i := range 40 {
 			if _, err := rw.Reader().TryLock(ctx, "r", sxTTL); err != nil {
 				t.Fatalf("Reader().TryLock #%d (Permitter, 65536 readers) = %v; want nil", i+1, err)
@@ -1091,7 +1069,7 @@ func TestSpecRWReaderNativeBeyond32(t *testing.T) {
 func TestSpecRWLockerShutdown(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		rw := sxRW(t, locker)
 		if _, err := rw.Reader().TryLock(ctx, "r", time.Hour); err != nil {
 			t.Fatalf("Reader().TryLock = %v", err)
@@ -1113,7 +1091,7 @@ func TestSpecRWLockerShutdown(t *testing.T) {
 		if _, err := rw.Reader().TryLock(ctx, "r", sxTTL); !errors.Is(err, lock.ErrClosed) {
 			t.Fatalf("Reader().TryLock after locker.Shutdown = %v; want ErrClosed", err)
 		}
-		observer := sxRW(t, sxSingle(t, store, nil))
+		observer := sxRW(t, mustSingle(t, store, nil))
 		if held, err := observer.Reader().IsLocked(ctx, "r"); err != nil || held {
 			t.Fatalf("Reader().IsLocked after locker.Shutdown = %v, %v; want false (released)", held, err)
 		}
@@ -1147,7 +1125,7 @@ func TestSpecRWOverMultiLocker(t *testing.T) {
 func TestSpecSemExtendKeepsPermitDespiteOtherLimitMarker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		locker := sxSingle(t, sxPlainStore{memory.New()}, nil)
+		locker := mustSingle(t, sxPlainStore{memory.New()}, nil)
 		sem2, sem3 := sxSem(t, locker, 2), sxSem(t, locker, 3)
 		long, err := sem2.TryLock(ctx, "r", time.Hour)
 		if err != nil {
@@ -1172,7 +1150,7 @@ func TestSpecSemExtendKeepsPermitDespiteOtherLimitMarker(t *testing.T) {
 func TestSpecSemMismatchWhenEverySlotHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		locker := sxSingle(t, sxPlainStore{memory.New()}, nil)
+		locker := mustSingle(t, sxPlainStore{memory.New()}, nil)
 		sem2, sem1 := sxSem(t, locker, 2), sxSem(t, locker, 1)
 		for range 2 {
 			if _, err := sem2.TryLock(ctx, "r", specTTLx); err != nil {
@@ -1191,7 +1169,7 @@ const specTTLx = time.Minute
 func TestSpecSemRetryAttemptsBounded(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 1)
+		sem := sxSem(t, mustSingle(t, store, nil), 1)
 		// The holder outlasts the waits: each lasts at most the TTL asked for (1m).
 		if _, err := sem.TryLock(ctx, "r", 24*time.Hour); err != nil {
 			t.Fatalf("TryLock = %v", err)
@@ -1205,7 +1183,7 @@ func TestSpecSemRetryAttemptsBounded(t *testing.T) {
 
 func TestSpecSemLockContextEndNotContention(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
-		sem := sxSem(t, sxSingle(t, store, nil), 1)
+		sem := sxSem(t, mustSingle(t, store, nil), 1)
 		if _, err := sem.TryLock(t.Context(), "r", time.Hour); err != nil {
 			t.Fatalf("TryLock = %v", err)
 		}
@@ -1221,7 +1199,7 @@ func TestSpecSemLockContextEndNotContention(t *testing.T) {
 func TestSpecSemShutdownReleasesOnlyItsOwn(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		a, b := sxSem(t, locker, 3), sxSem(t, locker, 3)
 		if _, err := a.TryLock(ctx, "r", specTTLx); err != nil {
 			t.Fatal(err)
@@ -1244,7 +1222,7 @@ func TestSpecSemShutdownReleasesOnlyItsOwn(t *testing.T) {
 func TestSpecSemUnlockAllOnlyItsOwn(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		a, b := sxSem(t, locker, 3), sxSem(t, locker, 3)
 		_, _ = a.TryLock(ctx, "r", specTTLx)
 		_, _ = b.TryLock(ctx, "r", specTTLx)
@@ -1260,7 +1238,7 @@ func TestSpecSemUnlockAllOnlyItsOwn(t *testing.T) {
 func TestSpecSemOneWaiterPerRelease(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 1)
+		sem := sxSem(t, mustSingle(t, store, nil), 1)
 		held, _ := sem.TryLock(ctx, "r", time.Hour)
 		got := make(chan lock.Lock, 2)
 		for range 2 {
@@ -1289,7 +1267,7 @@ func TestSpecSemOneWaiterPerRelease(t *testing.T) {
 func TestSpecSemWaiterGetsExpiredPermit(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 1)
+		sem := sxSem(t, mustSingle(t, store, nil), 1)
 		start := time.Now()
 		if _, err := sem.TryLock(ctx, "r", specTTLx); err != nil {
 			t.Fatal(err)
@@ -1305,7 +1283,7 @@ func TestSpecSemWaiterGetsExpiredPermit(t *testing.T) {
 
 func TestSpecSemPermitTokenCarriesHolder(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
-		sem := sxSem(t, sxSingle(t, store, &lock.Options{Holder: "host:9"}), 3)
+		sem := sxSem(t, mustSingle(t, store, &lock.Options{Holder: "host:9"}), 3)
 		p, err := sem.TryLock(t.Context(), "r", specTTLx)
 		if err != nil {
 			t.Fatal(err)
@@ -1319,7 +1297,7 @@ func TestSpecSemPermitTokenCarriesHolder(t *testing.T) {
 func TestSpecRWTokensCarryHolder(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, &lock.Options{Holder: "host:9"}))
+		rw := sxRW(t, mustSingle(t, store, &lock.Options{Holder: "host:9"}))
 		rd, err := rw.Reader().TryLock(ctx, "a", specTTLx)
 		if err != nil {
 			t.Fatal(err)
@@ -1350,7 +1328,7 @@ func (sxValidating) ValidateResource(r string) error {
 func TestSpecSemDerivedNamesValidatedFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
-		sem := sxSem(t, sxSingle(t, sxValidating{sxPlainStore{m}}, nil), 2)
+		sem := sxSem(t, mustSingle(t, sxValidating{sxPlainStore{m}}, nil), 2)
 		if _, err := sem.TryLock(t.Context(), "r", specTTLx); !errors.Is(err, lock.ErrInvalid) {
 			t.Fatalf("sem.TryLock where the store refuses the derived names = %v; want ErrInvalid", err)
 		}
@@ -1363,7 +1341,7 @@ func TestSpecSemDerivedNamesValidatedFirst(t *testing.T) {
 func TestSpecSemConcurrentHoldersBounded(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 3)
+		sem := sxSem(t, mustSingle(t, store, nil), 3)
 		var mu sync.Mutex
 		inside, most := 0, 0
 		var wg sync.WaitGroup
@@ -1397,7 +1375,7 @@ func TestSpecSemConcurrentHoldersBounded(t *testing.T) {
 func TestSpecRWConcurrentExclusion(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		var mu sync.Mutex
 		readers, writers, mostReaders := 0, 0, 0
 		var bad []string
@@ -1451,7 +1429,7 @@ func TestSpecRWConcurrentExclusion(t *testing.T) {
 func TestSpecRWWriterIntentOutlivesLongWait(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		rd, err := rw.Reader().TryLock(ctx, "r", time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -1486,7 +1464,7 @@ func TestSpecRWWriterIntentOutlivesLongWait(t *testing.T) {
 func TestSpecRWExtendBothSides(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		rd, _ := rw.Reader().TryLock(ctx, "a", time.Minute)
 		wr, _ := rw.Writer().TryLock(ctx, "b", time.Minute)
 		time.Sleep(30 * time.Second)
@@ -1509,7 +1487,7 @@ func TestSpecRWExtendBothSides(t *testing.T) {
 func TestSpecSemErrorsNameResourceAndOp(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		sem := sxSem(t, sxSingle(t, store, nil), 1)
+		sem := sxSem(t, mustSingle(t, store, nil), 1)
 		_, _ = sem.TryLock(ctx, "r", specTTLx)
 		_, err := sem.TryLock(ctx, "r", specTTLx)
 		var le *lock.Error
@@ -1522,7 +1500,7 @@ func TestSpecSemErrorsNameResourceAndOp(t *testing.T) {
 func TestSpecSemPermitsStoreFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := memory.New()
-		sem := sxSem(t, sxSingle(t, m, nil), 2)
+		sem := sxSem(t, mustSingle(t, m, nil), 2)
 		m.Inject(memory.Fault{Ops: memory.OpExists, Err: errors.New("connection reset")})
 		_, err := sem.Permits(t.Context(), "r")
 		var le *lock.Error
@@ -1535,7 +1513,7 @@ func TestSpecSemPermitsStoreFailure(t *testing.T) {
 func TestSpecRWLocksNameResource(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		rw := sxRW(t, sxSingle(t, store, nil))
+		rw := sxRW(t, mustSingle(t, store, nil))
 		rd, _ := rw.Reader().TryLock(ctx, "a", specTTLx)
 		wr, _ := rw.Writer().TryLock(ctx, "b", specTTLx)
 		if rd.Resource != "a" || wr.Resource != "b" {
@@ -1551,7 +1529,7 @@ func TestSpecRWLocksNameResource(t *testing.T) {
 
 func TestSpecSemFromContextInRun(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
-		sem := sxSem(t, sxSingle(t, store, nil), 2)
+		sem := sxSem(t, mustSingle(t, store, nil), 2)
 		err := lock.Run(t.Context(), sem, "r", specTTLx, func(ctx context.Context, l lock.Lock) error {
 			got, ok := lock.FromContext(ctx)
 			if !ok || got.Token != l.Token || got.Resource != "r" || !got.Valid() {
@@ -1568,7 +1546,7 @@ func TestSpecSemFromContextInRun(t *testing.T) {
 func TestSpecRWLockerShutdownEndsWaitingReader(t *testing.T) {
 	sxForBuilds(t, func(t *testing.T, m *memory.Store, store lock.Store) {
 		ctx := t.Context()
-		locker := sxSingle(t, store, nil)
+		locker := mustSingle(t, store, nil)
 		rw := sxRW(t, locker)
 		if _, err := rw.Writer().TryLock(ctx, "r", time.Hour); err != nil {
 			t.Fatal(err)
@@ -1587,7 +1565,7 @@ func TestSpecRWLockerShutdownEndsWaitingReader(t *testing.T) {
 		if err := <-done; !errors.Is(err, lock.ErrClosed) || waitCtx.Err() != nil {
 			t.Fatalf("waiting Reader().Lock during locker.Shutdown = %v (ctx %v); want ErrClosed at once", err, waitCtx.Err())
 		}
-		observer := sxRW(t, sxSingle(t, store, nil))
+		observer := sxRW(t, mustSingle(t, store, nil))
 		if held, _ := observer.Writer().IsLocked(ctx, "r"); held {
 			t.Fatalf("writer still held after locker.Shutdown; want released")
 		}
@@ -1619,10 +1597,10 @@ func TestSpecSemShutdownOfAnyLockerEndsWaiter(t *testing.T) {
 		name string
 		make func(t *testing.T) lock.Locker
 	}{
-		{"native", func(t *testing.T) lock.Locker { return sxSingle(t, memory.New(), nil) }},
-		{"derived", func(t *testing.T) lock.Locker { return sxSingle(t, sxPlainStore{memory.New()}, nil) }},
+		{"native", func(t *testing.T) lock.Locker { return mustSingle(t, memory.New(), nil) }},
+		{"derived", func(t *testing.T) lock.Locker { return mustSingle(t, sxPlainStore{memory.New()}, nil) }},
 		{"multi", func(t *testing.T) lock.Locker { ml, _ := sxMulti(t, 3); return ml }},
-		{"foreign", func(t *testing.T) lock.Locker { return sxForeign{sxSingle(t, memory.New(), nil)} }},
+		{"foreign", func(t *testing.T) lock.Locker { return sxForeign{mustSingle(t, memory.New(), nil)} }},
 	}
 	for _, b := range builds {
 		t.Run(b.name, func(t *testing.T) {
