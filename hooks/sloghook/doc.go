@@ -13,7 +13,9 @@
 //   - Debug: everything else — attempts, store calls, quorum decisions,
 //     retries, acquisitions, successful extensions and releases.
 //
-// Records carry the operation, the resource and, as they apply, the store,
-// the duration, the attempt, the votes and the error. Tokens are never
+// Records carry the operation, the resource and, as they apply, the store
+// (its name and, as store_index, its position among the locker's stores,
+// which tells apart the stores of a MultiLocker that share a name), the
+// duration, the attempt, the votes and the error. Tokens are never
 // logged: they are the holders' secrets.
 package sloghook

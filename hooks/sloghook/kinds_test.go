@@ -30,7 +30,7 @@ func TestEveryKindRendered(t *testing.T) {
 		attrs []string // key=value, in slog's text form
 	}{
 		{lock.Event{Kind: lock.EventAttempt, Op: "lock", Attempt: 2}, "DEBUG", []string{"attempt=2"}},
-		{lock.Event{Kind: lock.EventStoreCall, Op: "lock", Store: "mem", StoreOp: "acquire", Duration: time.Millisecond, Err: reset}, "WARN", []string{"store=mem", "store_op=acquire", "duration=1ms", `error="connection reset"`}},
+		{lock.Event{Kind: lock.EventStoreCall, Op: "lock", Store: "mem", StoreIndex: 3, StoreOp: "acquire", Duration: time.Millisecond, Err: reset}, "WARN", []string{"store=mem", "store_index=3", "store_op=acquire", "duration=1ms", `error="connection reset"`}},
 		{lock.Event{Kind: lock.EventQuorum, Op: "lock", Granted: 2, Refused: 1, Failed: 0, Duration: 2 * time.Millisecond}, "DEBUG", []string{"granted=2", "refused=1", "failed=0", "duration=2ms"}},
 		{lock.Event{Kind: lock.EventRetry, Op: "lock", Attempt: 1, Delay: 50 * time.Millisecond, Waiting: true, Err: lock.ErrNotAcquired}, "DEBUG", []string{"attempt=1", "delay=50ms", "waiting=true"}},
 		{lock.Event{Kind: lock.EventAcquired, Op: "lock", Lock: held, Attempt: 3, Duration: 3 * time.Millisecond}, "DEBUG", []string{"attempts=3", "duration=3ms", "fence=42", "valid_until=2026-11-25T12:00:00.000Z"}},

@@ -36,7 +36,7 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 	attrs = append(attrs, slog.String("op", e.Op), slog.String("resource", e.Resource))
 	switch e.Kind {
 	case lock.EventStoreCall:
-		attrs = append(attrs, slog.String("store", e.Store), slog.String("store_op", e.StoreOp), slog.Duration("duration", e.Duration))
+		attrs = append(attrs, slog.String("store", e.Store), slog.Int("store_index", e.StoreIndex), slog.String("store_op", e.StoreOp), slog.Duration("duration", e.Duration))
 	case lock.EventQuorum:
 		attrs = append(attrs, slog.Int("granted", e.Granted), slog.Int("refused", e.Refused), slog.Int("failed", e.Failed), slog.Duration("duration", e.Duration))
 	case lock.EventAttempt:
