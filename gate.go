@@ -60,8 +60,8 @@ func (g *gate) shut(ctx context.Context, patience time.Duration) {
 }
 
 // follow makes g's waits end when base's do, and isShut report a shut
-// base: a locker built on another one's locks (a semaphore of plain
-// locks, a read-write lock's side) can take nothing once that one is shut
+// base: a locker built on another one (a semaphore, native or of plain
+// locks; a read-write lock's side) can take nothing once that one is shut
 // down, so its Lock must not wait on for a release. It is called once,
 // before g is used.
 func (g *gate) follow(base *gate) { g.base = base }

@@ -43,8 +43,10 @@ import (
 // otherwise up to 32 (further readers wait). The writer polls for the
 // readers to leave at its retry delay, capped at a quarter of its TTL so
 // that its intent, renewed by each poll that finds less than half of it
-// left, outlives the waits; a reader waiting for a writer wakes when the
-// writer releases its intent, on stores that can notify.
+// left (by every poll over a Locker of another package, so that the
+// poll finds that locker shut down), outlives the waits; a reader
+// waiting for a writer wakes when the writer releases its intent, on
+// stores that can notify.
 //
 // Shutdown of the locker it is built on shuts both sides down with it: a
 // Lock waiting on either side ends with [ErrClosed] (at once, or at its
@@ -119,6 +121,7 @@ type rwSide struct {
 	write   bool
 	under   Locker // what holds this side's marks: the readers' semaphore, or the locker
 	waitFor func(ctx context.Context, op, name string) bool
+	foreign bool // the locker is of another package: its shutdown cannot be watched
 }
 
 // The refusals of an attempt that found the other side in.
@@ -133,18 +136,23 @@ func newRWSide(rw *RWLocker, write bool) *rwSide {
 		s.under = rw.locker
 	}
 	var validators []ResourceValidator
-	s.waitFor, _, validators = s.initDerived(s, rw.locker)
+	var stores []storeRef
+	s.waitFor, stores, validators = s.initDerived(s, rw.locker)
+	s.foreign = stores == nil
 	// A writer's lock passed to the reader side is not one of the
 	// readers' permits: the semaphore reports it not held (see Reader).
 	s.mark = func(_ string, l Lock) (Locker, Lock, error) { return s.under, s.inner(l), nil }
 	if len(validators) > 0 {
-		limit := rw.readers.limit
-		s.validators = []ResourceValidator{derivedNames{
-			names: func(r string) []string {
+		// The names the sides use: the readers' semaphore keeps its
+		// permits on readName natively, or on its slots and marker.
+		names := func(r string) []string { return []string{writeName(r), readName(r)} }
+		if _, native := rw.readers.impl.(*nativeSemaphore); !native {
+			limit := rw.readers.limit
+			names = func(r string) []string {
 				return []string{writeName(r), slotName(readName(r), limit-1), markerName(readName(r))}
-			},
-			of: validators,
-		}}
+			}
+		}
+		s.validators = []ResourceValidator{derivedNames{names: names, of: validators}}
 	}
 	return s
 }
@@ -225,10 +233,15 @@ func (s *rwSide) attemptWrite(ctx context.Context, resource string, ttl time.Dur
 		call.intent, call.held = w, true
 	}
 	readers, err := s.rw.readers.IsLocked(ctx, readName(resource))
+	// An intent taken by an earlier attempt is renewed once less than
+	// half of it is left, and at every attempt over a Locker of another
+	// package: its Extend is what tells that the locker has shut down
+	// (and released the intent) since, which the side cannot watch.
+	renew := !fresh && (s.foreign || call.intent.Remaining() <= ttl/2)
 	switch {
 	case err != nil:
 		return Lock{}, asError(err) // the intent stays: the next attempt looks again
-	case readers && (fresh || call.intent.Remaining() > ttl/2):
+	case readers && !renew:
 		return Lock{}, &Error{Err: errReadersFirst}
 	case fresh:
 		return call.intent, nil
@@ -243,7 +256,10 @@ func (s *rwSide) attemptWrite(ctx context.Context, resource string, ttl time.Dur
 			return Lock{}, &Error{Err: errReadersFirst}
 		}
 		return w, nil
-	case errors.Is(err, errors.ErrUnsupported) && !readers && call.intent.Remaining() > ttl/2:
+	case errors.Is(err, errors.ErrUnsupported) && call.intent.Remaining() > ttl/2:
+		if readers {
+			return Lock{}, &Error{Err: errReadersFirst}
+		}
 		return call.intent, nil
 	case errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrNotHeld):
 		// Take it afresh at once: readers that came while no intent

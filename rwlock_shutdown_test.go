@@ -81,3 +81,39 @@ func TestRWLockerShutDownWithItsLocker(t *testing.T) {
 		wantIs(t, "Writer().Lock(doc) after its locker's Shutdown", err, lock.ErrClosed)
 	})
 }
+
+// A writer waiting for readers to leave, over a Locker of another package
+// (whose shutdown the RWLocker cannot watch), ends with ErrClosed at its
+// next attempt once that locker shuts down, as the RWLocker's
+// documentation says: it waited on, its intent released by the shutdown,
+// until the readers left or half its TTL had passed.
+func TestRWLockerWaitingWriterEndsAtForeignLockersShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		m := memory.New()
+		inner := mustSingle(t, m, nil)
+		rw := mustRW(t, sxForeign{inner})
+		other := mustRW(t, sxForeign{mustSingle(t, m, nil)}) // another process's
+		r, err := other.Reader().TryLock(ctx, "doc", time.Hour)
+		wantNil(t, "other's Reader().TryLock(doc)", err)
+
+		const delay = 10 * time.Millisecond
+		done := make(chan error, 1)
+		go func() {
+			_, err := rw.Writer().Lock(ctx, "doc", time.Hour, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: delay}))
+			done <- err
+		}()
+		synctest.Wait() // the writer holds its intent and waits for the reader
+		wantNil(t, "locker.Shutdown()", inner.Shutdown(ctx))
+		time.Sleep(delay) // the writer's next attempt
+		synctest.Wait()
+		select {
+		case err := <-done:
+			wantIs(t, "Writer().Lock(doc) waiting while its locker shut down", err, lock.ErrClosed)
+		default:
+			t.Fatalf("Writer().Lock(doc) waiting for a reader still waits a retry delay after its locker's Shutdown; want ErrClosed")
+		}
+		wantNil(t, "other's Reader().Unlock(r)", other.Reader().Unlock(ctx, r))
+		noRW(t, []*memory.Store{m}, "doc")
+	})
+}

@@ -2,7 +2,10 @@ package lock_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -39,5 +42,46 @@ func TestRWLockerLockOfTheOtherSide(t *testing.T) {
 		}
 		wantNil(t, "Reader().Unlock(r)", rw.Reader().Unlock(ctx, r))
 		noRW(t, mems, "doc")
+	})
+}
+
+// shortNames is a memory store, a Permitter, that refuses names longer
+// than max bytes.
+type shortNames struct {
+	*memory.Store
+	max int
+}
+
+func (s shortNames) ValidateResource(r string) error {
+	if len(r) > s.max {
+		return fmt.Errorf("%w: %q is longer than %d bytes", lock.ErrInvalid, r, s.max)
+	}
+	return nil
+}
+
+// Over a store that keeps the readers' permits itself, the only names a
+// read-write lock derives are the resource with "~read" and "~write": a
+// resource for which both are valid names of the store is accepted, and
+// not refused for the names of a semaphore of plain locks ("~read~permit"
+// and a slot number, "~read~limit"), which it never uses.
+func TestRWLockerNativeChecksOnlyTheNamesItUses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		m := memory.New()
+		resource := strings.Repeat("d", 20)
+		rw := mustRW(t, mustSingle(t, shortNames{m, len(resource + "~write")}, nil))
+		r, err := rw.Reader().TryLock(ctx, resource, time.Minute)
+		wantNil(t, "Reader().TryLock(resource) whose ~read and ~write names the store accepts", err)
+		wantNil(t, "Reader().Unlock(r)", rw.Reader().Unlock(ctx, r))
+		w, err := rw.Writer().TryLock(ctx, resource, time.Minute)
+		wantNil(t, "Writer().TryLock(resource) whose ~read and ~write names the store accepts", err)
+		wantNil(t, "Writer().Unlock(w)", rw.Writer().Unlock(ctx, w))
+
+		long := resource + "d" // its ~write name is too long
+		_, err = rw.Reader().TryLock(ctx, long, time.Minute)
+		wantIs(t, "Reader().TryLock(long) whose ~write name the store refuses", err, lock.ErrInvalid)
+		_, err = rw.Writer().TryLock(ctx, long, time.Minute)
+		wantIs(t, "Writer().TryLock(long) whose ~write name the store refuses", err, lock.ErrInvalid)
+		noRW(t, []*memory.Store{m}, resource)
 	})
 }

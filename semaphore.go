@@ -74,7 +74,8 @@ var _ Locker = (*Semaphore)(nil)
 // made from the limit: each acquisition, after taking its slot, takes
 // the marker or, finding it held, extends it under its own limit's
 // token, which succeeds only if the marker was taken under the same
-// limit; otherwise it releases its slot and reports ErrLimitMismatch; an
+// limit; otherwise it releases its slot, and the markers it took on
+// other stores of a MultiLocker, and reports ErrLimitMismatch; an
 // attempt that finds every slot held checks the marker the same way
 // (refreshing its own limit's, taking none). The marker lives for the
 // TTL of the latest acquisition or extension of a permit, so a mismatch

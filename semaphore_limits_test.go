@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -96,5 +97,32 @@ func TestSemaphoreMismatchWhileEverySlotHeld(t *testing.T) {
 			wantNil(t, "two.Unlock(its permit)", two.Unlock(ctx, p))
 		}
 		noPermits(t, mems, "jobs")
+	})
+}
+
+// A caller refused for its limit over Redlock leaves no limit marker of
+// its own behind. Where only some stores hold the first limit's marker
+// (the others lost it, say in a restart), the refused caller's marker,
+// taken on those others, made the first limit's callers get
+// ErrLimitMismatch until it expired.
+func TestSemaphoreMismatchOverRedlockLeavesNoMarker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		ms, ls := memStores(3)
+		two := mustSemaphore(t, mustMulti(t, ls, nil), 2)
+		p, err := two.TryLock(ctx, "jobs", time.Minute)
+		wantNil(t, "two.TryLock(jobs)", err)
+		for _, m := range ms[1:] {
+			m.Expire("jobs~limit") // lost by these stores: m0 alone holds limit 2's marker
+		}
+		three := mustSemaphore(t, mustMulti(t, ls, nil), 3)
+		_, err = three.TryLock(ctx, "jobs", time.Minute)
+		wantIs(t, "three.TryLock(jobs) while m0 holds limit 2's marker", err, lock.ErrLimitMismatch)
+
+		q, err := two.TryLock(ctx, "jobs", time.Minute)
+		wantNil(t, "two.TryLock(jobs) after a caller of limit 3 was refused", err)
+		wantNil(t, "two.Unlock(q)", two.Unlock(ctx, q))
+		wantNil(t, "two.Unlock(p)", two.Unlock(ctx, p))
+		noPermits(t, ms, "jobs")
 	})
 }

@@ -36,6 +36,10 @@ func newNativeSemaphore(base *SingleLocker, p Permitter, limit int) (*nativeSema
 		return nil, err
 	}
 	l.held.perToken = true
+	// Its calls end when base shuts down, as a semaphore of plain locks'
+	// do: base's Shutdown shuts the gates of the dependents it knows of,
+	// and one built on base once it is shut refuses to take anything.
+	l.gate.follow(&base.gate)
 	base.dependents.add(&l.core)
 	return &nativeSemaphore{SingleLocker: l, p: p}, nil
 }

@@ -116,3 +116,26 @@ func endsAtOnce(t *testing.T, call string, done <-chan error) {
 		t.Fatalf("%s waiting when its locker shut down still waits; want ErrClosed at once", call)
 	}
 }
+
+// A semaphore or read-write lock built on a locker that is already shut
+// down is shut down too, however it is built: its Lock and TryLock
+// report ErrClosed and take nothing (a native semaphore took permits).
+func TestSemaphoreBuiltOnAShutLocker(t *testing.T) {
+	eachSemSetup(t, func(t *testing.T, mems []*memory.Store, newLocker func(t *testing.T) lock.Locker) {
+		ctx := t.Context()
+		l := newLocker(t)
+		wantNil(t, "locker.Shutdown()", l.Shutdown(ctx))
+		sem := mustSemaphore(t, l, 2)
+		_, err := sem.TryLock(ctx, "jobs", time.Minute)
+		wantIs(t, "sem.TryLock(jobs) of a semaphore built on a shut locker", err, lock.ErrClosed)
+		_, err = sem.Lock(ctx, "jobs", time.Minute)
+		wantIs(t, "sem.Lock(jobs) of a semaphore built on a shut locker", err, lock.ErrClosed)
+		rw := mustRW(t, l)
+		_, err = rw.Reader().TryLock(ctx, "doc", time.Minute)
+		wantIs(t, "Reader().TryLock(doc) of a RWLocker built on a shut locker", err, lock.ErrClosed)
+		_, err = rw.Writer().TryLock(ctx, "doc", time.Minute)
+		wantIs(t, "Writer().TryLock(doc) of a RWLocker built on a shut locker", err, lock.ErrClosed)
+		noPermits(t, mems, "jobs")
+		noRW(t, mems, "doc")
+	})
+}

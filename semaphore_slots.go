@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,27 +97,39 @@ func (s *slotSemaphore) checkLimit(ctx context.Context, resource string, ttl tim
 }
 
 // onMarker calls on for resource's marker on every store of the locker,
-// at once, and returns the first limit mismatch it reports.
-func (s *slotSemaphore) onMarker(ctx context.Context, resource string, ttl time.Duration, on func(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) error) error {
+// at once, and returns the first limit mismatch it reports. On a
+// mismatch, it releases the markers that on took on the other stores: left
+// there, they would make the callers of the limit in force be refused
+// in turn until they expired.
+func (s *slotSemaphore) onMarker(ctx context.Context, resource string, ttl time.Duration, on func(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) (took bool, err error)) error {
 	name, token := markerName(resource), markerToken(s.limit)
 	ttl = s.storeTTL(ttl) // the marker lives as long as the permit's slot
 	if len(s.stores) == 1 {
-		return mismatch(on(ctx, s.stores[0], name, token, s.limit, ttl))
+		_, err := on(ctx, s.stores[0], name, token, s.limit, ttl) // a mismatch took nothing
+		return mismatch(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.storeTimeout)
+	sctx, cancel := context.WithTimeout(ctx, s.storeTimeout)
 	defer cancel()
 	errs := make([]error, len(s.stores))
+	took := make([]bool, len(s.stores))
 	var wg sync.WaitGroup
 	for i, st := range s.stores {
-		wg.Go(func() { errs[i] = on(ctx, st, name, token, s.limit, ttl) })
+		wg.Go(func() { took[i], errs[i] = on(sctx, st, name, token, s.limit, ttl) })
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if mismatch(err) != nil {
-			return err
+	i := slices.IndexFunc(errs, func(err error) bool { return mismatch(err) != nil })
+	if i < 0 {
+		return nil
+	}
+	cctx, cleanupDone := s.cleanupContext(ctx)
+	defer cleanupDone()
+	for j, st := range s.stores {
+		if took[j] {
+			wg.Go(func() { _ = st.Release(cctx, name, token) })
 		}
 	}
-	return nil
+	wg.Wait()
+	return errs[i]
 }
 
 // mismatch returns err if it reports a limit mismatch, else nil.
@@ -127,26 +140,27 @@ func mismatch(err error) error {
 	return nil
 }
 
-// markOn takes or extends the marker name under token on one store. An
-// Extend succeeds only under the token the marker was taken with, that
-// is, the same limit; one that finds the marker not held is followed by
-// an Acquire, in case it had just expired.
-func markOn(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) error {
+// markOn takes or extends the marker name under token on one store, and
+// reports whether it took it (an Acquire granted it). An Extend succeeds
+// only under the token the marker was taken with, that is, the same
+// limit; one that finds the marker not held is followed by an Acquire,
+// in case it had just expired.
+func markOn(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) (took bool, err error) {
 	for range 3 {
 		if st.ext != nil {
 			if err := st.ext.Extend(ctx, name, token, ttl); !errors.Is(err, ErrNotHeld) {
-				return err
+				return false, err
 			}
 		}
 		err := st.Acquire(ctx, name, token, ttl)
 		if !errors.Is(err, ErrNotAcquired) {
-			return err // taken, or failed
+			return err == nil, err // taken, or failed
 		}
 		if st.ext == nil {
-			return nil // held, and no telling by whom: taken to agree
+			return false, nil // held, and no telling by whom: taken to agree
 		}
 	}
-	return otherMarker(st, limit)
+	return false, otherMarker(st, limit)
 }
 
 // checkOn extends the marker name under token on one store, and reports a
@@ -154,19 +168,19 @@ func markOn(ctx context.Context, st storeRef, name, token string, limit int, ttl
 // another limit's token. Twice, in case the marker was free and then
 // taken under this limit in between. A free marker is left free; store
 // failures are not reported.
-func checkOn(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) error {
+func checkOn(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) (took bool, err error) {
 	if st.ext == nil {
-		return nil // no telling by whom the marker is held
+		return false, nil // no telling by whom the marker is held
 	}
 	for range 2 {
 		if err := st.ext.Extend(ctx, name, token, ttl); !errors.Is(err, ErrNotHeld) {
-			return nil // ours, refreshed; or failed
+			return false, nil // ours, refreshed; or failed
 		}
 		if held, err := st.Exists(ctx, name); err != nil || !held {
-			return nil
+			return false, nil
 		}
 	}
-	return otherMarker(st, limit)
+	return false, otherMarker(st, limit)
 }
 
 func otherMarker(st storeRef, limit int) error {
