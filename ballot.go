@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -74,6 +75,7 @@ type ballot struct {
 	mu                       sync.Mutex
 	votes                    []error  // store i's answer, once answered[i]
 	fences                   []uint64 // store i's fence, if it granted a fenced acquisition
+	raiseErrs                []error  // why granting store i could not be raised to F
 	answered                 []bool
 	mayHold                  []bool // store i may hold the token
 	ambiguous                []bool // an acquisition on store i failed: it may yet land
@@ -94,7 +96,7 @@ func newBallot(ctx context.Context, m *MultiLocker, op, resource, token string, 
 	n := len(m.stores)
 	return &ballot{
 		m: m, ctx: ctx, op: op, resource: resource, token: token, stop: stop,
-		votes: make([]error, n), fences: make([]uint64, n), answered: make([]bool, n),
+		votes: make([]error, n), fences: make([]uint64, n), raiseErrs: make([]error, n), answered: make([]bool, n),
 		mayHold: make([]bool, n), ambiguous: make([]bool, n),
 		readyc: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -209,6 +211,8 @@ func (b *ballot) raise(i int, f uint64) {
 			b.raising--
 			if err == nil {
 				b.established++
+			} else {
+				b.raiseErrs[i] = fmt.Errorf("raising its fences to %d: %w", f, err)
 			}
 			b.checkReady()
 		}
@@ -225,13 +229,17 @@ func (b *ballot) outcome() (met bool, fence uint64, counts [3]int) {
 	return b.met, b.fence, b.atDecision
 }
 
-// failures returns the stores that answered other than with a grant.
+// failures returns the stores that answered other than with a grant, and
+// those that granted it but could not be raised to the lock's fence.
 // Called with mu held.
 func (b *ballot) failures() []StoreError {
 	var out []StoreError
 	for i, err := range b.votes {
-		if b.answered[i] && err != nil {
+		switch {
+		case b.answered[i] && err != nil:
 			out = append(out, b.m.storeError(i, err))
+		case b.answered[i] && b.raiseErrs[i] != nil:
+			out = append(out, b.m.storeError(i, b.raiseErrs[i]))
 		}
 	}
 	return out
@@ -293,7 +301,8 @@ type grant struct {
 	tries   int         // rounds made
 	round   *time.Timer // the next round, once set
 	busy    chan struct{}
-	halted  bool // Unlock or Extend came: make no further round
+	flight  []int // the stores asked in the round under way, while busy
+	halted  bool  // Unlock or Extend came: make no further round
 }
 
 // grant records that the attempt granted l, which expires on the stores at
@@ -347,7 +356,7 @@ func (b *ballot) backfill() {
 	for _, i := range todo {
 		b.mayHold[i] = true
 	}
-	g.busy = make(chan struct{})
+	g.busy, g.flight = make(chan struct{}), todo
 	b.mu.Unlock()
 
 	// The caller's Lock call has returned: its context no longer bounds
@@ -373,9 +382,26 @@ func (b *ballot) backfill() {
 	}
 	g.tries++
 	close(g.busy)
-	g.busy = nil
+	g.busy, g.flight = nil, nil
 	if !g.halted && len(g.todo) > 0 && g.tries < backfillTries {
 		g.round.Reset(m.storeTimeout)
+	}
+}
+
+// releaseLater releases the token in the background (see
+// MultiLocker.releaseLater) on every store that may hold it: for an
+// Unlock whose context ended while it waited for the background work
+// (halt). An acquisition of the round under way may yet land: those
+// stores are asked until they release.
+func (b *ballot) releaseLater(ctx context.Context, op string) {
+	c := Call{Op: CallRelease, Resource: b.resource, Token: b.token}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, may := range b.mayHold {
+		if may {
+			inFlight := b.lock != nil && slices.Contains(b.lock.flight, i)
+			b.m.releaseLater(ctx, op, c, i, b.ambiguous[i] || inFlight)
+		}
 	}
 }
 

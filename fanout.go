@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,13 +34,21 @@ func (m *MultiLocker) start(ctx, sctx context.Context, op string, i int, c Call,
 	}
 	switch {
 	case c.Op == CallExtend && s.ext == nil:
-		finish(0, fmt.Errorf("cannot extend locks: %w", errors.ErrUnsupported))
+		// Not errors.ErrUnsupported: Extend reports that only when too
+		// few stores can extend to make a quorum (see MultiLocker.Extend);
+		// otherwise this store is a failure among others, and the
+		// extension may succeed when they answer.
+		finish(0, errCannotExtend)
 	case s.starter != nil:
 		s.starter.Start(sctx, c, finish)
 	default:
 		go func() { finish(c.Run(sctx, s.Store)) }()
 	}
 }
+
+// errCannotExtend is the outcome of an extension on a store that is not
+// an Extender.
+var errCannotExtend = errors.New("cannot extend locks")
 
 // storeOps names the calls in Event.StoreOp: as SingleLocker names them,
 // an acquisition fenced or not.
@@ -134,10 +141,11 @@ var errAnswering = errors.New("still answering")
 // collect receives from results the outcomes of the stores i for which
 // wait[i] is true and returns them in store order. With patient unset, it
 // returns once a quorum of the stores succeeded and a store timeout has
-// passed, and the outcomes still to come are errAnswering: a release that
-// a quorum applied is a success, and a store that answers in time is
-// released before the caller goes on, but a paused or slow store (or one
-// that answers past its calls' deadlines) does not hold the caller up.
+// passed (whichever comes last), and the outcomes still to come are
+// errAnswering: a release that a quorum applied is a success, and a store
+// that answers in time is released before the caller goes on, but a
+// paused or slow store (or one that answers past its calls' deadlines)
+// does not hold the caller up.
 func (m *MultiLocker) collect(results <-chan storeResult, wait []bool, patient bool) []error {
 	errs := make([]error, len(m.stores))
 	left, ok := 0, 0
@@ -153,6 +161,7 @@ func (m *MultiLocker) collect(results <-chan storeResult, wait []bool, patient b
 		defer t.Stop()
 		late = t.C
 	}
+	passed := false // a store timeout has passed (not patient)
 	for left > 0 {
 		select {
 		case r := <-results:
@@ -164,10 +173,10 @@ func (m *MultiLocker) collect(results <-chan storeResult, wait []bool, patient b
 			}
 			left--
 		case <-late:
-			if m.quorum.Met(ok, len(m.stores)) {
-				return errs
-			}
-			late = nil
+			passed, late = true, nil
+		}
+		if passed && m.quorum.Met(ok, len(m.stores)) {
+			return errs
 		}
 	}
 	return errs

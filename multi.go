@@ -62,10 +62,11 @@ import (
 // the drift allowance.
 type MultiLocker struct {
 	core
-	stores  []storeRef
-	quorum  Quorum
-	fenced  bool // every store is a FenceRaiser, and NoFence is off
-	unlocks unlockLine
+	stores    []storeRef
+	quorum    Quorum
+	fenced    bool // every store is a FenceRaiser, and NoFence is off
+	extenders int  // how many stores are Extenders
+	unlocks   unlockLine
 }
 
 var _ Locker = (*MultiLocker)(nil)
@@ -96,10 +97,15 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 	}
 	m.stores, m.quorum = refs, q
 	m.fenced = !m.noFence
-	for _, s := range stores {
-		_, raiser := s.(FenceRaiser)
+	extenders := 0
+	for _, s := range refs {
+		_, raiser := s.Store.(FenceRaiser)
 		m.fenced = m.fenced && raiser
+		if s.ext != nil {
+			extenders++
+		}
 	}
+	m.extenders = extenders
 	return m, nil
 }
 
@@ -217,11 +223,24 @@ func (m *MultiLocker) wait(ctx context.Context, op, resource string, last *Error
 // quorum: re-taking a free store under l's token restores the lock's
 // redundancy, so that one more store loss does not drop it below quorum.
 // A store another owner took in the meantime refuses (SET NX semantics).
-func (m *MultiLocker) repair(ctx context.Context, op string, l Lock, ttl time.Duration, errs []error) {
+// If l's ballot is still attached (b), the stores asked are recorded
+// there as stores that may hold l, for Unlock to release them.
+func (m *MultiLocker) repair(ctx context.Context, op string, l Lock, ttl time.Duration, errs []error, b *ballot) {
 	c := Call{Op: CallAcquire, Resource: l.Resource, Token: l.Token, TTL: m.storeTTL(ttl)}
-	retaken := m.fanout(ctx, op, c, func(i int) bool { return errors.Is(errs[i], ErrNotHeld) })
+	asked := func(i int) bool { return errors.Is(errs[i], ErrNotHeld) }
+	retaken := m.fanout(ctx, op, c, asked)
+	if b != nil {
+		b.mu.Lock()
+		for i, err := range retaken {
+			if asked(i) {
+				b.mayHold[i] = true
+				b.ambiguous[i] = b.ambiguous[i] || err != nil && !isOutcome(err)
+			}
+		}
+		b.mu.Unlock()
+	}
 	for i, err := range retaken {
-		if err == nil && errors.Is(errs[i], ErrNotHeld) {
+		if err == nil && asked(i) {
 			errs[i] = nil
 		}
 	}
@@ -358,6 +377,9 @@ func (m *MultiLocker) release(ctx context.Context, op string, l Lock) []error {
 		return m.releaseAll(ctx, op, Call{Op: CallRelease, Resource: l.Resource, Token: l.Token}, nil, true, false)
 	}
 	if err := b.halt(ctx, op); err != nil {
+		// ctx ended while background work was under way: the stores
+		// that may hold the lock are released in the background.
+		b.releaseLater(ctx, op)
 		return fill(make([]error, len(m.stores)), err)
 	}
 	return b.release(ctx, op, true)
@@ -371,19 +393,24 @@ func (m *MultiLocker) ballot(l Lock) *ballot {
 
 // Extend implements [Locker]. The lock is extended if a quorum of stores
 // extended it and validity remains; stores that cannot extend count as
-// failures. When a quorum extended it, the stores that had lost it (a
-// restart, an eviction, an expiry while unreachable) are asked to take it
-// again under the same token, so that the lock regains the redundancy it
-// had: [Run], which extends every ttl/3, thereby repairs missing votes
-// continuously. When fewer than a quorum still held it, it reports
-// ErrNotHeld and releases it on the stores that did, so that none keeps
-// for the new TTL a lock that nobody holds.
+// failures, and if too few stores can extend ([Extender]) to make a
+// quorum, Extend reports errors.ErrUnsupported and sends nothing. When a
+// quorum extended it, the stores that had lost it (a restart, an
+// eviction, an expiry while unreachable) are asked to take it again under
+// the same token, so that the lock regains the redundancy it had: [Run],
+// which extends every ttl/3, thereby repairs missing votes continuously.
+// When fewer than a quorum still held it, it reports ErrNotHeld and
+// releases it on the stores that did, so that none keeps for the new TTL
+// a lock that nobody holds.
 func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	const op = "extend"
 	if err := m.enterExtend(ctx, op, l, ttl); err != nil {
 		return Lock{}, err
 	}
 	defer m.gate.leave()
+	if n := len(m.stores); !m.quorum.Met(m.extenders, n) {
+		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%d of %d stores can extend locks, short of a quorum: %w", m.extenders, n, errors.ErrUnsupported)}
+	}
 	ctx = m.obs.begin(ctx, op, l.Resource)
 	t0 := m.obs.start()
 	next, err := m.extend(ctx, op, l, ttl)
@@ -398,7 +425,8 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 }
 
 func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Duration) (Lock, error) {
-	if b := m.ballot(l); b != nil {
+	b := m.ballot(l)
+	if b != nil {
 		if err := b.settle(ctx, op); err != nil {
 			return Lock{}, err
 		}
@@ -408,7 +436,7 @@ func (m *MultiLocker) extend(ctx context.Context, op string, l Lock, ttl time.Du
 	extended, _ := m.tally(errs)
 	n := len(m.stores)
 	if m.quorum.Met(extended, n) && extended < n {
-		m.repair(ctx, op, l, ttl, errs)
+		m.repair(ctx, op, l, ttl, errs, b)
 	}
 	extended, failures := m.tally(errs)
 	if m.quorum.Met(extended, n) {
