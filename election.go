@@ -36,9 +36,14 @@ type Election struct {
 // NoRetry makes one attempt), [ExtendEvery] (how often a term is renewed:
 // by default every third of it), [MaxHold] (a term ends that long after
 // election, so that leaders rotate). It returns an error matching
-// ErrInvalid, before anything is sent, for a nil locker, an empty role, a
-// ttl outside (0, MaxTTL], a retry policy that Lock would refuse, or
-// options that do not fit the ttl.
+// ErrInvalid, before anything is sent, for a nil locker, a locker that
+// lets several holders in at once (a [Semaphore] of more than one permit,
+// an [RWLocker]'s Reader side), an empty role, a ttl outside (0, MaxTTL],
+// a retry policy that Lock would refuse, or options that do not fit the
+// ttl; and, over a locker of this package, for a role or a ttl that its
+// Lock would refuse on every campaign: a name a store cannot hold (see
+// [ResourceValidator]), a ttl that leaves no room for Options.LockDelay
+// under MaxTTL.
 func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOption) (*Election, error) {
 	const op = "election"
 	o := collect(opts)
@@ -58,7 +63,42 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 	if err := checkRun(op, locker, role, ttl, o, termMargin); err != nil {
 		return nil, err
 	}
+	if what := sharedLocker(locker); what != "" {
+		return nil, invalidf(op, role, "the locker is %s, which lets several holders in at once: want a Locker of one holder at a time", what)
+	}
+	if c, ok := locker.(argChecker); ok {
+		if err := c.checkResource(op, role); err != nil {
+			return nil, err
+		}
+		if err := c.checkTTL(op, role, ttl); err != nil {
+			return nil, err
+		}
+	}
 	return &Election{locker: locker, role: role, ttl: ttl, opts: opts, o: o}, nil
+}
+
+// sharedLocker says what locker is if it lets several holders hold a
+// resource at once (a Semaphore of more than one permit, a read-write
+// lock's reader side), and "" otherwise.
+func sharedLocker(locker Locker) string {
+	switch l := locker.(type) {
+	case *Semaphore:
+		if l.Limit() > 1 {
+			return fmt.Sprintf("a Semaphore of %d permits", l.Limit())
+		}
+	case *rwSide:
+		if !l.write {
+			return "a read-write lock's reader side"
+		}
+	}
+	return ""
+}
+
+// argChecker is a locker of ours, which checks a resource name and a ttl
+// as its Lock does.
+type argChecker interface {
+	checkResource(op, resource string) error
+	checkTTL(op, resource string, ttl time.Duration) error
 }
 
 // Role returns the role the election is for.
@@ -93,8 +133,11 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 // reached its hold limit (ErrMaxHold, see [MaxHold]) while fn ran, and
 // with the resignation's error.
 func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Term) error) (err error) {
-	if fn == nil {
+	switch {
+	case fn == nil:
 		return invalidf("lead", e.role, "nil function")
+	case ctx == nil:
+		return invalidf("lead", e.role, "nil context")
 	}
 	t, err := e.Campaign(ctx)
 	if err != nil {
@@ -103,6 +146,10 @@ func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Ter
 	stop := context.AfterFunc(ctx, func() { t.h.cancel(context.Cause(ctx)) })
 	defer func() {
 		stop()
+		// A term whose end or hold limit passed has ended, as its
+		// context's Err reports, even if the timer that cancels the
+		// context has not fired yet.
+		_ = t.Context().Err()
 		err = errors.Join(fnError(t.Context(), err), holdLimit(t.Context(), err), t.Resign(context.WithoutCancel(ctx)))
 	}()
 	return fn(t.Context(), t)

@@ -30,10 +30,10 @@ import (
 // lock can have expired, so that memory stays bounded by the locks that
 // can still be held, whether the locker is busy or idle.
 type heldSet struct {
-	perToken bool        // one entry per lock, not per resource: a Semaphore holds several permits on one resource
-	armed    atomic.Bool // the janitor's timer is set
+	perToken bool         // one entry per lock, not per resource: a Semaphore holds several permits on one resource
+	due      atomic.Int64 // when the janitor's timer is set to fire, in Unix nanoseconds; 0: not set
 	janitor  *time.Timer
-	jmu      sync.Mutex // guards janitor
+	jmu      sync.Mutex // guards janitor and the changes of due
 	shards   [heldShards]heldShard
 }
 
@@ -106,9 +106,7 @@ func (h *heldSet) putAttached(l Lock, beyond time.Duration, x any) {
 	}
 	*e = heldEntry{lock: l, beyond: beyond, attached: x, inUse: true}
 	s.mu.Unlock()
-	if !h.armed.Load() {
-		h.arm(time.Until(l.ValidUntil) + beyond)
-	}
+	h.arm(l.ValidUntil.Add(beyond))
 }
 
 // extended records l's new validity, as put does, if the set holds l
@@ -123,8 +121,8 @@ func (h *heldSet) extended(l Lock, beyond time.Duration) {
 		*e = heldEntry{lock: l, beyond: beyond, inUse: true}
 	}
 	s.mu.Unlock()
-	if held && !h.armed.Load() {
-		h.arm(time.Until(l.ValidUntil) + beyond)
+	if held {
+		h.arm(l.ValidUntil.Add(beyond))
 	}
 }
 
@@ -144,8 +142,8 @@ func (h *heldSet) mayHold(l Lock, beyond time.Duration) {
 		e.beyond = until.Sub(e.lock.ValidUntil)
 	}
 	s.mu.Unlock()
-	if later && !h.armed.Load() {
-		h.arm(time.Until(until))
+	if later {
+		h.arm(until)
 	}
 }
 
@@ -169,18 +167,24 @@ func (s *heldShard) sweep(now time.Time) (next time.Time) {
 	return next
 }
 
-// arm sets the janitor to sweep in d, unless it is set already.
-func (h *heldSet) arm(d time.Duration) {
+// arm sets the janitor to sweep at t, unless it is set to sweep no later
+// than t already: a lock recorded after a longer one must not wait for
+// the longer one's expiry to be forgotten.
+func (h *heldSet) arm(t time.Time) {
+	at := t.UnixNano()
+	if due := h.due.Load(); due != 0 && due <= at {
+		return // the common case, without the mutex
+	}
 	h.jmu.Lock()
 	defer h.jmu.Unlock()
-	if h.armed.Load() {
+	if due := h.due.Load(); due != 0 && due <= at {
 		return
 	}
-	h.armed.Store(true)
+	h.due.Store(at)
 	if h.janitor == nil {
-		h.janitor = time.AfterFunc(d, h.tidy)
+		h.janitor = time.AfterFunc(time.Until(t), h.tidy)
 	} else {
-		h.janitor.Reset(d)
+		h.janitor.Reset(time.Until(t))
 	}
 }
 
@@ -188,7 +192,7 @@ func (h *heldSet) arm(d time.Duration) {
 // the earliest expiry left, if any lock is left.
 func (h *heldSet) tidy() {
 	h.jmu.Lock()
-	h.armed.Store(false)
+	h.due.Store(0)
 	h.jmu.Unlock()
 	now := time.Now()
 	var next time.Time
@@ -201,7 +205,7 @@ func (h *heldSet) tidy() {
 		s.mu.Unlock()
 	}
 	if !next.IsZero() {
-		h.arm(next.Sub(now))
+		h.arm(next)
 	}
 }
 

@@ -65,3 +65,33 @@ func TestHeldSetReusesEntries(t *testing.T) {
 		t.Errorf("recording and forgetting a lock on a fresh name allocates %v times; want 0", n)
 	}
 }
+
+// A long lock recorded first does not keep the janitor from forgetting
+// the short ones recorded after it: it sweeps once the earliest recorded
+// lock can have expired, not once the first one recorded can have.
+func TestHeldSetForgetsShortLocksAfterALongOne(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single", true: "multi"}[multi], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				cs := []*counting{newCounting("c0"), newCounting("c1"), newCounting("c2")}
+				var l lock.Locker = mustSingle(t, cs[0], nil)
+				if multi {
+					l = mustMulti(t, []lock.Store{cs[0], cs[1], cs[2]}, nil)
+				}
+				long, err := l.TryLock(ctx, "long", time.Hour)
+				wantNil(t, "TryLock(long)", err)
+				const short = 5000
+				for i := range short {
+					_, err := l.TryLock(ctx, "r"+strconv.Itoa(i), time.Second)
+					wantNil(t, "TryLock", err)
+				}
+				time.Sleep(time.Minute) // idle: every short lock expired long ago
+				if n := lock.HeldCount(l); n != 1 {
+					t.Errorf("a minute after %d one-second locks expired, with a one-hour lock held, the held set records %d; want 1", short, n)
+				}
+				wantNil(t, "Unlock(long)", l.Unlock(ctx, long))
+			})
+		})
+	}
+}

@@ -162,12 +162,19 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 	inner, cancel := context.WithCancelCause(ctx)
 	h := &holding{ctx: inner, cancel: cancel, stopHold: func() {}, exited: make(chan struct{})}
 	var maxHoldAt time.Time
+	maxHeld := func() {}
 	if o.maxHold > 0 {
+		// The hold limit is the context's deadline; the layer under it
+		// lets Err end the context at the limit before the deadline's
+		// timer has fired (see runContext.Err).
 		maxHoldAt = acquired.Add(o.maxHold)
-		h.ctx, h.stopHold = context.WithDeadlineCause(inner, maxHoldAt,
-			fmt.Errorf("%w: %q held for %v", ErrMaxHold, held.Resource, o.maxHold))
+		cause := fmt.Errorf("%w: %q held for %v", ErrMaxHold, held.Resource, o.maxHold)
+		limited, limit := context.WithCancelCause(inner)
+		deadlined, stop := context.WithDeadlineCause(limited, maxHoldAt, cause)
+		h.ctx, h.stopHold = deadlined, func() { stop(); limit(nil) }
+		maxHeld = func() { limit(cause) }
 	}
-	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, first: first, every: every, unknown: !known, margin: margin, maxHoldAt: maxHoldAt, lost: cancel, stop: make(chan struct{})}
+	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, first: first, every: every, unknown: !known, margin: margin, maxHoldAt: maxHoldAt, maxHeld: maxHeld, lost: cancel, stop: make(chan struct{})}
 	h.ctx = runContext{Context: h.ctx, k: h.k}
 	unwatch := watch(held, h.k)
 	go func() {
@@ -249,8 +256,9 @@ func FromContext(ctx context.Context) (Lock, bool) {
 type keeperKey struct{}
 
 // runContext is the context Run gives its function: Err reports the loss
-// as soon as the lock's validity has run out, even before the keeper's
-// timer has fired, and Value carries the keeper for FromContext.
+// as soon as the lock's validity has run out, and the hold limit as soon
+// as it has passed, even before the timers that cancel the context have
+// fired, and Value carries the keeper for FromContext.
 type runContext struct {
 	context.Context
 	k *keeper
@@ -262,6 +270,10 @@ func (c runContext) Err() error {
 	}
 	if !c.k.valid() {
 		c.k.expired()
+		return c.Context.Err()
+	}
+	if at := c.k.maxHoldAt; !at.IsZero() && !time.Now().Before(at) {
+		c.k.maxHeld()
 		return c.Context.Err()
 	}
 	return nil
@@ -300,6 +312,7 @@ type keeper struct {
 	unknown   bool          // the locker's validity is not known in advance: see next
 	margin    time.Duration // the holder's context ends this long before the lock's validity
 	maxHoldAt time.Time
+	maxHeld   func() // ends the holder's context with ErrMaxHold (at maxHoldAt, if set)
 	lost      context.CancelCauseFunc
 	stop      chan struct{}
 	loseOnce  sync.Once

@@ -476,3 +476,56 @@ func TestRunReportsAValidityThatRanOutAsFnReturned(t *testing.T) {
 		})
 	}
 }
+
+// A function that returns at its MaxHold has reached it, whether or not
+// the timer that cancels its context has fired by then: its context's Err
+// reports the end from that instant on, and Run, RunOnce and Lead report
+// ErrMaxHold. (At that instant the timer's goroutine and the function
+// race under synctest; the loop makes the losing order certain to come
+// up.) The context keeps the hold limit as its deadline.
+func TestMaxHoldReachedAtTheInstantIsReported(t *testing.T) {
+	const maxHold = 2 * time.Second
+	atTheLimit := func(t *testing.T, ctx context.Context) {
+		time.Sleep(maxHold)
+		if d, ok := ctx.Deadline(); !ok || !d.Equal(time.Now()) {
+			t.Errorf("ctx.Deadline() at the MaxHold = %v, %v; want %v, true", d, ok, time.Now())
+		}
+		if ctx.Err() == nil {
+			t.Errorf("ctx.Err() = nil at the MaxHold; want the context ended")
+		}
+	}
+	for _, c := range []struct {
+		name string
+		call func(t *testing.T, l lock.Locker) error
+	}{
+		{"Run", func(t *testing.T, l lock.Locker) error {
+			return lock.Run(t.Context(), l, "res", time.Second, func(ctx context.Context, _ lock.Lock) error {
+				atTheLimit(t, ctx)
+				return nil
+			}, lock.MaxHold(maxHold))
+		}},
+		{"RunOnce", func(t *testing.T, l lock.Locker) error {
+			return lock.RunOnce(t.Context(), l, "res", time.Second, func(ctx context.Context, _ lock.Lock) error {
+				atTheLimit(t, ctx)
+				return nil
+			}, lock.MaxHold(maxHold))
+		}},
+		{"Lead", func(t *testing.T, l lock.Locker) error {
+			e := mustElection(t, l, "res", time.Second, lock.MaxHold(maxHold))
+			return e.Lead(t.Context(), func(ctx context.Context, term *lock.Term) error {
+				atTheLimit(t, ctx)
+				return nil
+			})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for range 20 {
+				synctest.Test(t, func(t *testing.T) {
+					m := memory.New()
+					wantIs(t, c.name+"(fn returning at the MaxHold)", c.call(t, mustSingle(t, m, nil)), lock.ErrMaxHold)
+					noResidue(t, m)
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lock"
+)
+
+// Lead's own bad input names Lead, as every locker error names the call
+// that failed (doc of Error.Op), not the Campaign it makes.
+func TestElectionLeadNilContextNamesLead(t *testing.T) {
+	e := mustElection(t, mustSingle(t, newCounting("c"), nil), "leader", time.Second)
+	var nilCtx context.Context // nil: the bad input under test
+	err := e.Lead(nilCtx, func(context.Context, *lock.Term) error { return nil })
+	wantError(t, "Lead(nil, fn)", err, "lead", "leader", lock.ErrInvalid)
+}
+
+// NewElection refuses, before anything is sent, a role or a ttl that the
+// locker's Lock would refuse on every Campaign: a role its store cannot
+// hold (ResourceValidator), a ttl that leaves no room for Options.LockDelay
+// under MaxTTL.
+func TestNewElectionRefusesWhatEveryCampaignWould(t *testing.T) {
+	c := newCounting("picky")
+	picked := mustSingle(t, picky{c}, nil)
+	delayed := mustSingle(t, c, &lock.Options{LockDelay: 100 * 24 * time.Hour})
+	for _, tc := range []struct {
+		name   string
+		locker lock.Locker
+		role   string
+		ttl    time.Duration
+	}{
+		{"a role the store refuses", picked, "much-too-long", time.Second},
+		{"a ttl past MaxTTL with the lock delay", delayed, "leader", 300 * 24 * time.Hour},
+	} {
+		e, err := lock.NewElection(tc.locker, tc.role, tc.ttl)
+		if !errors.Is(err, lock.ErrInvalid) || e != nil {
+			t.Errorf("NewElection(%s) = %v, %v; want nil, an error matching ErrInvalid", tc.name, e, err)
+			continue
+		}
+		wantError(t, "NewElection("+tc.name+")", err, "election", tc.role, lock.ErrInvalid)
+	}
+	if n := c.calls.Load(); n != 0 {
+		t.Errorf("%d store calls after NewElection with bad input; want none", n)
+	}
+	// What the locker accepts, NewElection accepts.
+	mustElection(t, picked, "short", time.Second)
+	mustElection(t, delayed, "leader", time.Hour)
+}
+
+// An election elects one leader at a time: NewElection refuses, before
+// anything is sent, a locker that lets several holders in at once (a
+// Semaphore of more than one permit, a read-write lock's reader side),
+// under which every campaigner would be elected.
+func TestNewElectionRefusesSharedLockers(t *testing.T) {
+	c := newCounting("c")
+	l := mustSingle(t, c, nil)
+	two, err := lock.NewSemaphore(l, 2)
+	wantNil(t, "NewSemaphore(2)", err)
+	one, err := lock.NewSemaphore(l, 1)
+	wantNil(t, "NewSemaphore(1)", err)
+	rw, err := lock.NewRWLocker(l)
+	wantNil(t, "NewRWLocker", err)
+	for name, shared := range map[string]lock.Locker{"a Semaphore of 2": two, "a reader side": rw.Reader()} {
+		e, err := lock.NewElection(shared, "leader", time.Second)
+		if !errors.Is(err, lock.ErrInvalid) || e != nil {
+			t.Errorf("NewElection(%s) = %v, %v; want nil, an error matching ErrInvalid", name, e, err)
+		}
+	}
+	if n := c.calls.Load(); n != 0 {
+		t.Errorf("%d store calls after NewElection over shared lockers; want none", n)
+	}
+	for name, exclusive := range map[string]lock.Locker{"a Semaphore of 1": one, "a writer side": rw.Writer()} {
+		e := mustElection(t, exclusive, "leader", time.Second)
+		term, err := e.Campaign(t.Context())
+		wantNil(t, name+": Campaign()", err)
+		wantNil(t, name+": Resign()", term.Resign(t.Context()))
+	}
+}
