@@ -210,24 +210,47 @@ func fill(errs []error, err error) []error {
 	return errs
 }
 
-// fanoutFunc runs f, the storeOp of operation op, on every store
-// concurrently, each within the store timeout, and returns their errors
-// in store order. It is for the calls a Starter cannot start (Exists).
-func (m *MultiLocker) fanoutFunc(ctx context.Context, op, resource, storeOp string, f func(context.Context, storeRef) error) []error {
-	errs := make([]error, len(m.stores))
-	var wg sync.WaitGroup
+// fanoutFunc runs f, the storeOp of operation op, on every store of m
+// concurrently, each within the store timeout, and returns their answers
+// and errors in store order once every store answered or a store timeout
+// has passed: a store still answering then (one that ignores its
+// context's deadline) counts as timed out, and its answer, when it comes,
+// is dropped. It is for the calls a Starter cannot start (Exists).
+func fanoutFunc[T any](ctx context.Context, m *MultiLocker, op, resource, storeOp string, f func(context.Context, storeRef) (T, error)) ([]T, []error) {
+	type answer struct {
+		i   int
+		v   T
+		err error
+	}
+	n := len(m.stores)
+	answers := make(chan answer, n) // never blocks a late store's goroutine
 	for i := range m.stores {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			t0 := m.obs.start()
 			sctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
-			err := m.storeTimedOut(ctx, sctx, f(sctx, m.stores[i]))
+			v, err := f(sctx, m.stores[i])
+			err = m.storeTimedOut(ctx, sctx, err)
 			cancel()
 			m.obs.storeCall(ctx, op, resource, &m.stores[i], storeOp, t0, err)
-			errs[i] = err
+			answers <- answer{i, v, err}
 		}()
 	}
-	wg.Wait()
-	return errs
+	vals, errs := make([]T, n), make([]error, n)
+	answered := make([]bool, n)
+	late := time.NewTimer(m.storeTimeout)
+	defer late.Stop()
+	for left := n; left > 0; left-- {
+		select {
+		case a := <-answers:
+			vals[a.i], errs[a.i], answered[a.i] = a.v, a.err, true
+		case <-late.C:
+			for i := range errs {
+				if !answered[i] {
+					errs[i] = timeoutError{after: m.storeTimeout.String()}
+				}
+			}
+			return vals, errs
+		}
+	}
+	return vals, errs
 }

@@ -145,15 +145,13 @@ func (m *MultiLocker) Holder(ctx context.Context, resource string) (holder strin
 		holder string
 		held   bool
 	}
-	answers := make([]answer, n)
-	errs := m.fanoutFunc(ctx, op, resource, "holder", func(ctx context.Context, s storeRef) (err error) {
+	answers, errs := fanoutFunc(ctx, m, op, resource, "holder", func(ctx context.Context, s storeRef) (a answer, err error) {
 		r, ok := s.Store.(HolderReader)
 		if !ok {
-			return fmt.Errorf("%s cannot tell who holds a lock: %w", s.name, errors.ErrUnsupported)
+			return a, fmt.Errorf("%s cannot tell who holds a lock: %w", s.name, errors.ErrUnsupported)
 		}
-		a := &answers[s.index]
 		a.holder, a.held, err = r.Holder(ctx, resource)
-		return err
+		return a, err
 	})
 	votes := make(map[string]int) // by holder, among the stores that hold the resource
 	best := 0                     // the most votes of one holder

@@ -252,10 +252,8 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 	if err := m.checkQuery(ctx, op, resource); err != nil {
 		return false, err
 	}
-	held := make([]bool, len(m.stores))
-	errs := m.fanoutFunc(ctx, op, resource, "exists", func(ctx context.Context, s storeRef) (err error) {
-		held[s.index], err = s.Exists(ctx, resource)
-		return err
+	held, errs := fanoutFunc(ctx, m, op, resource, "exists", func(ctx context.Context, s storeRef) (bool, error) {
+		return s.Exists(ctx, resource)
 	})
 	var failures []StoreError
 	for i, err := range errs {

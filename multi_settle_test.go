@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -98,5 +99,51 @@ func TestMultiUnlockDoesNotWaitForAHangingStore(t *testing.T) {
 		}
 		noResidue(t, ms[0], ms[1])
 		time.Sleep(2 * time.Hour) // the hanging releases return
+	})
+}
+
+// deaf is a store whose Exists and Holder answer an hour late, whatever
+// their context: a store that ignores its deadline.
+type deaf struct{ *memory.Store }
+
+func (d deaf) Exists(context.Context, string) (bool, error) {
+	time.Sleep(time.Hour)
+	return false, errConnReset
+}
+
+func (d deaf) Holder(context.Context, string) (string, bool, error) {
+	time.Sleep(time.Hour)
+	return "", false, errConnReset
+}
+
+// IsLocked and Holder answer once every store answered or a store
+// timeout passed: a store that ignores its deadline counts as timed out
+// and does not hold the caller up (Options.StoreTimeout: a dead store
+// costs at most that).
+func TestMultiQueriesDoNotWaitForADeafStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		ms, ls := memStores(3)
+		ls[1] = deaf{ms[1]}
+		l := mustMulti(t, ls, &lock.Options{StoreTimeout: 50 * time.Millisecond, Holder: "worker-7"})
+		held, err := l.TryLock(ctx, "res", time.Minute)
+		wantNil(t, "TryLock(res)", err)
+		start := time.Now()
+		locked, err := l.IsLocked(ctx, "res")
+		if d := time.Since(start); !locked || err != nil || d != 50*time.Millisecond {
+			t.Errorf("IsLocked(res) with a deaf store = %v, %v after %v; want true, nil after the 50ms store timeout", locked, err, d)
+		}
+		start = time.Now()
+		who, ok, err := l.Holder(ctx, "res")
+		if d := time.Since(start); who != "worker-7" || !ok || err != nil || d != 50*time.Millisecond {
+			t.Errorf("Holder(res) with a deaf store = %q, %v, %v after %v; want worker-7, true, nil after the 50ms store timeout", who, ok, err, d)
+		}
+		wantNil(t, "Unlock(res)", l.Unlock(ctx, held))
+		start = time.Now()
+		locked, err = l.IsLocked(ctx, "res")
+		if d := time.Since(start); locked || !errors.Is(err, lock.ErrUnavailable) || d != 50*time.Millisecond {
+			t.Errorf("IsLocked(res) released, with a deaf store = %v, %v after %v; want false, ErrUnavailable after the 50ms store timeout", locked, err, d)
+		}
+		time.Sleep(2 * time.Hour) // the deaf calls return
 	})
 }
