@@ -16,8 +16,8 @@ import (
 // The rules of the required methods: Acquire, Release, Exists.
 
 func acquireFree(t *testing.T, h *harness) {
-	r := h.res("r")
-	h.must("Acquire(r, a) on a free resource", h.store.Acquire(h.ctx(), r, h.tok("a"), h.long))
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a) on a free resource", h.releasing(r, a, h.store.Acquire(h.ctx(), r, a, h.long)))
 	if !h.exists(r) {
 		t.Fatal("Exists(r) = false after Acquire(r, a) = nil; want true")
 	}
@@ -50,7 +50,7 @@ func releaseOwner(t *testing.T, h *harness) {
 	if h.exists(r) {
 		t.Fatal("Exists(r) = true after Release(r, a) = nil; want false")
 	}
-	h.must("Acquire(r, b) after Release(r, a)", h.store.Acquire(h.ctx(), r, b, h.long))
+	h.must("Acquire(r, b) after Release(r, a)", h.releasing(r, b, h.store.Acquire(h.ctx(), r, b, h.long)))
 }
 
 func releaseWrongToken(t *testing.T, h *harness) {

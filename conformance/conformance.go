@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,10 +18,12 @@ import (
 	"github.com/lockkit/lock"
 )
 
-// Options tunes the suite to a store. A nil *Options gives the defaults.
+// Options tunes the suite to a store. A nil *Options, or a zero field,
+// gives the defaults; a negative field fails the test before any rule runs.
 type Options struct {
 	// TTL is the lock TTL used by rules that wait for a lock to expire.
-	// Default: 200ms plus the granularity.
+	// Default: 200ms plus the granularity; one no longer than the
+	// granularity fails every rule.
 	TTL time.Duration
 
 	// Granularity is the amount by which the store may expire a lock
@@ -60,10 +63,7 @@ type Options struct {
 // why the rule matters and where it is written.
 func TestStore(t *testing.T, newStore func(t *testing.T) lock.Store, opts *Options) {
 	t.Helper()
-	o := Options{}
-	if opts != nil {
-		o = *opts
-	}
+	o := checkOptions(t, opts)
 	if o.Tolerance == 0 {
 		o.Tolerance = 100 * time.Millisecond
 		if o.Synctest {
@@ -137,6 +137,32 @@ func explain(t *testing.T, r rule) {
 	t.Logf("rule %s (%s:%d): %s", r.name, filepath.Join(filepath.Base(filepath.Dir(file)), filepath.Base(file)), line, r.why)
 }
 
+// checkOptions returns *opts (nil: the zero Options), and fails the test
+// if a field is negative: TestStore must not read such a value as a
+// default, run no contention rounds, or panic.
+func checkOptions(t *testing.T, opts *Options) Options {
+	t.Helper()
+	if opts == nil {
+		return Options{}
+	}
+	for _, f := range []struct {
+		name     string
+		negative bool
+		value    any
+	}{
+		{"TTL", opts.TTL < 0, opts.TTL},
+		{"Granularity", opts.Granularity < 0, opts.Granularity},
+		{"Tolerance", opts.Tolerance < 0, opts.Tolerance},
+		{"Contenders", opts.Contenders < 0, opts.Contenders},
+		{"Rounds", opts.Rounds < 0, opts.Rounds},
+	} {
+		if f.negative {
+			t.Fatalf("conformance: Options.%s = %v; want 0 (the default) or more", f.name, f.value)
+		}
+	}
+	return *opts
+}
+
 // harness is what a rule works with: the store, timing, names and tokens.
 type harness struct {
 	t        *testing.T
@@ -150,6 +176,15 @@ type harness struct {
 	n        int
 	cancel   context.CancelFunc // ends every context of the rule's calls
 	base     context.Context
+
+	mu   sync.Mutex
+	left []leftLock // released when the rule ends
+}
+
+// leftLock is a lock, or a permit, that a rule leaves held.
+type leftLock struct {
+	resource, token string
+	permit          bool
 }
 
 func newHarness(t *testing.T, newStore func(t *testing.T) lock.Store, o Options) *harness {
@@ -165,6 +200,9 @@ func newHarness(t *testing.T, newStore func(t *testing.T) lock.Store, o Options)
 	if h.ttl == 0 {
 		h.ttl = 200*time.Millisecond + h.gran
 	}
+	if h.ttl <= h.gran {
+		t.Fatalf("conformance: Options.TTL = %v, no longer than the granularity (%v); want more: a lock of that TTL may expire at once", h.ttl, h.gran)
+	}
 	h.long = 30*time.Second + h.gran
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -173,9 +211,48 @@ func newHarness(t *testing.T, newStore func(t *testing.T) lock.Store, o Options)
 	return h
 }
 
-// close ends the rule: it cancels the contexts of its calls, so that
-// calls still blocked (a WaitRelease, a Lock) return.
-func (h *harness) close() { h.cancel() }
+// close ends the rule: it releases what the rule left held, so that the
+// suite leaves the store as it found it, and cancels the contexts of its
+// calls, so that calls still blocked (a WaitRelease, a Lock) return.
+func (h *harness) close() {
+	defer h.cancel()
+	h.mu.Lock()
+	left := h.left
+	h.left = nil
+	h.mu.Unlock()
+	for i := len(left) - 1; i >= 0; i-- {
+		l := left[i]
+		call, err := "Release", error(nil)
+		if l.permit {
+			call, err = "ReleasePermit", h.permits().ReleasePermit(h.ctx(), l.resource, l.token)
+		} else {
+			err = h.store.Release(h.ctx(), l.resource, l.token)
+		}
+		// The lock may have expired, or been released by the rule: only
+		// a failure says something, unless the rule failed already.
+		if err != nil && !errors.Is(err, lock.ErrNotHeld) && !h.t.Failed() {
+			h.t.Errorf("%s(%s, %s) as the rule ends, to leave nothing held = %v; want nil or ErrNotHeld", call, h.name(l.resource), l.token, err)
+		}
+	}
+}
+
+// releasing has the rule release, when it ends, the lock on resource
+// under token, which the call that returned err may have taken; it
+// returns err. A rule leaves no lock held for longer than it runs.
+func (h *harness) releasing(resource, token string, err error) error {
+	h.mu.Lock()
+	h.left = append(h.left, leftLock{resource: resource, token: token})
+	h.mu.Unlock()
+	return err
+}
+
+// releasingPermit is releasing for a permit.
+func (h *harness) releasingPermit(resource, token string, err error) error {
+	h.mu.Lock()
+	h.left = append(h.left, leftLock{resource: resource, token: token, permit: true})
+	h.mu.Unlock()
+	return err
+}
 
 // res returns a resource name unique to this rule.
 func (h *harness) res(name string) string { return h.prefix + name }
@@ -231,7 +308,7 @@ func (h *harness) exists(resource string) bool {
 	h.t.Helper()
 	ok, err := h.store.Exists(h.ctx(), resource)
 	if err != nil {
-		h.t.Fatalf("Exists(%s) error = %v", h.name(resource), err)
+		h.t.Fatalf("Exists(%s) = %v; want nil", h.name(resource), err)
 	}
 	return ok
 }

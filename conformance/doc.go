@@ -15,8 +15,9 @@
 //	    basic.go:59: Release(r, wrongToken) = nil; want ErrNotHeld
 //	    conformance.go:137: rule ReleaseWrongToken (conformance/basic.go:56): only the holder's token may release: otherwise a holder whose lock expired frees its successor's
 //
-// Rules that need an optional capability (Extend, TTL, fencing, raising
-// fences, wait-for-release, Start, permits) or an option (Restart) are
+// Rules that need an optional capability (Extend, TTL, Holder, fencing,
+// raising fences, wait-for-release, queued acquisitions, Start, permits)
+// or an option (Restart) are
 // skipped when the store or the options lack it, with a message naming
 // it ("store does not implement lock.Permitter").
 //
@@ -49,8 +50,9 @@
 //     each lock held until its TTL less the granularity and a tenth of the
 //     TTL; MaxTTL, lock.MaxTTL set by every such call kept as TTL reads it
 //     (or refused with ErrInvalid); Extend (owner, shorter TTL, wrong
-//     token, after expiry, after takeover); TTL read from below and above,
-//     and free once released or expired.
+//     token, after expiry, after takeover, and racing the lock's expiry
+//     and a new owner's Acquire without touching the new owner's TTL);
+//     TTL read from below and above, and free once released or expired.
 //   - Holder: the public part of the holder's token (after its last '~'),
 //     never its secret; "" for a token without one; free once released
 //     or expired.
@@ -102,10 +104,10 @@
 //     WaitRelease blocks while the resource is held, and stop there if it
 //     does not: the lockers would spin on such a store.
 //
-// The stress rules (ReleaseRacesExpiry, FenceOrder, WaitReleaseRace,
-// StartOwnDeadline) time many tries to land in a race window; on a fake
-// clock they are exact, in real time they hit the window often enough to
-// catch a store that is wrong in it.
+// The stress rules (ReleaseRacesExpiry, ExtendRacesExpiry, FenceOrder,
+// WaitReleaseRace, StartOwnDeadline) time many tries to land in a race
+// window; on a fake clock they are exact, in real time they hit the
+// window often enough to catch a store that is wrong in it.
 //
 // # Time
 //
@@ -127,6 +129,15 @@
 // again — drop the client's idle connections to the old process, or the
 // first calls after the restart fail on them. FencingAcrossRestart then
 // checks that fences after the restart exceed the fences before it.
+//
+// # Cleaning up
+//
+// A rule that passes leaves nothing held: it releases the locks and
+// permits it took, or lets them expire, and ends the calls it started
+// (their contexts end with the rule), so that no goroutine of the suite
+// outlives it. (A lock.Semaphore over plain locks keeps its limit in a
+// marker lock that lives for the TTL of its latest permit, as
+// lock.NewSemaphore documents: the semaphore rules leave that behind.)
 //
 // The package depends on the standard library and package lock only.
 package conformance

@@ -26,7 +26,7 @@ func (fs *fences) acquire(call, resource string, ttl time.Duration, floor uint64
 	h.t.Helper()
 	token := h.tok("f")
 	fence, err := h.store.(lock.Fencer).AcquireFenced(h.ctx(), resource, token, ttl)
-	h.must(call, err)
+	h.must(call, h.releasing(resource, token, err))
 	fs.check(call, fence, floor)
 	return token
 }
@@ -49,7 +49,8 @@ func fencingIncreases(t *testing.T, h *harness) {
 		t.Fatalf("AcquireFenced(r, b) while a holds r = %d, %v; want ErrNotAcquired", fence, errString(err))
 	}
 	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
-	if _, err := f.AcquireFenced(h.ctx(), other, h.tok("o"), h.long); err != nil {
+	o := h.tok("o")
+	if _, err := f.AcquireFenced(h.ctx(), other, o, h.long); h.releasing(other, o, err) != nil {
 		t.Fatalf("AcquireFenced(other, o) = %v; want nil", err)
 	}
 	fs.acquire("AcquireFenced(r, c) after Release(r, a)", r, h.ttl, 0)
@@ -84,6 +85,7 @@ func fencingAcrossRestart(t *testing.T, h *harness) {
 
 	token := h.tok("c")
 	fence, err := f.AcquireFenced(h.ctx(), held, token, h.long)
+	h.releasing(held, token, err)
 	if errors.Is(err, lock.ErrNotAcquired) {
 		// The lock survived the restart (the server persists): it is still a's.
 		h.must("Release(held, a) after a restart that kept a's lock", h.store.Release(h.ctx(), held, a))

@@ -15,7 +15,7 @@ func singleLocker(t *testing.T, h *harness) {
 	h.checkWaitBlocks()
 	l, err := lock.NewSingle(h.store, nil)
 	if err != nil {
-		t.Fatalf("lock.NewSingle(store, nil) = %v", err)
+		t.Fatalf("lock.NewSingle(store, nil) = %v; want nil", err)
 	}
 	lockerContention(t, h, l, []lock.Store{h.store})
 }
@@ -25,7 +25,7 @@ func multiLocker(t *testing.T, h *harness) {
 	stores := []lock.Store{h.store, h.newStore(t), h.newStore(t)}
 	l, err := lock.NewMulti(stores, &lock.Options{StoreTimeout: time.Second})
 	if err != nil {
-		t.Fatalf("lock.NewMulti(3 stores, nil) = %v", err)
+		t.Fatalf("lock.NewMulti(3 stores, {StoreTimeout: 1s}) = %v; want nil", err)
 	}
 	lockerContention(t, h, l, stores)
 }

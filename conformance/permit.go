@@ -67,7 +67,7 @@ func (h *harness) heldPermits(resource string) int {
 	h.t.Helper()
 	n, err := h.permits().Permits(h.ctx(), resource)
 	if err != nil {
-		h.t.Fatalf("Permits(%s) error = %v", h.name(resource), err)
+		h.t.Fatalf("Permits(%s) = %v; want nil", h.name(resource), err)
 	}
 	return n
 }
@@ -80,10 +80,11 @@ func (h *harness) wantPermits(resource string, want int, when string) {
 	}
 }
 
-// acquirePermit calls AcquirePermit with the rule's limit.
+// acquirePermit calls AcquirePermit with the rule's limit; the permit is
+// released when the rule ends.
 func (h *harness) acquirePermit(resource, token string, ttl time.Duration) error {
 	_, err := h.permits().AcquirePermit(h.ctx(), resource, token, permitLimit, ttl)
-	return err
+	return h.releasingPermit(resource, token, err)
 }
 
 // fillPermits takes every permit on resource, with tokens named owner0…
@@ -203,7 +204,7 @@ func permitLimitMismatch(t *testing.T, h *harness) {
 	h.want("ReleasePermit(r, b) after b was refused", h.permits().ReleasePermit(h.ctx(), r, b), lock.ErrNotHeld)
 	h.must("ReleasePermit(r, a)", h.permits().ReleasePermit(h.ctx(), r, a))
 	_, err = h.permits().AcquirePermit(h.ctx(), r, b, permitLimit+1, h.long)
-	h.must(fmt.Sprintf("AcquirePermit(r, b, limit %d) once no permit is held", permitLimit+1), err)
+	h.must(fmt.Sprintf("AcquirePermit(r, b, limit %d) once no permit is held", permitLimit+1), h.releasingPermit(r, b, err))
 }
 
 func permitExtend(t *testing.T, h *harness) {
@@ -226,13 +227,14 @@ func permitExtend(t *testing.T, h *harness) {
 }
 
 func permitNamespace(t *testing.T, h *harness) {
-	r := h.res("r")
-	h.must("Acquire(r, a): a lock", h.store.Acquire(h.ctx(), r, h.tok("a"), h.long))
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a): a lock", h.releasing(r, a, h.store.Acquire(h.ctx(), r, a, h.long)))
 	h.must("AcquirePermit(r, b) while a lock holds r", h.acquirePermit(r, h.tok("b"), h.long))
 	h.wantPermits(r, 1, "with one permit and one lock on r")
 	q := h.res("q")
 	h.fillPermits(q, "p", h.long)
-	h.must("Acquire(q, c): a lock, while every permit on q is held", h.store.Acquire(h.ctx(), q, h.tok("c"), h.long))
+	c := h.tok("c")
+	h.must("Acquire(q, c): a lock, while every permit on q is held", h.releasing(q, c, h.store.Acquire(h.ctx(), q, c, h.long)))
 }
 
 func permitFences(t *testing.T, h *harness) {
@@ -243,7 +245,7 @@ func permitFences(t *testing.T, h *harness) {
 	acquire := func(owner, when string, ttl time.Duration) string {
 		tok := h.tok(owner)
 		fence, err := h.permits().AcquirePermit(h.ctx(), r, tok, permitLimit, ttl)
-		h.must(fmt.Sprintf("AcquirePermit(r, %s)%s", owner, when), err)
+		h.must(fmt.Sprintf("AcquirePermit(r, %s)%s", owner, when), h.releasingPermit(r, tok, err))
 		switch {
 		case fence == 0 && last == 0:
 			t.Skip("the store does not fence permits (fence 0)")

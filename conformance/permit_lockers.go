@@ -32,7 +32,7 @@ func (h *harness) single() *lock.SingleLocker {
 	h.t.Helper()
 	l, err := lock.NewSingle(h.store, nil)
 	if err != nil {
-		h.t.Fatalf("lock.NewSingle(store, nil) = %v", err)
+		h.t.Fatalf("lock.NewSingle(store, nil) = %v; want nil", err)
 	}
 	return l
 }
@@ -57,7 +57,7 @@ func semaphore(t *testing.T, h *harness) {
 	for w := range workers {
 		sem, err := lock.NewSemaphore(h.single(), limit)
 		if err != nil {
-			t.Fatalf("lock.NewSemaphore(locker, %d) = %v", limit, err)
+			t.Fatalf("lock.NewSemaphore(locker, %d) = %v; want nil", limit, err)
 		}
 		wg.Go(func() {
 			for range perWorker {
@@ -90,7 +90,7 @@ func (h *harness) rw() *lock.RWLocker {
 	h.t.Helper()
 	rw, err := lock.NewRWLocker(h.single())
 	if err != nil {
-		h.t.Fatalf("lock.NewRWLocker(locker) = %v", err)
+		h.t.Fatalf("lock.NewRWLocker(locker) = %v; want nil", err)
 	}
 	return rw
 }

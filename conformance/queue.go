@@ -290,7 +290,7 @@ func queueAfterExpiry(t *testing.T, h *harness) {
 	qa.TTL = h.ttl
 	c := h.startQueued(h.ctx(), fmt.Sprintf("AcquireQueued(r, b, %v)", h.ttl), qa)
 	limit := time.Until(start.Add(h.expiryBound(h.ttl) + h.opts.Tolerance))
-	h.must(c.what+" while a's lock expires", c.await(limit, fmt.Sprintf("after it began; want r handed to it once a's lock (ttl %v) expired", h.ttl)))
+	h.must(c.what+" while a's lock expires", h.releasing(r, b, c.await(limit, fmt.Sprintf("after it began; want r handed to it once a's lock (ttl %v) expired", h.ttl))))
 	// a's lock lives its TTL less the granularity from when it was sent, at least.
 	expires := start.Add(h.ttl - h.gran)
 	if c.ended.Before(expires) {
@@ -331,7 +331,8 @@ func queueHonoursContext(t *testing.T, h *harness) {
 		t.Fatalf("Exists(r) = true %v after Release(r, a), though %s had returned context.Canceled and Release(r, b) was made; want false: the lock went to a caller that had left, and stays held until its TTL runs out",
 			waitLimit+h.opts.Tolerance, c.what)
 	}
-	h.must("Acquire(r, c) once r is free", h.store.Acquire(h.ctx(), r, h.tok("c"), h.long))
+	tc := h.tok("c")
+	h.must("Acquire(r, c) once r is free", h.releasing(r, tc, h.store.Acquire(h.ctx(), r, tc, h.long)))
 }
 
 // freed polls Exists until resource is free, for up to limit, and

@@ -127,3 +127,83 @@ func fenceOrder(t *testing.T, h *harness) {
 	}
 	wg.Wait()
 }
+
+// extendRacesExpiry has holder a extend its lock, to the short TTL,
+// around the moment it expires, while b polls to take the resource over.
+// Whatever the order, b's lock, once granted, must keep b's TTL: a's
+// Extend may extend a's own lock or report ErrNotHeld, never set the TTL
+// of b's. A store that checks the token and then sets the TTL in a
+// second step (GET, then PEXPIRE) cuts b's lock, taken for 30s, to a's
+// short TTL: b's own release, once that TTL has run out, finds it gone.
+func extendRacesExpiry(t *testing.T, h *harness) {
+	ext := h.store.(lock.Extender)
+	n := 2 * h.opts.Contenders
+	spread := h.gran + h.opts.Tolerance // a's extension lands this close to the expiry
+	type try struct {
+		r, a, b    string
+		taken      atomic.Bool // b acquired r
+		extendErr  error       // a's extension
+		extendedAt time.Time   // when a's extension returned
+	}
+	tries := make([]*try, n)
+	for i := range tries {
+		tries[i] = &try{r: h.res(fmt.Sprint("r", i)), a: h.tok("a"), b: h.tok("b")}
+	}
+	var wg sync.WaitGroup
+	for _, tr := range tries {
+		start := time.Now()
+		h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), tr.r, tr.a, h.ttl))
+		extendAt := h.ttl - spread + rand.N(2*spread+1)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Until(start.Add(extendAt)))
+			tr.extendErr = ext.Extend(h.ctx(), tr.r, tr.a, h.ttl)
+			tr.extendedAt = time.Now()
+		}()
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Until(start.Add(h.ttl - spread)))
+			for time.Since(start) < h.expiryBound(h.ttl)+spread {
+				err := h.store.Acquire(h.ctx(), tr.r, tr.b, h.long)
+				if err == nil {
+					tr.taken.Store(true)
+					h.releasing(tr.r, tr.b, nil)
+					return
+				}
+				if !errors.Is(err, lock.ErrNotAcquired) {
+					t.Errorf("Acquire(r, b) = %v; want nil or ErrNotAcquired", err)
+					return
+				}
+				time.Sleep(pollEvery)
+			}
+		}()
+	}
+	wg.Wait()
+	// An extension that set b's lock to the short TTL has run out by now.
+	var last time.Time
+	for _, tr := range tries {
+		if tr.extendErr != nil && !errors.Is(tr.extendErr, lock.ErrNotHeld) {
+			t.Errorf("Extend(r, a, %v) around r's expiry = %v; want nil or ErrNotHeld", h.ttl, tr.extendErr)
+		}
+		if tr.extendedAt.After(last) {
+			last = tr.extendedAt
+		}
+	}
+	time.Sleep(time.Until(last.Add(h.expiryBound(h.ttl))))
+	cut := 0
+	for _, tr := range tries {
+		if !tr.taken.Load() {
+			continue
+		}
+		if err := h.store.Release(h.ctx(), tr.r, tr.b); errors.Is(err, lock.ErrNotHeld) {
+			cut++
+		} else if err != nil {
+			t.Errorf("Release(r, b) = %v; want nil", err)
+		}
+	}
+	if cut > 0 {
+		t.Fatalf("Release(r, b) = ErrNotHeld for %d of %d resources b took over as a's lock expired, each with a %v TTL, %v after a's last Extend(r, a, %v); want nil: a's Extend, racing its expiry, set the TTL of b's lock",
+			cut, n, h.long, h.expiryBound(h.ttl), h.ttl)
+	}
+}

@@ -121,6 +121,8 @@ var rules = []rule{
 
 	{name: "ReleaseRacesExpiry", run: releaseRacesExpiry,
 		why: "a release racing the lock's expiry and a new owner's Acquire must not delete the new owner's lock: the token check and the delete must be one step"},
+	{name: "ExtendRacesExpiry", needs: extender, run: extendRacesExpiry,
+		why: "an Extend racing the lock's expiry and a new owner's Acquire must not set the new owner's TTL: the token check and the new expiry must be one step, or the new owner's lock expires early and a third owner takes it while the second still counts on it"},
 
 	{name: "StartOutcomes", needs: starter, run: startOutcomes,
 		why: "calls made through Start must have the outcomes of the blocking methods: a MultiLocker makes its calls through Start"},

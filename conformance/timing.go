@@ -31,7 +31,8 @@ func expiry(t *testing.T, h *harness) {
 		}
 	}
 	h.waitExpired(r, set, h.ttl)
-	h.must("Acquire(r, b) after r expired", h.store.Acquire(h.ctx(), r, h.tok("b"), h.long))
+	b := h.tok("b")
+	h.must("Acquire(r, b) after r expired", h.releasing(r, b, h.store.Acquire(h.ctx(), r, b, h.long)))
 }
 
 // acquireNearExpiry has contender b try to take r, held by a, again and
@@ -103,7 +104,7 @@ func longTTL(t *testing.T, h *harness) {
 			held, after, err := h.lasts(r, start, ttl)
 			switch {
 			case err != nil:
-				t.Errorf("Exists(r) %v after %s = %v", after.Round(time.Millisecond), c.what, err)
+				t.Errorf("Exists(r) %v after %s = %v; want nil", after.Round(time.Millisecond), c.what, err)
 			case !held:
 				t.Errorf("Exists(r) = false %v after %s (granularity %v); want true until %v: the lock expired early",
 					after.Round(time.Millisecond), c.what, h.gran, ttl-h.gran)

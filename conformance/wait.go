@@ -111,8 +111,8 @@ func waitWakesOnExpiry(t *testing.T, h *harness) {
 }
 
 func waitHonoursContext(t *testing.T, h *harness) {
-	r := h.res("r")
-	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, h.tok("a"), h.long))
+	r, a := h.res("r"), h.tok("a")
+	h.must("Acquire(r, a)", h.releasing(r, a, h.store.Acquire(h.ctx(), r, a, h.long)))
 	ctx, cancel := context.WithTimeout(h.ctx(), 50*time.Millisecond)
 	defer cancel()
 	done := startWait(h, ctx, r)

@@ -305,3 +305,107 @@ func TruncatesRefusingLong(n int) *Store {
 func truncate(n int) func(string) string {
 	return func(s string) string { return s[:min(len(s), n)] }
 }
+
+// AcquireChecksThenSets acquires in two steps, a look at the resource and
+// then, window later, an unconditional set (GET, then SET without NX):
+// every acquisition that looked while the resource was free takes it,
+// each overwriting the one before, so concurrent callers all win.
+func AcquireChecksThenSets(window time.Duration) *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			held, err := mem.Exists(ctx, resource)
+			switch {
+			case err != nil:
+				return err
+			case held:
+				return lock.ErrNotAcquired
+			}
+			time.Sleep(window)
+			mem.Expire(resource)
+			return mem.Acquire(ctx, resource, token, ttl)
+		}
+	})
+}
+
+// ExtendIgnored answers an Extend by the holder with success and leaves
+// the lock's TTL as it was, as a store that checks the token and forgets
+// to set the expiry does: the holder believes its lock renewed.
+func ExtendIgnored() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			left, held, err := mem.TTL(ctx, resource)
+			switch {
+			case err != nil:
+				return err
+			case !held:
+				return lock.ErrNotHeld
+			}
+			return mem.Extend(ctx, resource, token, left)
+		}
+	})
+}
+
+// ExtendWithoutTokenCheck extends whoever holds the resource, whatever
+// the token (a bare PEXPIRE): a holder whose lock expired sets its
+// successor's TTL.
+func ExtendWithoutTokenCheck() *Store {
+	var h holders
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		tracked(mem, f, &h)
+		f.Extend = func(ctx context.Context, resource, _ string, ttl time.Duration) error {
+			return mem.Extend(ctx, resource, h.get(resource), ttl)
+		}
+	})
+}
+
+// ReleaseIgnoresExpiry frees a resource for the token that last took it,
+// even after its lock expired, and reports success: a store that keeps
+// expired locks and compares tokens without looking at the expiry. The
+// holder never learns it had lost the lock.
+func ReleaseIgnoresExpiry() *Store {
+	var h holders
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		tracked(mem, f, &h)
+		f.Release = func(ctx context.Context, resource, token string) error {
+			err := mem.Release(ctx, resource, token)
+			if errors.Is(err, lock.ErrNotHeld) && h.get(resource) == token {
+				err = nil
+			}
+			if err == nil {
+				h.set(resource, "")
+			}
+			return err
+		}
+	})
+}
+
+// ReleaseOfFreeSucceeds reports success for the release of a free
+// resource (a DEL of a missing key read as done): a second release, or
+// one of a lock never taken, claims to have freed something.
+func ReleaseOfFreeSucceeds() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.Release = func(ctx context.Context, resource, token string) error {
+			err := mem.Release(ctx, resource, token)
+			if errors.Is(err, lock.ErrNotHeld) {
+				if held, xerr := mem.Exists(ctx, resource); xerr == nil && !held {
+					return nil
+				}
+			}
+			return err
+		}
+	})
+}
+
+// OneLockPerDirectory keeps one lock per name up to its last '/': two
+// resources of one directory exclude each other, and the release of one
+// frees the other.
+func OneLockPerDirectory() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		rename(mem, f, func(r string) string {
+			if i := strings.LastIndexByte(r, '/'); i >= 0 {
+				return r[:i]
+			}
+			return r
+		})
+	})
+}

@@ -62,3 +62,26 @@ func LeaksGoroutine() *Store {
 		}
 	})
 }
+
+// ExtendChecksThenSets extends in two steps, a check of the token and
+// then, window later, an unconditional new expiry (GET, then PEXPIRE): an
+// extension at the moment the lock expires sets the TTL of the next
+// owner's lock if it took the resource in between.
+func ExtendChecksThenSets(window time.Duration) *Store {
+	var h holders
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		tracked(mem, f, &h)
+		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			held, err := mem.Exists(ctx, resource)
+			if err != nil {
+				return err
+			}
+			if !held || h.get(resource) != token {
+				return lock.ErrNotHeld
+			}
+			time.Sleep(window)
+			_ = mem.Extend(ctx, resource, h.get(resource), ttl) // whoever holds it now
+			return nil
+		}
+	})
+}

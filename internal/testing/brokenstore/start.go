@@ -114,3 +114,34 @@ func StartIgnoresRaise() *Store {
 		}
 	})
 }
+
+// StartIgnoresContext makes calls started with Start whatever their
+// context, canceled or past its deadline, and answers their outcome.
+func StartIgnoresContext() *Store {
+	return New(func(s *Store, _ *memory.Store, f *Funcs) {
+		f.Start = func(ctx context.Context, c lock.Call, done func(uint64, error)) {
+			done(c.Run(context.WithoutCancel(ctx), s))
+		}
+	})
+}
+
+// StartLosesConcurrentAnswers answers a started call a millisecond later,
+// from a goroutine, but never answers a call started while another is
+// waiting for its answer, as a pipeline that loses a reply when two
+// callers send at once: calls made one at a time are all answered.
+func StartLosesConcurrentAnswers() *Store {
+	var inFlight sync.Mutex
+	return New(func(s *Store, _ *memory.Store, f *Funcs) {
+		f.Start = func(ctx context.Context, c lock.Call, done func(uint64, error)) {
+			if !inFlight.TryLock() {
+				go func() { _, _ = c.Run(ctx, s) }() // made, never answered
+				return
+			}
+			go func() {
+				defer inFlight.Unlock()
+				time.Sleep(time.Millisecond)
+				done(c.Run(ctx, s))
+			}()
+		}
+	})
+}

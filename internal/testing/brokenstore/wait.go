@@ -122,3 +122,69 @@ func (n *notifier) wait(ctx context.Context, mem *memory.Store, resource, topic 
 		}
 	}
 }
+
+// WaitBlocksWhenFree waits for the next release without looking at the
+// resource first: a WaitRelease of a free resource blocks until its
+// context ends.
+func WaitBlocksWhenFree() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.WaitRelease = func(ctx context.Context, resource string) error {
+			held, err := mem.Exists(ctx, resource)
+			if err != nil {
+				return err
+			}
+			if !held {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return mem.WaitRelease(ctx, resource)
+		}
+	})
+}
+
+// WaitNilOnContextEnd returns nil from a WaitRelease whose context ends
+// while it waits, as if the resource had been released: a Lock whose
+// deadline passed tries again instead of returning.
+func WaitNilOnContextEnd() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.WaitRelease = func(ctx context.Context, resource string) error {
+			err := mem.WaitRelease(ctx, resource)
+			if err != nil && ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	})
+}
+
+// WaitIgnoresExpiry wakes waiters on a release only, not when the lock
+// expires: a waiter sleeps past the death of a holder that never
+// released.
+func WaitIgnoresExpiry() *Store {
+	var n notifier
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		n.release(mem, f, func(r string) string { return r })
+		f.WaitRelease = func(ctx context.Context, resource string) error {
+			n.mu.Lock()
+			if n.topics == nil {
+				n.topics = make(map[string]chan struct{})
+			}
+			ch, ok := n.topics[resource]
+			if !ok {
+				ch = make(chan struct{})
+				n.topics[resource] = ch
+			}
+			n.mu.Unlock()
+			held, err := mem.Exists(ctx, resource)
+			if err != nil || !held {
+				return err
+			}
+			select {
+			case <-ch:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
+}
