@@ -110,12 +110,17 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 	if err != nil {
 		return &usageError{err: err}
 	}
+	runID := randomID()
+	// A TTL the stores cannot honour is refused before the workers start,
+	// as check refuses it, rather than failing every call for --duration.
+	if err := probeTTL(ctx, set, fmt.Sprintf("lockctl-bench/%s/0", runID), o.ttl); err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
-	runID := randomID()
 	var pairs, errs atomic.Int64
 	var firstErr atomic.Pointer[error]
 	workers := make([]benchWorker, o.workers)

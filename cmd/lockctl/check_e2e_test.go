@@ -95,6 +95,26 @@ func TestCheckRefusesTTLBeforeWorkersStart(t *testing.T) {
 	}
 }
 
+// bench refuses a TTL that the stores cannot honour with status 2, as
+// check does, before its workers start: it does not spend --duration
+// failing every call and then exit 1.
+func TestBenchRefusesTTLBeforeWorkersStart(t *testing.T) {
+	mc := backends[1].start(t)
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--ttl", "1ms"}, "lockctl bench: --ttl 1ms: "},
+		{append([]string{"--ttl", "1s"}, mc.flags()...), "lockctl bench: --ttl 1s: "}, // memcached's TTLs are whole seconds
+	} {
+		args := append([]string{"bench", "--workers", "2", "--duration", "1s"}, tc.args...)
+		code, stdout, stderr := lockctl(t, nil, args...)
+		if code != exitUsage || !strings.HasPrefix(stderr, tc.err) || stdout != "" {
+			t.Errorf("lockctl %q = exit %d, stdout %q, stderr %q; want %d and an error starting %q, before the workers start", args, code, stdout, stderr, exitUsage, tc.err)
+		}
+	}
+}
+
 // check and bench leave nothing on Redis but the server's fence counter,
 // which every lock on it shares, as their help says.
 func TestCheckAndBenchLeaveOnlyTheFenceCounter(t *testing.T) {

@@ -145,8 +145,8 @@ func candidates(before []string, cur string) []string {
 	}
 	fs := newFlagSet(cmd.name)
 	cmd.flags(fs)
-	// Past the resource of run, or after --, come a command and its
-	// arguments: the shell's own completion knows them.
+	// Past the resource of run or the role of elect, or after --, come a
+	// command and its arguments: the shell's own completion knows them.
 	pos := 0
 	for i := 1; i < len(before); i++ {
 		w := before[i]
@@ -161,7 +161,7 @@ func candidates(before []string, cur string) []string {
 			pos++
 		}
 	}
-	if cmd == runCommand && pos > 0 {
+	if (cmd == runCommand || cmd == electCommand) && pos > 0 {
 		return nil
 	}
 	if last := before[len(before)-1]; strings.HasPrefix(last, "-") {

@@ -31,6 +31,8 @@ func TestCompletionCandidates(t *testing.T) {
 		{[]string{"run", "--ttl", "1m", "job", ""}, nil},
 		{[]string{"run", "job", "--", "--st"}, nil},
 		{[]string{"run", "--quiet", "job", "l"}, nil},
+		{[]string{"elect", "--ttl", "3s", "scheduler", "--v"}, nil},
+		{[]string{"elect", "scheduler", ""}, nil},
 		{[]string{"frobnicate", "--"}, nil},
 	} {
 		code, out, _ := runCLI(t, nil, append([]string{completeCommand}, tc.words...)...)

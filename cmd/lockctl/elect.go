@@ -122,7 +122,9 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	switch {
 	case res.lost:
 		return exitWith(exitLost, nil)
-	case errors.Is(err, lock.ErrLost):
+	case errors.Is(err, lock.ErrLost), errors.Is(err, lock.ErrNotHeld):
+		// Found as the command exited, by the last renewal or by the
+		// resignation: another may have led meanwhile.
 		return exitWith(exitLost, fmt.Errorf("the term for %q ended before the command exited with status %d (%s): it may have run while another led", role, res.code, lossReason(err)))
 	case err != nil:
 		fmt.Fprintf(a.stderr, "lockctl elect: warning: resigning %q: %v (the role frees when its TTL runs out)\n", role, err)

@@ -194,3 +194,23 @@ func exitStatusEntry(table, status string) string {
 	}
 	return strings.Join(entry, " ")
 }
+
+// A term found lost only when the leader resigns (taken by force while
+// the command ran, the next renewal not yet due) exits with 76, as run
+// does for a lock found lost by its release: the command may have run
+// while another led.
+func TestElectTermLostBeforeResigning(t *testing.T) {
+	b := backends[0].start(t)
+	s := newScene(t)
+	env, argv := s.command("leader", "WAIT=1")
+	args := append(append([]string{"elect", "--ttl", "30s"}, b.flags()...), "role", "--")
+	p := start(t, env, append(args, argv...)...)
+	s.ready("leader")
+	if code, _, stderr := lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), "role")...); code != 0 {
+		t.Fatalf("release --force: exit %d, stderr %q", code, stderr)
+	}
+	s.finish("leader")
+	if code := p.wait(t, 30*time.Second); code != exitLost || !strings.Contains(p.stderr.String(), "it may have run while another led") {
+		t.Fatalf("elect whose term was taken before its command exited 0: exit %d, stderr %q; want %d, the term ended", code, p.stderr, exitLost)
+	}
+}

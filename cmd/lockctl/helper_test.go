@@ -37,6 +37,7 @@ import (
 //	HELPER_SELF_KILL=1      kill itself with SIGKILL once ready
 //	HELPER_FENCE_ENV=NAME   the variable holding the fence lockctl passed
 //	HELPER_CHILD=1          start a child (sleep) that outlives it, before ready
+//	HELPER_CHILD=ignore     the same, a child that ignores SIGTERM
 const helperEnv = "LOCKCTL_TEST_HELPER"
 
 func helperMain() int {
@@ -84,8 +85,12 @@ func helperMain() int {
 	if name := os.Getenv("HELPER_FENCE_ENV"); name != "" {
 		fence = os.Getenv(name)
 	}
-	if os.Getenv("HELPER_CHILD") == "1" {
+	if c := os.Getenv("HELPER_CHILD"); c == "1" || c == "ignore" {
 		child := exec.Command("sleep", "600")
+		if c == "ignore" {
+			// An ignored signal stays ignored across exec.
+			child = exec.Command("sh", "-c", `trap "" TERM; exec sleep 600`)
+		}
 		if err := child.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)
 			return exit(98)

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -77,4 +81,34 @@ func reaperMain() (code int, ok bool) {
 		return 0, false
 	}
 	return reap(spec), true
+}
+
+// groupRunning reports whether a process of the process group pgid is
+// left that is not a zombie, from /proc; known is false if /proc cannot
+// be read.
+func groupRunning(pgid int) (alive, known bool) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil || len(stats) == 0 {
+		return false, false
+	}
+	for _, name := range stats {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and
+		// parentheses, so the fields count from the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		if state := f[0]; state != "Z" && state != "X" {
+			return true, true
+		}
+	}
+	return false, true
 }

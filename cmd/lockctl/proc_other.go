@@ -12,6 +12,10 @@ var forwardedSignals = []os.Signal{os.Interrupt}
 
 func terminalSignal(os.Signal) bool { return false }
 
+// groupAlive reports false: the command has no process group of its own
+// here.
+func groupAlive(int) bool { return false }
+
 func childAttr(bool) *syscall.SysProcAttr { return nil }
 
 func signalChild(pid int, _ bool, sig os.Signal) error {

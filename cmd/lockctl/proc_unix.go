@@ -40,6 +40,17 @@ func signalChild(pid int, group bool, sig os.Signal) error {
 	return syscall.Kill(pid, s)
 }
 
+// groupAlive reports whether any process is left in the process group
+// pgid, a zombie aside where the system can tell (an orphan that PID 1
+// does not reap is dead all the same).
+func groupAlive(pgid int) bool {
+	if alive, known := groupRunning(pgid); known {
+		return alive
+	}
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || err == syscall.EPERM
+}
+
 // catchBrokenPipes makes a write to a closed pipe or socket fail with
 // EPIPE instead of killing lockctl with SIGPIPE, as it otherwise does on
 // stdout and stderr (see os/signal): a lockctl killed so would leave the

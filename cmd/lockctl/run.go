@@ -337,6 +337,11 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 		kill := time.NewTimer(o.killAfter)
 		select {
 		case werr = <-waited:
+			if !s.interactive {
+				// What it started, in its group, must not run on without
+				// the lock either: it gets the kill at the same time.
+				s.killGroupAt(cmd.Process.Pid, kill.C, o.killAfter)
+			}
 		case <-kill.C:
 			fmt.Fprintf(a.stderr, "lockctl %s: the command still runs %v after SIGTERM: sending SIGKILL\n", s.command(), o.killAfter)
 			s.signal(sigKILL)
@@ -361,6 +366,25 @@ func (s *supervisor) runCommand(runCtx context.Context, l lock.Lock, argv []stri
 		res.code, res.err = exitFailure, fmt.Errorf("waiting for the command: %w", werr)
 	}
 	return res
+}
+
+// killGroupAt waits, after a loss, until no process is left in the
+// command's process group pgid (the command itself has exited), or until
+// deadline fires, when it kills those left. The command's exit does not
+// end what it started: without it, a process that ignores SIGTERM would
+// run on without the lock.
+func (s *supervisor) killGroupAt(pgid int, deadline <-chan time.Time, killAfter time.Duration) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for groupAlive(pgid) {
+		select {
+		case <-deadline:
+			fmt.Fprintf(s.a.stderr, "lockctl %s: processes the command started still run %v after SIGTERM: sending SIGKILL\n", s.command(), killAfter)
+			_ = signalChild(pgid, true, sigKILL)
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // lossReason explains the cause with which lock.Run ended the command's

@@ -134,6 +134,28 @@ func TestRunLost(t *testing.T) {
 	})
 }
 
+// When the lock is lost, what the command started gets the kill after
+// --kill-after too, even if the command itself exited on SIGTERM: nothing
+// it started runs on without the lock (its process group's own).
+func TestRunLostKillsWhatTheCommandStarted(t *testing.T) {
+	be := backends[0].start(t)
+	s := newScene(t)
+	p := s.run("cmd", append([]string{"--ttl", "3s", "--kill-after", "1s"}, be.flags()...), "lost-group", "WAIT=1", "CHILD=ignore")
+	s.ready("cmd")
+	child := s.child("cmd")
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	if code, _, stderr := lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, be.flags()...), "lost-group")...); code != 0 {
+		t.Fatalf("release --force: exit %d, stderr %q", code, stderr)
+	}
+	if code := p.wait(t, 30*time.Second); code != exitLost {
+		t.Fatalf("run whose lock was released by force: exit %d; want %d; stderr %s", code, exitLost, p.stderr)
+	}
+	if sigs := s.signals("cmd"); !slices.Equal(sigs, []string{"terminated"}) {
+		t.Errorf("the command got %q; want SIGTERM", sigs)
+	}
+	eventually(t, 10*time.Second, "a process the command started, which ignores SIGTERM, runs on after the lock was lost and lockctl exited", func() bool { return !alive(child) })
+}
+
 // Signals sent to lockctl reach the command, which runs in a process
 // group of its own; the lock is released once it exits.
 func TestRunForwardsSignals(t *testing.T) {
@@ -265,6 +287,28 @@ func TestRunRedlockMinorityDown(t *testing.T) {
 	code, stdout, _ = lockctl(t, nil, append(append([]string{"status", "--json"}, flags...), "minority")...)
 	if code != exitFailure || !strings.Contains(stdout, `"held": null`) {
 		t.Errorf("status --json of a free lock with a store down: exit %d, %s; want 1 and held null", code, stdout)
+	}
+}
+
+// A Redlock of stores that raise their fences keeps fencing with one of
+// them unreachable from the start: --fence-env is not refused as if the
+// stores could not fence, and the command gets a fence above the last.
+func TestRunFenceRedlockMinorityDown(t *testing.T) {
+	srvs := redistest.StartN(t, 2)
+	flags := []string{"--fence-env", "LOCK_FENCE", "--store", "redis://" + srvs[0].Addr(), "--store", "redis://" + closedPort(t), "--store", "redis://" + srvs[1].Addr(), "--store-timeout", storeTimeout.String()}
+	s := newScene(t)
+	var last uint64
+	for _, name := range []string{"one", "two"} {
+		p := s.run(name, flags, "fenced", "FENCE_ENV=LOCK_FENCE")
+		if code := p.wait(t, 30*time.Second); code != 0 {
+			t.Fatalf("%s: run --fence-env on a Redlock of Redis servers, one of three down: exit %d; want 0; stderr %s", name, code, p.stderr)
+		}
+		_, f := s.ready(name)
+		fence, err := strconv.ParseUint(f, 10, 64)
+		if err != nil || fence <= last {
+			t.Fatalf("%s: the command got fence %q; want a number above %d", name, f, last)
+		}
+		last = fence
 	}
 }
 

@@ -29,6 +29,7 @@ func parseMemory(u *storeURL) (*storeSpec, error) {
 		name:      name,
 		kind:      "memory",
 		fences:    true,
+		raises:    true,
 		inProcess: true,
 		open: func(context.Context) (*openStore, error) {
 			return &openStore{

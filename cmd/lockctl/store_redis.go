@@ -164,7 +164,7 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 	if !ok {
 		prefix = redis.DefaultPrefix
 	}
-	spec := &storeSpec{display: u.display, name: name, kind: "redis", fences: true}
+	spec := &storeSpec{display: u.display, name: name, kind: "redis", fences: true, raises: true}
 	spec.open = func(ctx context.Context) (*openStore, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err

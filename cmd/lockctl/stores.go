@@ -18,6 +18,7 @@ type storeSpec struct {
 	name      string // the store's name in every message and output: its URL's name parameter, or else display
 	kind      string // "redis", "memcache", "memory"
 	fences    bool   // the store hands out fences (lock.Fencer)
+	raises    bool   // its fences can be raised (lock.FenceRaiser), so that a Redlock over it fences
 	inProcess bool   // the store lives in lockctl's memory: every open returns the same one
 	// open connects to the store, giving up when ctx ends (its deadline
 	// shortens the URL's dial timeout). Each call makes a new client, so
@@ -148,8 +149,14 @@ func openStores(ctx context.Context, specs []*storeSpec, sf *storeFlags, warn io
 		case err != nil && len(specs) == 1:
 			return nil, fmt.Errorf("store %s: %w", spec.name, err)
 		case err != nil:
-			o = &openStore{Store: &downStore{name: spec.name, err: err}, close: func() {}}
-			o.forceRelease = func(context.Context, string) (bool, error) { return false, o.Store.(*downStore).fail() }
+			down := &downStore{name: spec.name, err: err}
+			o = &openStore{Store: down, close: func() {}}
+			if spec.raises {
+				// It stands for a store that fences, as the others of the
+				// Redlock do: the locker goes on fencing with them.
+				o.Store = &fencingDownStore{down}
+			}
+			o.forceRelease = func(context.Context, string) (bool, error) { return false, down.fail() }
 		default:
 			ok++
 		}
@@ -279,3 +286,15 @@ func (d *downStore) Acquire(context.Context, string, string, time.Duration) erro
 func (d *downStore) Release(context.Context, string, string) error { return lock.ErrNotHeld }
 
 func (d *downStore) Exists(context.Context, string) (bool, error) { return false, d.fail() }
+
+// fencingDownStore is the downStore of a store whose fences can be raised
+// (lock.FenceRaiser): a Redlock over it and others that raise theirs still
+// fences, its locks' fences settled on the stores that answer, as when one
+// of its stores stops answering later.
+type fencingDownStore struct{ *downStore }
+
+func (d *fencingDownStore) AcquireFenced(context.Context, string, string, time.Duration) (uint64, error) {
+	return 0, d.fail()
+}
+
+func (d *fencingDownStore) RaiseFence(context.Context, string, uint64) error { return d.fail() }
