@@ -75,7 +75,7 @@ type ballot struct {
 	mu                       sync.Mutex
 	votes                    []error  // store i's answer, once answered[i]
 	fences                   []uint64 // store i's fence, if it granted a fenced acquisition
-	raiseErrs                []error  // why granting store i could not be raised to F
+	raiseErrs                []error  // why granting store i could not be raised to F; nil until one could not
 	answered                 []bool
 	mayHold                  []bool // store i may hold the token
 	ambiguous                []bool // an acquisition on store i failed: it may yet land
@@ -96,7 +96,7 @@ func newBallot(ctx context.Context, m *MultiLocker, op, resource, token string, 
 	n := len(m.stores)
 	return &ballot{
 		m: m, ctx: ctx, op: op, resource: resource, token: token, stop: stop,
-		votes: make([]error, n), fences: make([]uint64, n), raiseErrs: make([]error, n), answered: make([]bool, n),
+		votes: make([]error, n), fences: make([]uint64, n), answered: make([]bool, n),
 		mayHold: make([]bool, n), ambiguous: make([]bool, n),
 		readyc: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -212,6 +212,9 @@ func (b *ballot) raise(i int, f uint64) {
 			if err == nil {
 				b.established++
 			} else {
+				if b.raiseErrs == nil {
+					b.raiseErrs = make([]error, len(b.votes))
+				}
 				b.raiseErrs[i] = fmt.Errorf("raising its fences to %d: %w", f, err)
 			}
 			b.checkReady()
@@ -238,7 +241,7 @@ func (b *ballot) failures() []StoreError {
 		switch {
 		case b.answered[i] && err != nil:
 			out = append(out, b.m.storeError(i, err))
-		case b.answered[i] && b.raiseErrs[i] != nil:
+		case b.answered[i] && b.raiseErrs != nil && b.raiseErrs[i] != nil:
 			out = append(out, b.m.storeError(i, b.raiseErrs[i]))
 		}
 	}
