@@ -18,7 +18,7 @@ import (
 // engine that differs between one store and a quorum of them.
 type core struct {
 	eng          engine
-	canWait      bool        // some store can notify releases (Waiter)
+	canWait      bool        // some store can notify releases (Waiter), or the one store keeps a line (Queuer)
 	queuer       queuer      // the engine, if it can queue acquisitions: see queues
 	noQueue      atomic.Bool // its store said it cannot queue (errors.ErrUnsupported)
 	tokens       TokenGenerator
@@ -166,7 +166,8 @@ func (c *core) resolve(op string, stores []Store, o *Options) ([]storeRef, error
 		r.waiter, _ = s.(Waiter)
 		r.queuer, _ = s.(Queuer)
 		r.starter, _ = s.(Starter)
-		c.canWait = c.canWait || r.waiter != nil || r.queuer != nil
+		// Only a SingleLocker waits in a store's line (Queuer).
+		c.canWait = c.canWait || r.waiter != nil || r.queuer != nil && len(stores) == 1
 		if g, ok := s.(Granular); ok && g.TTLGranularity() > c.granularity {
 			c.granularity = g.TTLGranularity()
 		}

@@ -272,6 +272,38 @@ func TestDefaultRetryPollsBeforeBackingOff(t *testing.T) {
 	})
 }
 
+// queueOnly is a store that keeps a line (lock.Queuer) but cannot notify
+// releases (no lock.Waiter); it cannot queue as configured here, so it
+// answers errors.ErrUnsupported, as the Queuer contract allows.
+type queueOnly struct{ *recording }
+
+func (queueOnly) AcquireQueued(context.Context, lock.QueuedAcquisition) (uint64, error) {
+	return 0, errors.ErrUnsupported
+}
+
+// A MultiLocker does not queue (only a SingleLocker does), so over stores
+// that keep a line but cannot notify releases its Lock polls as over any
+// store that cannot notify: every 5–10ms at first. It slept its backoff,
+// taking the stores for ones that wake waiters.
+func TestMultiOverQueueOnlyStoresPolls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ls []lock.Store
+		var rs []*recording
+		for i := range 3 {
+			r := &recording{basic: basic{memory.New(memory.WithName(fmt.Sprint("m", i)))}}
+			holdElsewhere(t, r, "res", 240*time.Millisecond)
+			r.times = nil
+			rs, ls = append(rs, r), append(ls, queueOnly{r})
+		}
+		l := mustMulti(t, ls, nil)
+		_, err := l.Lock(t.Context(), "res", time.Second)
+		wantNil(t, "Lock(res) held elsewhere for 240ms", err)
+		if gaps := rs[0].gaps(); len(gaps) < 24 {
+			t.Errorf("%d retries in 240ms (%v); want one every 5-10ms", len(gaps), gaps)
+		}
+	})
+}
+
 // refusing is a store that refuses every acquisition as invalid input, as
 // the etcd store does a TTL under its minimum.
 type refusing struct{ basic }
