@@ -519,14 +519,14 @@ func invalid(failures []StoreError) int {
 // not monotonic (met with g grants, not with more).
 func checkQuorum(op string, q Quorum, n int) error {
 	if !q.Met(n, n) {
-		return invalidf(op, "", "quorum %v can never be met with %d stores", q, n)
+		return invalidf(op, "", "Options.Quorum %v can never be met with %d stores", q, n)
 	}
 	for g := 0; g < n; g++ {
 		switch met := q.Met(g, n); {
 		case met && g <= n/2:
-			return invalidf(op, "", "quorum %v is met by %d of %d stores, so two owners could hold a lock at once: it must require more than half", q, g, n)
+			return invalidf(op, "", "Options.Quorum %v is met by %d of %d stores, so two owners could hold a lock at once: it must require more than half", q, g, n)
 		case met && !q.Met(g+1, n):
-			return invalidf(op, "", "quorum %v is met by %d of %d stores but not by %d: it must be monotonic", q, g, n, g+1)
+			return invalidf(op, "", "Options.Quorum %v is met by %d of %d stores but not by %d: it must be monotonic", q, g, n, g+1)
 		}
 	}
 	return nil

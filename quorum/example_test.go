@@ -37,7 +37,7 @@ func ExampleAtLeast_refused() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// new locker: invalid argument: quorum at least 2 is met by 2 of 4 stores, so two owners could hold a lock at once: it must require more than half
+	// new locker: invalid argument: Options.Quorum at least 2 is met by 2 of 4 stores, so two owners could hold a lock at once: it must require more than half
 }
 
 // Majority needs more than half of the stores.
