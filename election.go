@@ -202,7 +202,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		case err == nil && held:
 			return Leader{Elected: true, Holder: holder}, nil
 		case err != nil && !errors.Is(err, errors.ErrUnsupported):
-			return Leader{}, err
+			return Leader{}, leaderError(err)
 		}
 		// Free by the holder's account, or unknown: a MultiLocker's Holder
 		// reports a role held on a minority of its stores as free, which
@@ -210,9 +210,20 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	}
 	held, err := e.locker.IsLocked(ctx, e.role)
 	if err != nil {
-		return Leader{}, err
+		return Leader{}, leaderError(err)
 	}
 	return Leader{Elected: held}, nil
+}
+
+// leaderError names Leader in err, a failure of the Holder or IsLocked
+// call it made, if err is an *Error: an error names the call that failed.
+func leaderError(err error) error {
+	if e, ok := err.(*Error); ok {
+		named := *e
+		named.Op = "leader"
+		return &named
+	}
+	return err
 }
 
 // Term is one leadership term: from election to resignation or loss.

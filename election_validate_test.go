@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
 )
 
 // Lead's own bad input names Lead, as every locker error names the call
@@ -77,5 +78,20 @@ func TestNewElectionRefusesSharedLockers(t *testing.T) {
 		term, err := e.Campaign(t.Context())
 		wantNil(t, name+": Campaign()", err)
 		wantNil(t, name+": Resign()", term.Resign(t.Context()))
+	}
+}
+
+// Leader's failures name leader, the call that failed, not the Holder or
+// IsLocked call it made, and keep their causes.
+func TestElectionLeaderErrorNamesLeader(t *testing.T) {
+	m := memory.New()
+	m.Inject(memory.Fault{Err: errConnReset, Times: memory.Always})
+	for _, l := range []lock.Locker{mustSingle(t, m, nil), mustSingle(t, basic{m}, nil)} {
+		_, err := mustElection(t, l, "role", time.Minute).Leader(t.Context())
+		wantIs(t, "Leader() with the store failing", err, errConnReset)
+		var le *lock.Error
+		if !errors.As(err, &le) || le.Op != "leader" || le.Resource != "role" {
+			t.Errorf("Leader() with the store failing = %v; want a *lock.Error of op leader on role", err)
+		}
 	}
 }
