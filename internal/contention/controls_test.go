@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -353,6 +355,22 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("%s: Run error = %v, want lock.ErrInvalid naming %q", name, err, name)
 		}
 	}
+	// A nil locker is refused, not run into a panic in a worker; the
+	// clients already made are closed.
+	var closed atomic.Int32
+	_, err := contention.Run(t.Context(), contention.Config{
+		Workers: 2, TTL: time.Second, Hold: time.Millisecond, Duration: time.Second,
+		NewLocker: func(client int) (lock.Locker, func(), error) {
+			if client == 1 {
+				return nil, nil, nil
+			}
+			l, err := lock.NewSingle(memory.New(), nil)
+			return l, func() { closed.Add(1) }, err
+		},
+	})
+	if !errors.Is(err, lock.ErrInvalid) || !containsAll(err.Error(), "NewLocker(1)", "nil") || closed.Load() != 1 {
+		t.Errorf("NewLocker returning a nil Locker: Run error = %v, %d clients closed; want lock.ErrInvalid naming NewLocker(1), client 0 closed", err, closed.Load())
+	}
 	// A locker refusing the run's input stops the run with its error.
 	synctest.Test(t, func(t *testing.T) {
 		_, err := contention.Run(t.Context(), contention.Config{
@@ -361,6 +379,64 @@ func TestConfigValidation(t *testing.T) {
 		})
 		if !errors.Is(err, lock.ErrInvalid) {
 			t.Errorf("Run error = %v, want the locker's lock.ErrInvalid", err)
+		}
+	})
+}
+
+// A fault meant to last until the end of the run (For as long as a
+// Duration can be) is injected, and healed when the run ends: its heal
+// time must not wrap around to before its injection.
+func TestFaultUntilTheEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var injected, healed atomic.Int32
+		res, err := contention.Run(t.Context(), contention.Config{
+			Workers: 1, NewLocker: single(memory.New()),
+			TTL: 100 * time.Millisecond, Hold: 10 * time.Millisecond, Duration: 200 * time.Millisecond,
+			Faults: []contention.Fault{{Name: "forever", At: 50 * time.Millisecond, For: math.MaxInt64,
+				Inject: func() error { injected.Add(1); return nil }, Heal: func() error { healed.Add(1); return nil }}},
+		})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if injected.Load() != 1 || healed.Load() != 1 {
+			t.Errorf("fault with For = MaxInt64: injected %d, healed %d times; want 1 and 1 (healed at the end of the run)", injected.Load(), healed.Load())
+		}
+		if ws := res.Recorder.Windows(); len(ws) != 1 || ws[0].End < 200*time.Millisecond {
+			t.Errorf("fault windows = %+v; want one, closed at the end of the run", ws)
+		}
+	})
+}
+
+// renamed is a locker whose locks name their resource differently from
+// the name asked for (a namespacing wrapper, or a broken locker): the run
+// keeps its counters by the resource it asked for, and does not crash.
+type renamed struct{ lock.Locker }
+
+func (r renamed) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.LockOption) (lock.Lock, error) {
+	l, err := r.Locker.Lock(ctx, resource, ttl, opts...)
+	l.Resource = "ns/" + l.Resource
+	return l, err
+}
+
+func (r renamed) Unlock(ctx context.Context, l lock.Lock) error {
+	l.Resource = strings.TrimPrefix(l.Resource, "ns/")
+	return r.Locker.Unlock(ctx, l)
+}
+
+func TestLockNamingAnotherResource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		rep, res := run(t, "renamed-resource", contention.Config{
+			Workers: 2, Resources: []string{"a"},
+			NewLocker: func(int) (lock.Locker, func(), error) {
+				l, err := lock.NewSingle(store, nil)
+				return renamed{l}, nil, err
+			},
+			TTL: 100 * time.Millisecond, Hold: 10 * time.Millisecond, Duration: 200 * time.Millisecond,
+		})
+		if bad := rep.Unsafe(); bad != "" || res.Writes == 0 || res.Counters["a"].Writes() != int64(res.Writes) {
+			t.Errorf("locks naming another resource: %s; %d writes, %d on resource a's counter; want safe, every write on a's counter",
+				rep.Line(), res.Writes, res.Counters["a"].Writes())
 		}
 	})
 }

@@ -33,7 +33,8 @@
 // reported validity, not at the release, so a library that reports more
 // validity than the servers grant is caught even when its holders release
 // late; and workers check validity before every protected write, so a
-// holder never writes outside its claim.
+// holder never writes outside its claim (unless [Config].BeforeWrite
+// stalls it there on purpose).
 //
 // Semaphores and read-write locks: a workload whose lockers are
 // lock.Semaphore values sets Config.Limit, and the checker
@@ -61,8 +62,9 @@
 //     quorum of them (the end of the read plus the quorum-th largest TTL).
 //   - Latency ([AcquireLatencies], [Percentile]), success rate during the
 //     faults ([SuccessRate]) and recovery time ([Recovery]).
-//   - Residue ([Residue]): no key of the run may remain on any server a
-//     TTL after it; and no goroutine may outlive it ([Goroutines]).
+//   - Residue (faultkit.Residue, filling [Report].Residue): no key of the
+//     run may remain on any server a TTL after it; and no goroutine may
+//     outlive it (faultkit.Goroutines, filling [Report].LeakedGoroutines).
 //
 // # Running a scenario
 //

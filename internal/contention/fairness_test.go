@@ -30,3 +30,21 @@ func TestPassedOver(t *testing.T) {
 		t.Errorf("PassedOver of acquisitions served in order = %d; want 0", got)
 	}
 }
+
+// Only acquisitions of the resource a call waits for pass it over: two
+// resources each served in the order of the calls pass nobody over.
+func TestPassedOverPerResource(t *testing.T) {
+	ms := time.Millisecond
+	acq := func(client int, resource string, start, end time.Duration) contention.Op {
+		return contention.Op{Client: client, Kind: contention.KindAcquire, Outcome: contention.OK, Resource: resource, Start: start * ms, End: end * ms}
+	}
+	ops := []contention.Op{
+		acq(0, "a", 0, 100), // waits for a, held by someone else until 100
+		acq(1, "b", 10, 20), // later callers take b meanwhile: not a's waiter's turn
+		acq(2, "b", 30, 40),
+		acq(3, "a", 50, 150), // asked for a after client 0, served after it
+	}
+	if got := contention.PassedOver(ops); got != 0 {
+		t.Errorf("PassedOver of two resources each served in order = %d; want 0 (acquisitions of b do not pass over a waiter for a)", got)
+	}
+}

@@ -161,3 +161,18 @@ func TestRWControls(t *testing.T) {
 		}
 	})
 }
+
+// Readers write nothing, so a reader whose validity runs out skips no
+// write: Result.Skipped counts only the writes not made.
+func TestReadersSkipNoWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		all := func(int) bool { return true }
+		_, res := run(t, "readers-past-ttl", contention.Config{
+			Workers: 2, NewLocker: rwClients(func(int) lock.Store { return memory.New() }, all), Shared: all,
+			TTL: 50 * time.Millisecond, Hold: 80 * time.Millisecond, Duration: 500 * time.Millisecond,
+		})
+		if res.Writes != 0 || res.Skipped != 0 {
+			t.Errorf("readers holding past their TTL: Writes %d, Skipped %d; want 0 and 0 (readers make no write to skip)", res.Writes, res.Skipped)
+		}
+	})
+}

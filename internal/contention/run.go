@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,9 @@ type Config struct {
 	// NewLocker makes the locker of one client (0 ≤ client < Workers), so
 	// that each can be a separate connection or process-like client. The
 	// returned func, if not nil, releases the client's resources; Run
-	// calls it once the client is done. Required.
+	// calls it once the client is done. Required; a nil Locker returned
+	// without an error stops the run with an error matching
+	// lock.ErrInvalid.
 	NewLocker func(client int) (l lock.Locker, close func(), err error)
 
 	// Limit is the number of holders a resource may have at once: a
@@ -94,7 +97,10 @@ type Config struct {
 
 	// BeforeWrite, if set, is called after a write's validity check and
 	// before the write: a scenario stalls a holder there (as a GC pause
-	// would) to make the writes that only fencing can refuse.
+	// would) to make the writes that only fencing can refuse. The
+	// lost-update counter takes such writes unfenced, so a scenario that
+	// stalls holders past their validity expects lost updates even on a
+	// correct store.
 	BeforeWrite func(ctx context.Context, client int, l lock.Lock)
 
 	// Faults are injected while the workload runs.
@@ -115,7 +121,8 @@ type Fault struct {
 	// Inject injects the fault. Required.
 	Inject func() error
 	// Heal undoes it. It runs at At+For, or when the run ends if that
-	// comes first, so no fault outlives the run. Without Heal the fault is
+	// comes first (a For too long to add to At means the end of the
+	// run), so no fault outlives the run. Without Heal the fault is
 	// a single event (expire a key, reset connections) whose window is
 	// the time Inject took.
 	Heal func() error
@@ -130,7 +137,9 @@ type Result struct {
 	Counters map[string]*Counter
 	Fences   map[string]*FencedResource
 	// Writes counts the protected writes made; Skipped those not made
-	// because the lock's validity had run out by the time of the write.
+	// because the lock's validity had run out by the time of the write
+	// (readers, and holders of a lock with Limit above 1, make none and
+	// skip none).
 	Writes, Skipped int
 	// Elapsed is the length of the run.
 	Elapsed time.Duration
@@ -166,6 +175,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		l, closeFn, err := cfg.NewLocker(i)
 		if err != nil {
 			return nil, fmt.Errorf("contention: NewLocker(%d): %w", i, err)
+		}
+		if l == nil {
+			if closeFn != nil {
+				closeFn()
+			}
+			return nil, fmt.Errorf("contention: %w: NewLocker(%d) returned a nil Locker", lock.ErrInvalid, i)
 		}
 		if closeFn != nil {
 			closers = append(closers, closeFn)
@@ -328,7 +343,7 @@ func (r *runner) work(ctx context.Context, client int, l lock.Locker) error {
 			continue
 		}
 		locks++
-		r.section(ctx, client, held)
+		r.section(ctx, client, resource, held)
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.TTL)
 		_ = l.Unlock(uctx, held) // recorded; a failed release is the store's problem to expire
 		cancel()
@@ -341,8 +356,10 @@ func (r *runner) work(ctx context.Context, client int, l lock.Locker) error {
 	}
 }
 
-// section is the protected section of a held lock.
-func (r *runner) section(ctx context.Context, client int, l lock.Lock) {
+// section is the protected section of a held lock on resource. The
+// counter and the fenced resource are those of the resource asked for,
+// whatever name the lock carries.
+func (r *runner) section(ctx context.Context, client int, resource string, l lock.Lock) {
 	cfg, rec := r.cfg, r.cfg.Recorder
 	if cfg.ServerTTL != nil {
 		op := Op{Client: client, Kind: KindServerTTL, Resource: l.Resource, Token: l.Token, Fence: l.Fence,
@@ -354,7 +371,7 @@ func (r *runner) section(ctx context.Context, client int, l lock.Lock) {
 		}
 		rec.Add(op)
 	}
-	counter, fenced := r.res.Counters[l.Resource], r.res.Fences[l.Resource]
+	counter, fenced := r.res.Counters[resource], r.res.Fences[resource]
 	each := cfg.Hold / time.Duration(cfg.Writes)
 	for i := range cfg.Writes {
 		v := counter.Read()
@@ -362,7 +379,9 @@ func (r *runner) section(ctx context.Context, client int, l lock.Lock) {
 			return // the run was canceled: abandon the write
 		}
 		if !l.Valid() {
-			r.skipped.Add(int64(cfg.Writes - i))
+			if cfg.writes(client) {
+				r.skipped.Add(int64(cfg.Writes - i))
+			}
 			return
 		}
 		if !cfg.writes(client) {
@@ -424,7 +443,11 @@ func (r *runner) conduct(ctx context.Context, start time.Time, workersDone <-cha
 	for i, f := range cfg.Faults {
 		events = append(events, event{at: f.At, fault: i})
 		if f.Heal != nil {
-			events = append(events, event{at: f.At + f.For, fault: i, heal: true})
+			heal := f.At + f.For
+			if heal < f.At { // For as long as a Duration can be: until the end of the run
+				heal = math.MaxInt64
+			}
+			events = append(events, event{at: heal, fault: i, heal: true})
 		}
 	}
 	if cfg.Duration > 0 {
