@@ -113,7 +113,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 	runID := randomID()
 	// A TTL the stores cannot honour is refused before the workers start,
 	// as check refuses it, rather than failing every call for --duration.
-	if err := probeTTL(ctx, set, fmt.Sprintf("lockctl-bench/%s/0", runID), o.ttl); err != nil {
+	if _, err := probeTTL(ctx, set, fmt.Sprintf("lockctl-bench/%s/0", runID), o.ttl); err != nil {
 		return err
 	}
 

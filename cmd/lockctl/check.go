@@ -40,6 +40,11 @@ operation is recorded, and at the end:
   - with a store that fences, writes carrying an older fence than one
     already accepted are counted as stale.
 
+--hold must be shorter than the lock's validity (--ttl less the drift
+allowance and the stores' granularity): a holder whose lock ran out before
+it could write skips its write (counted as skipped), and a --hold that
+leaves no holder time to write is refused.
+
 It prints acquisitions, violations, lost updates, acquisition latency
 (waiting included) and handoff time (from a release to the moment the next
 holder's Lock returned), with a live progress line on a terminal. It exits
@@ -106,6 +111,8 @@ type checkReport struct {
 	MaxHolders   int        `json:"max_holders"`
 	MaxOverlapMs float64    `json:"max_overlap_ms"`
 	LostUpdates  int        `json:"lost_updates"`
+	Writes       int        `json:"writes"`
+	Skipped      int        `json:"skipped_writes"`
 	FencedWrites int        `json:"fenced_writes"`
 	StaleWrites  int        `json:"stale_writes_accepted"`
 	Acquire      percentile `json:"acquire_ms"`
@@ -146,7 +153,11 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 	}
 	// A first locker checks the TTL against the stores (memcached needs
 	// more than a second) before any worker starts.
-	if err := probeTTL(ctx, first, resources[0], o.ttl); err != nil {
+	validity, err := probeTTL(ctx, first, resources[0], o.ttl)
+	if err == nil && validity > 0 && o.hold >= validity {
+		err = usagef("--hold %v: not shorter than the lock's validity (%v of the %v --ttl, the drift allowance and the stores' granularity taken off): every holder's lock would run out before it writes, and nothing would be checked; lower --hold or raise --ttl", o.hold, validity.Round(10*time.Microsecond), o.ttl)
+	}
+	if err != nil {
 		first.Close()
 		return err
 	}
@@ -206,6 +217,7 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		Acquisitions: rep.Acquisitions, Unknown: rep.Unknown, Failed: stats.failed.Load(),
 		Violations: rep.Violations, MaxHolders: rep.MaxHolders, MaxOverlapMs: ms(rep.MaxOverlap),
 		LostUpdates: rep.LostUpdates, FencedWrites: rep.FencedWrites, StaleWrites: rep.StaleAccepted,
+		Writes: res.Writes, Skipped: res.Skipped,
 		Acquire:  percentile{P50: ms(rep.P50), P99: ms(rep.P99)},
 		Handoff:  percentile{P50: ms(contention.Percentile(handoffs, 0.5)), P99: ms(contention.Percentile(handoffs, 0.99))},
 		Handoffs: len(handoffs),
@@ -241,23 +253,25 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 // probeTTL checks that the stores are reachable and take locks of ttl,
 // with one lock on resource taken and released: the library refuses a
 // TTL the stores cannot honour before anything is sent, and the error
-// then names --ttl once, instead of once per worker.
-func probeTTL(ctx context.Context, set *storeSet, resource string, ttl time.Duration) error {
+// then names --ttl once, instead of once per worker. It returns the
+// validity of that lock, from the call's start (0 if the stores failed).
+func probeTTL(ctx context.Context, set *storeSet, resource string, ttl time.Duration) (validity time.Duration, err error) {
 	l, err := set.locker(nil)
 	if err != nil {
-		return &usageError{err: err}
+		return 0, &usageError{err: err}
 	}
 	if _, err := l.IsLocked(ctx, resource); err != nil {
-		return err
+		return 0, err
 	}
+	start := time.Now()
 	held, err := l.TryLock(ctx, resource, ttl)
 	switch {
 	case errors.Is(err, lock.ErrInvalid):
-		return usagef("--ttl %v: %w", ttl, err)
+		return 0, usagef("--ttl %v: %w", ttl, err)
 	case err != nil:
-		return nil // the run itself reports the stores' failures
+		return 0, nil // the run itself reports the stores' failures
 	}
-	return l.Unlock(ctx, held)
+	return held.ValidUntil.Sub(start), l.Unlock(ctx, held)
 }
 
 func (cr *checkReport) print(a *app, o *checkOptions) {
@@ -269,6 +283,9 @@ func (cr *checkReport) print(a *app, o *checkOptions) {
 	fmt.Fprintf(w, "unknown outcomes  %-9d timeouts or store errors: may or may not have taken effect\n", cr.Unknown)
 	fmt.Fprintf(w, "violations        %-9d two holders of one resource at once\n", cr.Violations)
 	fmt.Fprintf(w, "lost updates      %-9d counter updates lost to interleaving\n", cr.LostUpdates)
+	if cr.Skipped > 0 {
+		fmt.Fprintf(w, "skipped writes    %-9d of %d, not made: the lock's validity ran out within --hold\n", cr.Skipped, cr.Writes+cr.Skipped)
+	}
 	if cr.FencedWrites > 0 {
 		fmt.Fprintf(w, "stale fences      %-9d of %d fenced writes, accepted though a newer lock had written\n", cr.StaleWrites, cr.FencedWrites)
 	}
@@ -282,6 +299,8 @@ func (cr *checkReport) print(a *app, o *checkOptions) {
 	}
 	fmt.Fprintln(w)
 	switch {
+	case cr.OK && cr.Writes == 0:
+		fmt.Fprintf(w, "PASS: no violation in %d acquisitions, but no write was made to check for lost updates: lower --hold or raise --ttl\n", cr.Acquisitions)
 	case cr.OK:
 		fmt.Fprintf(w, "PASS: no violation and no lost update in %d acquisitions\n", cr.Acquisitions)
 	case cr.Violations > 0:

@@ -48,7 +48,7 @@ func TestCheck(t *testing.T) {
 	})
 	eachBackend(t, func(t *testing.T, b backend) {
 		code, rep, stderr := run(t, b.flags()...)
-		if code != 0 || !rep.OK || rep.Acquisitions == 0 || rep.Violations != 0 || rep.LostUpdates != 0 || len(rep.Stores) != len(b.urls) {
+		if code != 0 || !rep.OK || rep.Acquisitions == 0 || rep.Writes == 0 || rep.Violations != 0 || rep.LostUpdates != 0 || len(rep.Stores) != len(b.urls) {
 			t.Errorf("check: exit %d, %+v, stderr %q; want a pass with acquisitions", code, rep, stderr)
 		}
 	})
@@ -91,6 +91,19 @@ func TestCheckRefusesTTLBeforeWorkersStart(t *testing.T) {
 		code, stdout, stderr := lockctl(t, nil, args...)
 		if code != exitUsage || !strings.HasPrefix(stderr, tc.err) || strings.Contains(stderr, "contention") || stdout != "" {
 			t.Errorf("lockctl %q = exit %d, stdout %q, stderr %q; want %d and an error starting %q, before the workers start", args, code, stdout, stderr, exitUsage, tc.err)
+		}
+	}
+}
+
+// A --hold not shorter than the lock's validity is a usage error, before
+// the workers start: every holder's lock would run out before it writes,
+// and check said PASS having checked no write.
+func TestCheckRefusesHoldBeyondValidity(t *testing.T) {
+	for _, hold := range []string{"20ms", "10ms", "9900us"} {
+		args := []string{"check", "--workers", "4", "--duration", "1s", "--ttl", "10ms", "--hold", hold}
+		code, stdout, stderr := lockctl(t, nil, args...)
+		if code != exitUsage || !strings.HasPrefix(stderr, "lockctl check: --hold ") || !strings.Contains(stderr, "validity") || stdout != "" {
+			t.Errorf("lockctl %q = exit %d, stdout %q, stderr %q; want %d and an error naming --hold and the validity", args, code, stdout, stderr, exitUsage)
 		}
 	}
 }
