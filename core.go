@@ -18,7 +18,8 @@ import (
 // engine that differs between one store and a quorum of them.
 type core struct {
 	eng          engine
-	canWait      bool        // some store can notify releases (Waiter), or the one store keeps a line (Queuer)
+	canWait      bool        // some store can notify releases (Waiter), or the locker queues in its one store's line (Queuer): see waits
+	notifies     bool        // some store can notify releases (Waiter)
 	queuer       queuer      // the engine, if it can queue acquisitions: see queues
 	noQueue      atomic.Bool // its store said it cannot queue (errors.ErrUnsupported)
 	tokens       TokenGenerator
@@ -67,6 +68,15 @@ type queuer interface {
 
 // queues reports whether the locker's waits are queued attempts.
 func (c *core) queues() bool { return c.queuer != nil && !c.noQueue.Load() }
+
+// waits reports whether Lock can wait for a release between attempts: a
+// store notifies releases (Waiter), or the locker queues its attempts in
+// its store's line, as long as the store has not said it cannot. A
+// locker that cannot wait sleeps, polling at first with its default
+// policy (see DefaultRetry).
+func (c *core) waits() bool {
+	return c.canWait && (c.queuer == nil || c.notifies || !c.noQueue.Load())
+}
 
 // storeRef is a store with its capabilities resolved once.
 type storeRef struct {
@@ -166,8 +176,10 @@ func (c *core) resolve(op string, stores []Store, o *Options) ([]storeRef, error
 		r.waiter, _ = s.(Waiter)
 		r.queuer, _ = s.(Queuer)
 		r.starter, _ = s.(Starter)
-		// Only a SingleLocker waits in a store's line (Queuer).
-		c.canWait = c.canWait || r.waiter != nil || r.queuer != nil && len(stores) == 1
+		// Only a SingleLocker waits in a store's line (Queuer), and only
+		// with tokens of its own: NewSingle says.
+		c.notifies = c.notifies || r.waiter != nil
+		c.canWait = c.notifies
 		if g, ok := s.(Granular); ok && g.TTLGranularity() > c.granularity {
 			c.granularity = g.TTLGranularity()
 		}
@@ -176,7 +188,10 @@ func (c *core) resolve(op string, stores []Store, o *Options) ([]storeRef, error
 		}
 		refs[i] = r
 	}
-	c.retry.poll = !c.canWait && (o == nil || o.Retry == nil) // see DefaultRetry
+	// The default policy polls while the locker cannot wait (see
+	// DefaultRetry and waits): a store that keeps a line may say, at the
+	// first queued attempt, that it cannot.
+	c.retry.poll = !c.notifies && (o == nil || o.Retry == nil)
 	return refs, nil
 }
 
@@ -245,7 +260,7 @@ func (c *core) UnlockAll(ctx context.Context) error {
 	if err := checkContext(ctx, op, ""); err != nil {
 		return err
 	}
-	return named(op, c.unlockAll(ctx, "UnlockAll", nil))
+	return named(op, c.unlockAll(ctx, "UnlockAll", nil, false))
 }
 
 // named returns the failures of the releases made by UnlockAll or
@@ -261,17 +276,25 @@ func named(op string, err error) error {
 
 // unlockAll releases every held lock for op, and those of the locker's
 // dependents, ending the contexts of their holders first with a cause
-// that wraps ErrLost and err.
-func (c *core) unlockAll(ctx context.Context, op string, err error) error {
+// that wraps ErrLost and err. If bounded, each release is made within
+// ctx without its cancellation, bounded by the store timeout (see
+// cleanupContext): ctx has ended.
+func (c *core) unlockAll(ctx context.Context, op string, err error, bounded bool) error {
 	var errs []error
 	for _, l := range c.heldLocks() {
 		endKeepers(ctx, c, l, op, err)
-		if err := c.eng.Unlock(ctx, l); err != nil && !errors.Is(err, ErrNotHeld) {
-			errs = append(errs, err)
+		uctx, cancel := ctx, context.CancelFunc(func() {})
+		if bounded {
+			uctx, cancel = c.cleanupContext(ctx)
+		}
+		uerr := c.eng.Unlock(uctx, l)
+		cancel()
+		if uerr != nil && !errors.Is(uerr, ErrNotHeld) {
+			errs = append(errs, uerr)
 		}
 	}
 	for _, d := range c.dependents.live() {
-		errs = append(errs, d.unlockAll(ctx, op, err))
+		errs = append(errs, d.unlockAll(ctx, op, err, bounded))
 	}
 	return errors.Join(errs...)
 }
@@ -296,12 +319,10 @@ func (c *core) Shutdown(ctx context.Context) error {
 		d.gate.shut(ctx, d.storeTimeout)
 	}
 	if ctx.Err() == nil {
-		return named(op, c.unlockAll(ctx, "Shutdown", ErrClosed))
+		return named(op, c.unlockAll(ctx, "Shutdown", ErrClosed, false))
 	}
 	err := &Error{Op: op, Err: ctxErr(ctx)}
-	cctx, cancel := c.cleanupContext(ctx)
-	defer cancel()
-	if uerr := c.unlockAll(cctx, "Shutdown", ErrClosed); uerr != nil {
+	if uerr := c.unlockAll(context.WithoutCancel(ctx), "Shutdown", ErrClosed, true); uerr != nil {
 		err.Err = fmt.Errorf("%w (and releasing: %v)", err.Err, uerr)
 	}
 	return err

@@ -143,6 +143,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	for ; ; n++ {
 		if n > 0 && c.gate.isShut() {
 			e = &Error{Err: ErrClosed}
+			n-- // attempt n+1 is not made: the events count n
 			break
 		}
 		if c.obs.on() {
@@ -158,7 +159,8 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 			l, start, took, e = c.eng.attempt(ctx, op, resource, ttl)
 		}
 		queue = 0
-		if n == 0 {
+		if first.IsZero() {
+			// The first attempt (n is 1 already if it got in line).
 			if first = start; first.IsZero() {
 				first = inproc.Now() // the attempt failed before it began
 			}
@@ -175,14 +177,24 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		}
 		// The delay backs off with the attempts that did not follow a
 		// wake: a waiter woken in its turn has lost no ground.
+		canWait := c.waits()
 		d := retry.delay(n - woke)
-		if retry.poll {
+		if retry.poll && !canWait {
 			d = pollDelay(retry, inproc.Since(first))
 		}
 		// A wake is followed by an attempt at once, but not more than
 		// maxWakes times in a row: a store whose wait returns while the
 		// resource is still held must not make Lock spin.
-		waiting := c.canWait && errors.Is(e.Err, ErrNotAcquired) && wakes < maxWakes
+		waiting := canWait && errors.Is(e.Err, ErrNotAcquired) && wakes < maxWakes
+		// An attempt that waits in the store's line counts as two (see
+		// queuer), so the last attempt allowed does not: before it, Lock
+		// waits for a release as without a line, if a store can notify,
+		// and sleeps otherwise.
+		queues := c.queues()
+		queueNext := waiting && queues && !retry.last(n+1)
+		if waiting && queues && !queueNext && !c.notifies {
+			waiting = false
+		}
 		// In line for a release, wait as long as the lock may be held (a
 		// store wakes its waiters on expiry too), not the delay: a waiter
 		// that leaves the line at the delay to try again loses its place,
@@ -196,7 +208,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: bound, Waiting: waiting, Err: e.Err})
 		}
-		if waiting && c.queues() {
+		if queueNext {
 			// The next attempt waits in the store's line itself. One that
 			// ends without the lock counts as a wake: a store that kept
 			// answering at once must not make Lock spin.

@@ -41,6 +41,7 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 	}
 	if s.store.queuer != nil && !s.fixedTokens {
 		s.queuer = s // a fixed token would name two callers in one line
+		s.canWait = true
 	}
 	if opts != nil {
 		s.opts = *opts

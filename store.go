@@ -111,7 +111,9 @@ type Waiter interface {
 //
 // A [SingleLocker] makes its Lock's attempts with it (TryLock keeps to
 // Acquire), and tells its hook of a queued attempt as of an attempt that
-// found the resource held followed by a wait and a new attempt. The
+// found the resource held followed by a wait and a new attempt: one
+// that gets in line counts as two of [Retry.Attempts], so the last
+// attempt a policy allows is made with Acquire. The
 // lock's validity counts from when the call began; a wait long enough to
 // cost more than an eighth of it is followed by an extension, where the
 // store can extend.
