@@ -15,7 +15,9 @@ import (
 // Observe is called synchronously on the goroutine doing the work, often
 // concurrently, so it must be fast and safe for concurrent use. The Event
 // is a value, the hook's to keep. A locker without a hook pays nothing
-// for it.
+// for it. A call refused before anything is sent (bad input, a locker
+// shut down, an Extend the stores cannot make) is reported by its error
+// only: the hook is told nothing of it.
 type Hook interface {
 	Observe(ctx context.Context, e Event)
 }

@@ -177,3 +177,39 @@ func TestHookSeesRetriesAndLoss(t *testing.T) {
 		)
 	})
 }
+
+// A call refused before anything is sent is reported by its error only:
+// bad input, an Extend the stores cannot make, a locker shut down.
+func TestHookToldNothingOfRefusedCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		for _, c := range []struct {
+			name string
+			new  func(o *lock.Options) lock.Locker
+		}{
+			{"single", func(o *lock.Options) lock.Locker { return mustSingle(t, basic{memory.New()}, o) }},
+			{"multi", func(o *lock.Options) lock.Locker {
+				return mustMulti(t, []lock.Store{basic{memory.New()}, basic{memory.New()}, basic{memory.New()}}, o)
+			}},
+		} {
+			r := &recorder{}
+			l := c.new(&lock.Options{Hook: r})
+			held, err := l.TryLock(ctx, "res", time.Minute)
+			wantNil(t, c.name+": TryLock(res)", err)
+			r.take()
+			_, err = l.TryLock(ctx, "", time.Minute)
+			wantIs(t, c.name+`: TryLock("")`, err, lock.ErrInvalid)
+			_, err = l.Lock(ctx, "res", -time.Second)
+			wantIs(t, c.name+": Lock(res, -1s)", err, lock.ErrInvalid)
+			_, err = l.Extend(ctx, held, time.Minute)
+			wantIs(t, c.name+": Extend(res) over stores that cannot extend", err, errors.ErrUnsupported)
+			wantEvents(t, c.name+": refused calls", r.take())
+			wantNil(t, c.name+": Unlock(res)", l.Unlock(ctx, held))
+			r.take()
+			wantNil(t, c.name+": Shutdown()", l.Shutdown(ctx))
+			_, err = l.TryLock(ctx, "res", time.Minute)
+			wantIs(t, c.name+": TryLock(res) after Shutdown", err, lock.ErrClosed)
+			wantEvents(t, c.name+": a call after Shutdown", r.take())
+		}
+	})
+}
