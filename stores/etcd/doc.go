@@ -52,11 +52,13 @@
 //     nothing can set the next one higher.
 //   - [lock.ResourceValidator]: every non-empty name is a valid key
 //     (etcd keys are arbitrary bytes). A name too long for etcd's
-//     requests fails with etcd's error, before anything changes: an
-//     acquisition's transaction carries the lock's key three times (the
-//     two ends of the resource's range, and the put), so with etcd's
-//     default request limit of 1.5 MiB, names longer than about 500 KiB
-//     cannot be locked.
+//     requests is refused by etcd (or by the client's gRPC limit of 2
+//     MiB) before anything changes, with an error wrapping
+//     lock.ErrInvalid, etcd's in its chain, which the lockers do not
+//     retry: an acquisition's transaction carries the lock's key three
+//     times (the two ends of the resource's range, and the put), so with
+//     etcd's default request limit of 1.5 MiB, names longer than about
+//     500 KiB cannot be locked.
 //
 // # Keys
 //

@@ -60,3 +60,12 @@ func LockKey(prefix, resource, token string) string {
 
 // Renewals returns the number of renewals the store has sent.
 func (s *Store) Renewals() int64 { return s.renewer.sent.Load() }
+
+// SetOpened makes WaitRelease call f between finding the resource's watch
+// and joining its line, and returns the function that restores it. Not
+// for parallel tests.
+func SetOpened(f func()) (restore func()) {
+	old := opened
+	opened = f
+	return func() { opened = old }
+}

@@ -185,17 +185,24 @@ func (p *pool) close() []lease {
 // WaitRelease waits on any more (a later wait starts one). The store
 // remains usable. It does not
 // close the client, and releases no lock. A lease it fails to revoke expires by
-// itself within its TTL; Close returns the first error.
+// itself within its TTL; Close returns the first error. A ctx that has
+// ended does not keep Close from what needs no request: it stops keeping
+// leases, and closes the streams and watches, and returns ctx's error.
+// Close may be called more than once.
 func (s *Store) Close(ctx context.Context) error {
-	if err := check(ctx, "-", "-"); err != nil {
-		return err
+	if ctx == nil {
+		return check(ctx, "-", "-") // lock.ErrInvalid
 	}
 	s.renewer.close()
 	s.hub.closeIdle()
+	kept := s.pool.close()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var first error
-	for _, l := range s.pool.close() {
+	for _, l := range kept {
 		err := s.revoke(ctx, l.id)
 		if err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) && first == nil {
 			first = s.fail(ctx, "close", err)

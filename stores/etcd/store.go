@@ -16,6 +16,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/storecall"
@@ -653,13 +655,32 @@ func (e timeoutError) Error() string {
 // fail wraps the error of a call that did not complete: the context's
 // error if ctx ended (so that errors.Is matches the caller's context
 // error), and otherwise etcd's. Neither is ever a lock outcome: the call
-// may have taken effect.
+// may have taken effect. A request too large for etcd or for the client
+// was refused before it was applied, and would be refused again: that
+// error wraps lock.ErrInvalid, so that the lockers do not retry it.
 func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if tooLarge(err) {
+		return fmt.Errorf("%w: etcd %s: %w", lock.ErrInvalid, op, err)
 	}
 	if cause, ok := context.Cause(ctx).(timeoutError); ok {
 		return fmt.Errorf("etcd %s: %w", op, cause)
 	}
 	return fmt.Errorf("etcd %s: %w", op, clientv3.ContextError(ctx, err))
+}
+
+// tooLarge reports whether err refuses a request for its size, before
+// it was applied: etcd's limit (--max-request-bytes, 1.5 MiB by default),
+// or the client's (MaxCallSendMsgSize, 2 MiB by default), which stops it
+// before it is sent. gRPC words an answer too large for the client's
+// receive limit as it does a request too large for the server's, and the
+// request of such an answer was applied: that is not matched.
+func tooLarge(err error) bool {
+	if errors.Is(rpctypes.Error(err), rpctypes.ErrRequestTooLarge) {
+		return true
+	}
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "trying to send message larger than max")
 }

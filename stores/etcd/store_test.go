@@ -297,21 +297,36 @@ func TestLostReplies(t *testing.T) {
 }
 
 // A name too long for etcd's requests (an acquisition carries its key
-// three times, against a limit of 1.5 MiB) fails with etcd's error, never
-// as contention, and leaves nothing behind: no key, no lease.
+// three times, against etcd's limit of 1.5 MiB, and the client's gRPC
+// limit of 2 MiB) is refused with lock.ErrInvalid, etcd's or gRPC's error
+// in the chain: never contention, nor a failure that Lock would retry
+// until its context ends, as the refusal is certain and would come again.
+// It leaves nothing behind: no key, no lease.
 func TestNameTooLongForARequest(t *testing.T) {
 	client := clientOf(t, etcdtest.Start(t, 1, nil).Endpoints()...)
 	s := newStore(t, client, etcd.WithPrefix("long/"))
 	ctx := ctxFor(t, 30*time.Second)
-	r := strings.Repeat("r", 600<<10)
-	err := s.Acquire(ctx, r, "a", 2*time.Second)
-	if err == nil || errors.Is(err, lock.ErrNotAcquired) {
-		t.Errorf("Acquire of a 600 KiB name = %v; want etcd's error", err)
+	locker, err := lock.NewSingle(s, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := keys(t, client, "long/"); n != 0 {
-		t.Errorf("%d keys after the failed Acquire; want 0", n)
-	}
-	if n := leases(t, client); n != 0 {
-		t.Errorf("%d leases after the failed Acquire; want 0", n)
+	for _, size := range []int{600 << 10, 800 << 10} {
+		r := strings.Repeat("r", size)
+		err := s.Acquire(ctx, r, "a", 2*time.Second)
+		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "large") {
+			t.Errorf("Acquire of a %d KiB name = %v; want ErrInvalid with etcd's or gRPC's error", size>>10, err)
+		}
+		if n := keys(t, client, "long/"); n != 0 {
+			t.Errorf("%d keys after the refused Acquire of a %d KiB name; want 0", n, size>>10)
+		}
+		if n := leases(t, client); n != 0 {
+			t.Errorf("%d leases after the refused Acquire of a %d KiB name; want 0", n, size>>10)
+		}
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = locker.Lock(lctx, r, 2*time.Second)
+		cancel()
+		if !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("Lock of a %d KiB name = %v; want ErrInvalid at once", size>>10, err)
+		}
 	}
 }

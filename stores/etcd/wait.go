@@ -46,6 +46,15 @@ type waiter struct {
 
 var errWatchEnded = errors.New("etcd wait: the watch ended")
 
+// errWatchIdle ends a watch that no caller waited on (its linger ran out,
+// or Close ended it): a caller that found it before joining its line
+// starts another.
+var errWatchIdle = errors.New("etcd wait: the watch ended unused")
+
+// opened, if not nil, is called by WaitRelease between finding the
+// resource's watch and joining its line: for the tests.
+var opened func()
+
 func (h *hub) init(s *Store) {
 	h.s = s
 	h.linger = linger
@@ -65,22 +74,35 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		return err
 	}
 	h := &s.hub
-	w, err := h.open(ctx, s.scope(resource))
-	if err != nil {
-		return err
-	}
 	me := &waiter{wake: make(chan error, 1)}
-	h.mu.Lock()
-	switch {
-	case w.ended:
+	var w *watch
+	for w == nil {
+		var err error
+		if w, err = h.open(ctx, s.scope(resource)); err != nil {
+			return err
+		}
+		if opened != nil {
+			opened()
+		}
+		h.mu.Lock()
+		switch {
+		case w.ended && w.err == errWatchIdle:
+			// Ended for want of callers just before this one joined,
+			// which is no failure: start another, which reads the
+			// resource afresh.
+			w = nil
+			h.mu.Unlock()
+			continue
+		case w.ended:
+			h.mu.Unlock()
+			return w.err
+		case !w.held:
+			h.mu.Unlock()
+			return nil
+		}
+		w.waiters = append(w.waiters, me)
 		h.mu.Unlock()
-		return w.err
-	case !w.held:
-		h.mu.Unlock()
-		return nil
 	}
-	w.waiters = append(w.waiters, me)
-	h.mu.Unlock()
 
 	select {
 	case err := <-me.wake:
@@ -196,7 +218,7 @@ func (h *hub) expire(scope string, w *watch) {
 		w.idle.Reset(h.linger)
 		return
 	}
-	h.end(scope, w, errWatchEnded)
+	h.end(scope, w, errWatchIdle)
 }
 
 // closeIdle ends the watches that no caller waits on, rather than leave
@@ -206,7 +228,7 @@ func (h *hub) closeIdle() {
 	defer h.mu.Unlock()
 	for scope, w := range h.watches {
 		if len(w.waiters) == 0 && w.stop != nil {
-			h.end(scope, w, errWatchEnded)
+			h.end(scope, w, errWatchIdle)
 		}
 	}
 }

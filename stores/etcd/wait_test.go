@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,6 +133,44 @@ func TestCloseEndsIdleWatches(t *testing.T) {
 	}
 	if err := <-woken; err != nil {
 		t.Errorf("WaitRelease(r) after Close = %v; want nil", err)
+	}
+}
+
+// A watch that ends for want of callers (its linger ran out, or Close
+// ended it) just as a caller found it, before the caller joined its
+// line, is no failure of the wait: the caller watches again, and a
+// release wakes it.
+func TestWaitOutlivesAnIdleWatchEnding(t *testing.T) {
+	defer etcd.SetLinger(time.Hour)()
+	client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
+	s := newStore(t, client)
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	defer etcd.SetOpened(func() {
+		once.Do(func() {
+			if err := s.Close(ctx); err != nil {
+				t.Errorf("Close() = %v", err)
+			}
+		})
+	})()
+	woken := make(chan error, 1)
+	go func() { woken <- s.WaitRelease(ctx, "r") }()
+	waitFor(t, "the waiter to be in line", func() bool {
+		select {
+		case err := <-woken:
+			t.Fatalf("WaitRelease(r) of a held lock = %v as its idle watch ended; want it to wait for the release", err)
+		default:
+		}
+		return s.Waiting("r") == 1
+	})
+	if err := s.Release(ctx, "r", "holder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-woken; err != nil {
+		t.Errorf("WaitRelease(r) across Release = %v; want nil", err)
 	}
 }
 

@@ -55,10 +55,11 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 			expiry.Stop()
 		}
 	}()
+	// In line before marking, so that a release after the mark wakes
+	// this caller; it keeps its place when it looks again, so that a
+	// release wakes the caller that has waited longest.
+	p := wl.line.Join(false)
 	for {
-		// In line before marking, so that a release after the mark wakes
-		// this caller.
-		p := wl.line.Join(false)
 		o, err := s.run(ctx, &s.q.wait, args{resource: resource, n: 1})
 		switch {
 		case err != nil:
@@ -96,8 +97,10 @@ func (wl *waitLine) block(ctx context.Context, p *waitline.Place, ln *listener, 
 		wl.line.Leave(p, true, nil)
 		return false, ctx.Err()
 	case <-expired:
-		// Expired, or extended meanwhile: look again.
-		return wl.line.Leave(p, false, nil), nil
+		// Expired, or extended meanwhile: look again, keeping the place
+		// in line. A release that wakes the caller meanwhile closes p.C,
+		// which the next block sees at once.
+		return false, nil
 	}
 }
 
