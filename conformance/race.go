@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -26,27 +27,63 @@ const pollEvery = time.Millisecond
 // b's lock, once granted, must stay b's: a's release may free a's own
 // lock or report ErrNotHeld, never delete b's.
 func releaseRacesExpiry(t *testing.T, h *harness) {
-	n := 2 * h.opts.Contenders
-	spread := h.gran + h.opts.Tolerance // a's release lands this close to the expiry
-	type try struct {
-		r, a, b     string
-		taken       atomic.Bool // b acquired r
-		releasedErr error       // a's release
+	tries := raceExpiry(t, h, "Release", h.store.Release)
+	if deleted := takenGone(t, h, tries); deleted > 0 {
+		t.Fatalf("Release(r, b) = ErrNotHeld for %d of %d resources b took over as a's lock expired, each with a 30s TTL; want nil: a's Release, racing its expiry, deleted b's lock",
+			deleted, len(tries))
 	}
-	tries := make([]*try, n)
+}
+
+// takenGone releases the locks b took in tries, and returns how many of
+// them were gone (ErrNotHeld) though b took them for the long TTL.
+func takenGone(t *testing.T, h *harness, tries []*expiryTry) int {
+	gone := 0
+	for _, tr := range tries {
+		if !tr.taken.Load() {
+			continue
+		}
+		if err := h.store.Release(h.ctx(), tr.r, tr.b); errors.Is(err, lock.ErrNotHeld) {
+			gone++
+		} else if err != nil {
+			t.Errorf("Release(r, b) = %v; want nil", err)
+		}
+	}
+	return gone
+}
+
+// expiryTry is one try of raceExpiry.
+type expiryTry struct {
+	r, a, b string
+	taken   atomic.Bool // b acquired r
+	err     error       // a's call
+	at      time.Time   // when a's call returned
+}
+
+// raceExpiry makes 2×Contenders tries at once: in each, a takes its own
+// resource r for the short TTL, a's call (named name) on r lands at
+// random within the granularity and tolerance either side of the expiry,
+// and b polls to take r over, for the long TTL, from just before it. It
+// checks that a's call reported nil or ErrNotHeld, and returns the tries
+// once all are done; the locks b took are released as the rule ends, if
+// the rule does not release them.
+func raceExpiry(t *testing.T, h *harness, name string, call func(ctx context.Context, r, a string) error) []*expiryTry {
+	n := 2 * h.opts.Contenders
+	spread := h.gran + h.opts.Tolerance // a's call lands this close to the expiry
+	tries := make([]*expiryTry, n)
 	for i := range tries {
-		tries[i] = &try{r: h.res(fmt.Sprint("r", i)), a: h.tok("a"), b: h.tok("b")}
+		tries[i] = &expiryTry{r: h.res(fmt.Sprint("r", i)), a: h.tok("a"), b: h.tok("b")}
 	}
 	var wg sync.WaitGroup
 	for _, tr := range tries {
 		start := time.Now()
 		h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), tr.r, tr.a, h.ttl))
-		releaseAt := h.ttl - spread + rand.N(2*spread+1)
+		callAt := h.ttl - spread + rand.N(2*spread+1)
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Until(start.Add(releaseAt)))
-			tr.releasedErr = h.store.Release(h.ctx(), tr.r, tr.a)
+			time.Sleep(time.Until(start.Add(callAt)))
+			tr.err = call(h.ctx(), tr.r, tr.a)
+			tr.at = time.Now()
 		}()
 		go func() {
 			defer wg.Done()
@@ -55,6 +92,7 @@ func releaseRacesExpiry(t *testing.T, h *harness) {
 				err := h.store.Acquire(h.ctx(), tr.r, tr.b, h.long)
 				if err == nil {
 					tr.taken.Store(true)
+					h.releasing(tr.r, tr.b, nil)
 					return
 				}
 				if !errors.Is(err, lock.ErrNotAcquired) {
@@ -66,24 +104,12 @@ func releaseRacesExpiry(t *testing.T, h *harness) {
 		}()
 	}
 	wg.Wait()
-	deleted := 0
 	for _, tr := range tries {
-		if tr.releasedErr != nil && !errors.Is(tr.releasedErr, lock.ErrNotHeld) {
-			t.Errorf("Release(r, a) around r's expiry = %v; want nil or ErrNotHeld", tr.releasedErr)
-		}
-		if !tr.taken.Load() {
-			continue
-		}
-		if err := h.store.Release(h.ctx(), tr.r, tr.b); errors.Is(err, lock.ErrNotHeld) {
-			deleted++
-		} else if err != nil {
-			t.Errorf("Release(r, b) = %v; want nil", err)
+		if tr.err != nil && !errors.Is(tr.err, lock.ErrNotHeld) {
+			t.Errorf("%s(r, a) around r's expiry = %v; want nil or ErrNotHeld", name, tr.err)
 		}
 	}
-	if deleted > 0 {
-		t.Fatalf("Release(r, b) = ErrNotHeld for %d of %d resources b took over as a's lock expired, each with a 30s TTL; want nil: a's Release, racing its expiry, deleted b's lock",
-			deleted, n)
-	}
+	return tries
 }
 
 // fenceOrder has contenders take one resource in turns with AcquireFenced
@@ -137,73 +163,17 @@ func fenceOrder(t *testing.T, h *harness) {
 // short TTL: b's own release, once that TTL has run out, finds it gone.
 func extendRacesExpiry(t *testing.T, h *harness) {
 	ext := h.store.(lock.Extender)
-	n := 2 * h.opts.Contenders
-	spread := h.gran + h.opts.Tolerance // a's extension lands this close to the expiry
-	type try struct {
-		r, a, b    string
-		taken      atomic.Bool // b acquired r
-		extendErr  error       // a's extension
-		extendedAt time.Time   // when a's extension returned
-	}
-	tries := make([]*try, n)
-	for i := range tries {
-		tries[i] = &try{r: h.res(fmt.Sprint("r", i)), a: h.tok("a"), b: h.tok("b")}
-	}
-	var wg sync.WaitGroup
-	for _, tr := range tries {
-		start := time.Now()
-		h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), tr.r, tr.a, h.ttl))
-		extendAt := h.ttl - spread + rand.N(2*spread+1)
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			time.Sleep(time.Until(start.Add(extendAt)))
-			tr.extendErr = ext.Extend(h.ctx(), tr.r, tr.a, h.ttl)
-			tr.extendedAt = time.Now()
-		}()
-		go func() {
-			defer wg.Done()
-			time.Sleep(time.Until(start.Add(h.ttl - spread)))
-			for time.Since(start) < h.expiryBound(h.ttl)+spread {
-				err := h.store.Acquire(h.ctx(), tr.r, tr.b, h.long)
-				if err == nil {
-					tr.taken.Store(true)
-					h.releasing(tr.r, tr.b, nil)
-					return
-				}
-				if !errors.Is(err, lock.ErrNotAcquired) {
-					t.Errorf("Acquire(r, b) = %v; want nil or ErrNotAcquired", err)
-					return
-				}
-				time.Sleep(pollEvery)
-			}
-		}()
-	}
-	wg.Wait()
+	tries := raceExpiry(t, h, "Extend", func(ctx context.Context, r, a string) error { return ext.Extend(ctx, r, a, h.ttl) })
 	// An extension that set b's lock to the short TTL has run out by now.
 	var last time.Time
 	for _, tr := range tries {
-		if tr.extendErr != nil && !errors.Is(tr.extendErr, lock.ErrNotHeld) {
-			t.Errorf("Extend(r, a, %v) around r's expiry = %v; want nil or ErrNotHeld", h.ttl, tr.extendErr)
-		}
-		if tr.extendedAt.After(last) {
-			last = tr.extendedAt
+		if tr.at.After(last) {
+			last = tr.at
 		}
 	}
 	time.Sleep(time.Until(last.Add(h.expiryBound(h.ttl))))
-	cut := 0
-	for _, tr := range tries {
-		if !tr.taken.Load() {
-			continue
-		}
-		if err := h.store.Release(h.ctx(), tr.r, tr.b); errors.Is(err, lock.ErrNotHeld) {
-			cut++
-		} else if err != nil {
-			t.Errorf("Release(r, b) = %v; want nil", err)
-		}
-	}
-	if cut > 0 {
+	if cut := takenGone(t, h, tries); cut > 0 {
 		t.Fatalf("Release(r, b) = ErrNotHeld for %d of %d resources b took over as a's lock expired, each with a %v TTL, %v after a's last Extend(r, a, %v); want nil: a's Extend, racing its expiry, set the TTL of b's lock",
-			cut, n, h.long, h.expiryBound(h.ttl), h.ttl)
+			cut, len(tries), h.long, h.expiryBound(h.ttl), h.ttl)
 	}
 }
