@@ -1,7 +1,6 @@
 package brokenstore
 
 import (
-	"context"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -26,17 +25,7 @@ func Coarse(g time.Duration) CoarseStore {
 		now := time.Now()
 		return now.Add(ttl).Truncate(g).Sub(now)
 	}
-	return CoarseStore{New(func(_ *Store, mem *memory.Store, f *Funcs) {
-		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
-			return mem.Acquire(ctx, resource, token, cut(ttl))
-		}
-		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
-			return mem.AcquireFenced(ctx, resource, token, cut(ttl))
-		}
-		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
-			return mem.Extend(ctx, resource, token, cut(ttl))
-		}
-	}), g}
+	return CoarseStore{New(func(_ *Store, mem *memory.Store, f *Funcs) { scaleTTL(mem, f, cut) }), g}
 }
 
 // TTLGranularity implements lock.Granular.

@@ -21,16 +21,7 @@ func ReleaseChecksThenDeletes(window time.Duration) *Store {
 	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
 		tracked(mem, f, &h)
 		f.Release = func(ctx context.Context, resource, token string) error {
-			held, err := mem.Exists(ctx, resource)
-			if err != nil {
-				return err
-			}
-			if !held || h.get(resource) != token {
-				return lock.ErrNotHeld
-			}
-			time.Sleep(window)
-			mem.Expire(resource)
-			return nil
+			return checkThen(ctx, mem, &h, resource, token, window, func() { mem.Expire(resource) })
 		}
 	})
 }
@@ -72,16 +63,25 @@ func ExtendChecksThenSets(window time.Duration) *Store {
 	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
 		tracked(mem, f, &h)
 		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
-			held, err := mem.Exists(ctx, resource)
-			if err != nil {
-				return err
-			}
-			if !held || h.get(resource) != token {
-				return lock.ErrNotHeld
-			}
-			time.Sleep(window)
-			_ = mem.Extend(ctx, resource, h.get(resource), ttl) // whoever holds it now
-			return nil
+			return checkThen(ctx, mem, &h, resource, token, window, func() {
+				_ = mem.Extend(ctx, resource, h.get(resource), ttl) // whoever holds it now
+			})
 		}
 	})
+}
+
+// checkThen is a call made in two steps: a check that token holds
+// resource (ErrNotHeld if not), then, window later, act, whoever holds
+// resource by then.
+func checkThen(ctx context.Context, mem *memory.Store, h *holders, resource, token string, window time.Duration, act func()) error {
+	held, err := mem.Exists(ctx, resource)
+	if err != nil {
+		return err
+	}
+	if !held || h.get(resource) != token {
+		return lock.ErrNotHeld
+	}
+	time.Sleep(window)
+	act()
+	return nil
 }
