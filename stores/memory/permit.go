@@ -237,26 +237,35 @@ func (s *Store) ExpirePermits(resource string) int {
 // ExpirePermits wakes it, a permit expires, or ctx ends. A release wakes
 // the longest-waiting caller only, one per freed permit; a caller that
 // leaves because its ctx ended passes a wake it received on to the next.
-// Fault injection treats it as OpWait.
+// A permit set to expire sooner than the waiters expect (extended for
+// less) wakes them to look again; looking again, or at a permit that was
+// extended, keeps a caller's place in line. Fault injection treats it as
+// OpWait.
 func (s *Store) WaitPermit(ctx context.Context, resource string) error {
 	if err := s.beginWait(ctx, resource); err != nil {
 		return err
 	}
 	sh := s.shard(resource)
+	w := &waiter{ch: make(chan struct{})}
+	inLine := false
 	for {
 		now := s.now()
 		sh.mu.Lock()
 		p := sh.permitSet(resource, now, false)
-		if p == nil || len(p.holders) < max(p.limit, 1) {
+		if w.woken || p == nil || len(p.holders) < max(p.limit, 1) {
 			if p != nil {
+				if inLine && !w.woken {
+					p.waiting.remove(w)
+				}
 				sh.tidyPermits(resource, p)
 			}
 			sh.mu.Unlock()
 			return nil
 		}
 		left := time.Duration(p.earliest() - now)
-		w := &waiter{ch: make(chan struct{})}
-		p.waiting.waiters = append(p.waiting.waiters, w)
+		if !inLine {
+			p.waiting.waiters, inLine = append(p.waiting.waiters, w), true
+		}
 		if p.rearm == nil {
 			p.rearm = make(chan struct{})
 		}
@@ -271,8 +280,8 @@ func (s *Store) WaitPermit(ctx context.Context, resource string) error {
 
 // await waits for w to be woken, for left (the earliest expiry), for
 // rearm to close (a sooner expiry was set), or for ctx to end, and calls
-// leave unless woken. It reports whether w was woken, or ctx's error; a
-// caller that gets neither looks again.
+// leave if ctx ends first. It reports whether w was woken, or ctx's
+// error; a caller that gets neither looks again, still in line.
 func (w *waiter) await(ctx context.Context, left time.Duration, rearm <-chan struct{}, leave func()) (woken bool, err error) {
 	expiry := time.NewTimer(left)
 	defer expiry.Stop()
@@ -285,7 +294,6 @@ func (w *waiter) await(ctx context.Context, left time.Duration, rearm <-chan str
 	case <-expiry.C: // expired, or extended: look again
 	case <-rearm:
 	}
-	leave()
 	return false, nil
 }
 

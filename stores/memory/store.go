@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -76,7 +77,14 @@ func (s *Store) now() instant { return instant(inproc.Now() - s.epoch) }
 // global returns the process's Instant of i.
 func (s *Store) global(i instant) inproc.Instant { return s.epoch.Add(time.Duration(i)) }
 
-func (i instant) add(d time.Duration) instant { return i + instant(d) }
+// add returns i+d, or the last instant if that is beyond it: a TTL as
+// long as a Duration goes is not wrapped around into the past.
+func (i instant) add(d time.Duration) instant {
+	if j := i + instant(d); d < 0 || j >= i {
+		return j
+	}
+	return math.MaxInt64
+}
 
 // Option configures a Store.
 type Option func(*Store)
