@@ -35,9 +35,10 @@ type guardedKey struct {
 // key, and records fence as the highest; otherwise it returns an error
 // matching ErrStaleFence and does not run write. Writes to one key run one
 // at a time, so that no write with a lower fence can land after one with a
-// higher fence. A fence of 0 (a lock without fencing) and a nil write are
-// refused with an error matching ErrInvalid, and nothing is recorded. Do
-// returns write's error.
+// higher fence; write must therefore not call Do for the same key, which
+// would wait for it for ever. A fence of 0 (a lock without fencing) and a
+// nil write are refused with an error matching ErrInvalid, and nothing is
+// recorded. Do returns write's error.
 func (g *FenceGuard) Do(key string, fence uint64, write func() error) error {
 	switch {
 	case fence == 0:

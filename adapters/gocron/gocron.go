@@ -60,7 +60,11 @@ func WithMinInterval(d time.Duration) Option {
 // NewLocker returns a gocron.Locker that takes each job's lock with
 // locker for ttl, extended in the background while the job runs. It
 // refuses a nil locker and a ttl outside (0, lock.MaxTTL] with an error
-// matching lock.ErrInvalid.
+// matching lock.ErrInvalid. A ttl that only locker itself refuses — one
+// that leaves no validity after its clock-drift allowance (a few
+// milliseconds), or no room for its Options.LockDelay under lock.MaxTTL —
+// is refused by every run instead: Lock returns the error matching
+// lock.ErrInvalid, and gocron takes it as a skip.
 func NewLocker(locker lock.Locker, ttl time.Duration, opts ...Option) (*Locker, error) {
 	if locker == nil {
 		return nil, fmt.Errorf("%w: gocronlock: nil Locker", lock.ErrInvalid)
@@ -197,8 +201,14 @@ func (e *Elector) Term() (*lock.Term, bool) {
 }
 
 // Close resigns, if this replica leads, and makes IsLeader report
-// ErrNotLeader from then on. Call it after the scheduler's Shutdown.
+// ErrNotLeader from then on. Call it after the scheduler's Shutdown. It
+// returns what [lock.Term.Resign] returns: the loss of a term that ended
+// before (matching lock.ErrLost), or a failed release. A nil context is
+// refused with an error matching lock.ErrInvalid, and changes nothing.
 func (e *Elector) Close(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: gocronlock: Close: nil context", lock.ErrInvalid)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closed = true

@@ -120,3 +120,33 @@ func TestElectorIsLeaderNilContext(t *testing.T) {
 		_ = e.Close(t.Context())
 	})
 }
+
+// Close with a nil context is refused with ErrInvalid and changes
+// nothing: the term it could not resign (Resign refuses a nil context)
+// stays the elector's to resign, instead of being forgotten while its
+// renewals keep the role taken for ever.
+func TestElectorCloseNilContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		e, err := gocronlock.NewElector(single(t, m), "scheduler", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.IsLeader(t.Context()); err != nil {
+			t.Fatalf("IsLeader() = %v; want nil", err)
+		}
+		var nilCtx context.Context // nil: the bad input under test
+		if err := e.Close(nilCtx); !errors.Is(err, lock.ErrInvalid) {
+			t.Errorf("Close(nil) = %v; want ErrInvalid", err)
+		}
+		if err := e.IsLeader(t.Context()); err != nil {
+			t.Errorf("IsLeader() after a refused Close(nil) = %v; want nil (still the leader)", err)
+		}
+		if err := e.Close(t.Context()); err != nil {
+			t.Fatalf("Close() = %v; want nil", err)
+		}
+		if r := m.Resources(); len(r) > 0 {
+			t.Errorf("store holds %q after Close; want the role released", r)
+		}
+	})
+}

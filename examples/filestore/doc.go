@@ -5,9 +5,16 @@
 // lock.Fencer, and passes the conformance suite (see filestore_test.go).
 //
 // docs/stores.md walks through it. It is an example first: it takes
-// flock(2) on every call, cannot be interrupted by a context while waiting
-// for that flock, and never deletes the files it creates (one small file
-// per resource ever locked).
+// flock(2) on every call (but those that find no file: a resource never
+// locked is free), cannot be interrupted by a context while waiting for
+// that flock, and never deletes the files it creates (one small file per
+// resource ever locked; calls that take no lock create none).
+// Expiries are read from each process's wall clock, so processes sharing
+// a directory over a network filesystem need clocks that agree (to within
+// the lockers' drift allowance), and a clock stepped forward frees locks
+// early. A process that dies while it writes a lock file may leave the
+// resource taken, by nobody, until its TTL runs out; the files are not
+// written to survive a crash of the machine.
 //
 // # File format
 //

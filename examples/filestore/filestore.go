@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -52,8 +54,10 @@ type state struct {
 func (st state) heldAt(now time.Time) bool { return st.token != "" && now.UnixNano() < st.expires }
 
 // with runs f on the state of resource while holding the file's flock, and
-// writes the state back if f returns true.
-func (s *Store) with(ctx context.Context, resource string, f func(st *state, now time.Time) bool) error {
+// writes the state back if f returns true. Unless create is set, a resource
+// without a file is free: f runs on the zero state, and no file is created
+// (only an acquisition makes one).
+func (s *Store) with(ctx context.Context, resource string, create bool, f func(st *state, now time.Time) bool) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", lock.ErrInvalid)
 	}
@@ -64,7 +68,18 @@ func (s *Store) with(ctx context.Context, resource string, f func(st *state, now
 		return fmt.Errorf("%w: empty resource name", lock.ErrInvalid)
 	}
 	sum := sha256.Sum256([]byte(resource))
-	file, err := os.OpenFile(filepath.Join(s.dir, hex.EncodeToString(sum[:])+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE
+	}
+	file, err := os.OpenFile(filepath.Join(s.dir, hex.EncodeToString(sum[:])+".lock"), flags, 0o600)
+	if !create && errors.Is(err, fs.ErrNotExist) {
+		// Never locked: free. Files are never deleted, so it stays free
+		// until an acquisition creates the file.
+		var st state
+		f(&st, time.Now())
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
@@ -147,7 +162,7 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 	}
 	var fence uint64
 	held := false
-	err := s.with(ctx, resource, func(st *state, now time.Time) bool {
+	err := s.with(ctx, resource, true, func(st *state, now time.Time) bool {
 		if st.heldAt(now) {
 			held = true
 			return false
@@ -190,7 +205,7 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 // lock.ErrNotHeld otherwise.
 func (s *Store) ifHeld(ctx context.Context, resource, token string, change func(*state, time.Time)) error {
 	ours := false
-	err := s.with(ctx, resource, func(st *state, now time.Time) bool {
+	err := s.with(ctx, resource, false, func(st *state, now time.Time) bool {
 		ours = st.heldAt(now) && st.token == token
 		if ours {
 			change(st, now)
@@ -213,7 +228,7 @@ func (s *Store) Exists(ctx context.Context, resource string) (bool, error) {
 func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, error) {
 	var remaining time.Duration
 	var held bool
-	err := s.with(ctx, resource, func(st *state, now time.Time) bool {
+	err := s.with(ctx, resource, false, func(st *state, now time.Time) bool {
 		held = st.heldAt(now)
 		remaining = time.Duration(st.expires - now.UnixNano())
 		return false

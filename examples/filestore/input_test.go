@@ -71,3 +71,40 @@ func TestRefusesTTLPastWhatAFileHolds(t *testing.T) {
 		t.Errorf("Acquire(r, c, 1m) while b holds r = %v; want ErrNotAcquired", err)
 	}
 }
+
+// Calls that take no lock — Exists, TTL, and a Release or Extend of a
+// resource nobody locked — create no file: the directory holds one file
+// per resource ever locked, as the package doc says, not one per name
+// ever asked about.
+func TestQueriesCreateNoFiles(t *testing.T) {
+	dir := t.TempDir()
+	s, err := filestore.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if held, err := s.Exists(ctx, "a"); err != nil || held {
+		t.Errorf("Exists(a) = %v, %v; want false, nil", held, err)
+	}
+	if _, held, err := s.TTL(ctx, "b"); err != nil || held {
+		t.Errorf("TTL(b) = held %v, %v; want false, nil", held, err)
+	}
+	if err := s.Release(ctx, "c", "tok"); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Release(c, tok) = %v; want ErrNotHeld", err)
+	}
+	if err := s.Extend(ctx, "d", "tok", time.Minute); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Extend(d, tok, 1m) = %v; want ErrNotHeld", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("%d files created by calls that took no lock; want none", len(entries))
+	}
+	if err := s.Acquire(ctx, "e", "tok", time.Minute); err != nil {
+		t.Fatalf("Acquire(e, tok, 1m) = %v; want nil", err)
+	}
+	if held, err := s.Exists(ctx, "e"); err != nil || !held {
+		t.Errorf("Exists(e) after Acquire = %v, %v; want true, nil", held, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files after one resource was locked; want 1", len(entries))
+	}
+}
