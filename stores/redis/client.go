@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -18,7 +19,17 @@ import (
 type client struct {
 	c       rueidis.Client
 	cluster bool
+	// subs is where, on a cluster, the client sends SSUBSCRIBE (see
+	// Subscribe): subsUnknown until a subscription has found out.
+	subs *atomic.Int32
 }
+
+// Where a cluster client sends SSUBSCRIBE.
+const (
+	subsUnknown   = iota
+	subsOnMaster  // to the slot's master, as the store needs
+	subsOnReplica // to a replica (SendToReplicas): subscribe through a dedicated connection
+)
 
 var _ redisstore.Client = client{}
 
@@ -204,18 +215,108 @@ const unsubscribeTimeout = 2 * time.Second
 // ctx ends, it unsubscribes on the connection of the subscription — also
 // if the confirmation had not arrived yet, as the SSUBSCRIBE may still be
 // applied.
+//
+// On a cluster the subscription must be on the master of the channel's
+// slot: a release grants the lock to a queued acquisition only if its
+// subscription listens there (see grant.lua). rueidis counts SSUBSCRIBE
+// among the read-only commands, which a client made with SendToReplicas
+// may send to a replica, where it hears releases but is passed over by
+// them. So the first subscriptions of a cluster client count the
+// channel's subscribers on the master once confirmed (PUBSUB
+// SHARDNUMSUB, which the client sends to the master); one that finds
+// itself elsewhere ends, and from then on every subscription goes through
+// a dedicated connection, which the client opens to the slot's master.
 func (c client) Subscribe(ctx context.Context, channel string, confirmed func(), message func(payload string)) error {
+	if !c.cluster || c.subs == nil {
+		return c.receive(ctx, c.c, channel, confirmed, message, false)
+	}
+	switch c.subs.Load() {
+	case subsOnMaster:
+		return c.receive(ctx, c.c, channel, confirmed, message, false)
+	case subsOnReplica:
+		return c.onMaster(ctx, channel, confirmed, message)
+	}
+	err := c.receive(ctx, c.c, channel, confirmed, message, true)
+	if err == errOnReplica {
+		c.subs.Store(subsOnReplica)
+		return c.onMaster(ctx, channel, confirmed, message)
+	}
+	return err
+}
+
+// errOnReplica reports a subscription that is not on its slot's master.
+var errOnReplica = errors.New("the subscription is not on its slot's master")
+
+// onMaster subscribes through a dedicated connection, which a cluster
+// client opens to the master of the channel's slot.
+func (c client) onMaster(ctx context.Context, channel string, confirmed func(), message func(payload string)) error {
+	var err error
+	_ = c.c.Dedicated(func(d rueidis.DedicatedClient) error {
+		err = c.receive(ctx, d, channel, confirmed, message, false)
+		return nil
+	})
+	return err
+}
+
+// receiver is what receive subscribes through: the client, or a
+// dedicated connection of it.
+type receiver interface {
+	B() rueidis.Builder
+	Receive(ctx context.Context, subscribe rueidis.Completed, fn func(msg rueidis.PubSubMessage)) error
+}
+
+// onSlotMaster reports whether channel has a subscriber on the master of
+// its slot, where a cluster client sends PUBSUB, a command it does not
+// count as read-only.
+func (c client) onSlotMaster(ctx context.Context, channel string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, unsubscribeTimeout)
+	defer cancel()
+	counts, err := c.c.Do(ctx, c.c.B().Arbitrary("PUBSUB", "SHARDNUMSUB").Keys(channel).Build()).ToArray()
+	if err != nil {
+		return false, err
+	}
+	if len(counts) != 2 {
+		return false, errors.New("PUBSUB SHARDNUMSUB: not a channel and its count")
+	}
+	n, err := counts[1].AsInt64()
+	return n > 0, err
+}
+
+// receive runs the subscription to channel through rc; with check, it
+// tells the caller of the first confirmation only once the subscription
+// is found on its slot's master, and returns errOnReplica, unsubscribed,
+// if it is not.
+func (c client) receive(ctx context.Context, rc receiver, channel string, confirmed func(), message func(payload string), check bool) error {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
 	var broken error
+	var checked, misplaced atomic.Bool
 	rctx = rueidis.WithOnSubscriptionHook(rctx, func(s rueidis.PubSubSubscription) {
-		if s.Kind == "ssubscribe" && s.Channel == channel {
-			confirmed()
+		if s.Kind != "ssubscribe" || s.Channel != channel {
+			return
 		}
+		if !check || checked.Swap(true) {
+			confirmed()
+			return
+		}
+		// The hook runs on the connection's reader, which must not wait
+		// for a command.
+		go func() {
+			switch onMaster, err := c.onSlotMaster(rctx, channel); {
+			case err == nil && !onMaster:
+				misplaced.Store(true)
+				cancel()
+			case err == nil:
+				c.subs.CompareAndSwap(subsUnknown, subsOnMaster)
+				confirmed()
+			case rctx.Err() == nil:
+				confirmed() // not told: the store finds out when it looks again
+			}
+		}()
 	})
 	rctx = rueidis.WithOnReceiveReturnHook(rctx, func(err error, cc rueidis.CommandClient) error {
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !misplaced.Load() {
 			mu.Lock()
 			broken = err
 			mu.Unlock()
@@ -227,7 +328,7 @@ func (c client) Subscribe(ctx context.Context, channel string, confirmed func(),
 		done()
 		return err
 	})
-	err := c.c.Receive(rctx, c.c.B().Ssubscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) { message(m.Message) })
+	err := rc.Receive(rctx, rc.B().Ssubscribe().Channel(channel).Build(), func(m rueidis.PubSubMessage) { message(m.Message) })
 	mu.Lock()
 	defer mu.Unlock()
 	switch {
@@ -235,6 +336,8 @@ func (c client) Subscribe(ctx context.Context, channel string, confirmed func(),
 		return broken
 	case ctx.Err() != nil:
 		return nil
+	case misplaced.Load():
+		return errOnReplica
 	case err == nil:
 		return redisstore.ErrSubscriptionEnded
 	}

@@ -112,6 +112,13 @@
 // the waiter's id, in the same slot. The fence counter is [FenceKey], one
 // per server, or on a cluster one per hash slot (FenceKey + ":{t}", with t
 // a tag of the slot). MOVED and ASK redirects are followed by the client.
+// Waiting subscriptions are on the master of their slot, where a release
+// looks for a queued acquisition's: with a client that sends read-only
+// commands to replicas (ClientOption.SendToReplicas; rueidis counts
+// SSUBSCRIBE among them), the store finds its first subscription on a
+// replica (PUBSUB SHARDNUMSUB on the master says so), makes it again, and
+// every later one, through a dedicated connection to the slot's master:
+// one connection per resource the process waits for.
 //
 // # Fencing
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -32,7 +33,7 @@ func New(c rueidis.Client, opts ...Option) (*Store, error) {
 	if reflect.ValueOf(c).Comparable() {
 		owner = c // stores sharing a client share subscriptions
 	}
-	glue := client{c: c, cluster: c.Mode() == rueidis.ClientModeCluster}
+	glue := client{c: c, cluster: c.Mode() == rueidis.ClientModeCluster, subs: new(atomic.Int32)}
 	s, err := redisstore.New(glue, "redis", defaultName(c), owner, opts)
 	if err != nil {
 		return nil, err
