@@ -1,6 +1,6 @@
 // Package lock takes distributed locks on named resources, over
-// interchangeable stores: Redis (one node, Cluster, or several independent
-// masters), memcached, and memory.
+// interchangeable stores: Redis (one node, Sentinel, Cluster, or several
+// independent masters), PostgreSQL, etcd, memcached, and memory.
 //
 // # Model
 //
@@ -8,8 +8,9 @@
 // to live if the resource is free, and releases or extends it only for the
 // token it was taken with. Stores make one attempt per call and nothing
 // more; the stores live in sub-packages (stores/memory, stores/redis on
-// rueidis, stores/goredis on go-redis, stores/memcache) and anyone can
-// write another and prove it with package conformance.
+// rueidis, stores/memcache, and in modules of their own stores/goredis on
+// go-redis, stores/postgres on pgx and stores/etcd) and anyone can write
+// another and prove it with package conformance.
 //
 // A [Locker] does everything else: validation, token generation, retries,
 // validity accounting, and remembering what it holds. [SingleLocker] takes
@@ -55,8 +56,10 @@
 // # Elections, run-once jobs and lock delay
 //
 // An [Election] elects one leader at a time for a named role over any
-// Locker: the leader holds a lock on the role, which the same loop as
-// Run's keeps extended. [Election.Campaign] waits until the caller is
+// Locker that lets one holder in at a time (NewElection refuses a
+// Semaphore of more than one permit and an RWLocker's reader side): the
+// leader holds a lock on the role, which the same loop as Run's keeps
+// extended. [Election.Campaign] waits until the caller is
 // elected and returns its [Term]; [Term.Resign] frees the role at once;
 // [Election.Lead] does both around one function; [Election.Leader] tells
 // whether someone leads and, where the locker has a Holder method, who.
@@ -98,8 +101,10 @@
 // delay that is randomised (so waiters do not hit the stores in waves) and
 // can grow exponentially up to a cap. On stores that can notify releases
 // ([Waiter]), a waiter wakes when the lock is released instead of sleeping
-// out its delay; on the others the default policy polls every 5–10ms for a
-// quarter of a second before it backs off, so that no waiter starves.
+// out its delay; on a store that keeps a line ([Queuer]: Redis), a
+// SingleLocker's Lock gets in line and the release hands it the lock; on
+// the others the default policy polls every 5–10ms for a quarter of a
+// second before it backs off, so that no waiter starves.
 // Retry.Attempts counts every attempt: Retry{Attempts: 3} makes three.
 //
 // # Errors
@@ -128,21 +133,29 @@
 //
 // Besides the three methods every store has, a store may offer optional
 // capabilities, discovered by type assertion; each has a fallback:
-//   - [Extender] (Extend): without it, Extend reports errors.ErrUnsupported
-//     and Run ends the function's context when the validity runs out.
+//   - [Extender] (Extend): without it (on a MultiLocker, without a quorum
+//     of stores that have it), Extend reports errors.ErrUnsupported and
+//     Run ends the function's context when the validity runs out.
 //   - [Fencer] (fencing tokens): without it, or with Options.NoFence,
-//     Lock.Fence is 0. A MultiLocker fences when every store is a
-//     [FenceRaiser].
+//     Lock.Fence is 0.
+//   - [FenceRaiser] (fences that can be raised): a MultiLocker fences only
+//     when every store is one; otherwise its locks carry Fence 0.
 //   - [Waiter] (wait for release): without it, waiters sleep their delay.
+//   - [Queuer] (a line of waiters kept by the store, the lock handed over
+//     by the release): without it, a SingleLocker's Lock waits with
+//     Waiter, or sleeps, between attempts.
 //   - [TTLReader] (remaining TTL): not needed by the lockers.
+//   - [HolderReader] (who holds a lock): without it, the lockers' Holder
+//     reports errors.ErrUnsupported.
 //   - [Granular] (coarse expiry): without it, expiry is taken as exact.
 //   - [ResourceValidator] (names the store cannot hold): without it, every
 //     non-empty name is accepted.
 //   - [Starter] (start a call without waiting for it): without it, a
 //     MultiLocker runs each store call in a goroutine of its own.
-//   - [Permitter] (counted permits) and [PermitWaiter] (wait for a free
-//     permit): without them, a [Semaphore] takes plain locks on derived
-//     names.
+//   - [Permitter] (counted permits): without it, a [Semaphore] takes plain
+//     locks on derived names.
+//   - [PermitWaiter] (wait for a free permit): without it, a Semaphore over
+//     a Permitter sleeps its retry delay between attempts.
 //
 // # Guarantees
 //
@@ -155,14 +168,15 @@
 //     holder finds out at its next Extend or Unlock (ErrNotHeld).
 //   - Redis with replicas (Sentinel, Cluster): replication is
 //     asynchronous, so a failover can lose a lock that was granted but not
-//     yet replicated; the Redis store's WaitReplicas option narrows that
-//     window.
+//     yet replicated; the Redis store's WithWaitReplicas option narrows
+//     that window.
 //   - Several independent stores with a majority quorum (Redlock):
 //     mutual exclusion survives the loss of a minority of the stores,
 //     provided a store that restarts does not come back empty while locks
 //     it granted are still valid, and clocks do not run faster than the
 //     drift allowance. Redlock locks carry fences when every store can
-//     raise them (FenceRaiser): the memory store can.
+//     raise them (FenceRaiser): the memory, Redis, memcached and
+//     PostgreSQL stores can, etcd's cannot.
 //   - No lock with a TTL survives a holder that pauses (GC, swap, a
 //     stopped VM) past its validity and then writes: guard such writes
 //     with a fence (Lock.Fence) that the protected resource checks, and
