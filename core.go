@@ -249,7 +249,9 @@ func (c *core) closedMeanwhile(ctx context.Context, op, resource string, l Lock)
 	if !c.gate.isShut() {
 		return nil
 	}
-	_ = c.eng.Unlock(context.WithoutCancel(ctx), l)
+	uctx, cancel := c.cleanupContext(ctx) // if it fails, Shutdown releases l
+	_ = c.eng.Unlock(uctx, l)
+	cancel()
 	return &Error{Op: op, Resource: resource, Err: ErrClosed}
 }
 

@@ -30,20 +30,27 @@ func (d *derived) initDerived(eng engine, locker Locker) (waitFor func(ctx conte
 }
 
 // giveBack releases l, a lock this locker took on a derived name and
-// will not hand out, with under.Unlock: not canceled with ctx, and for as
-// long as l may still be valid (or a store timeout, if longer), since a
-// lock left behind keeps the others out until its TTL runs out.
+// will not hand out, with under.Unlock: not canceled with ctx, within a
+// store timeout, and if that fails again in the background (over a
+// locker of ours, whose tokens it knows to be unique), since a lock left
+// behind keeps the others out until its TTL runs out.
 func (d *derived) giveBack(ctx context.Context, under Locker, l Lock) {
-	cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), laterOf(l.ValidUntil, time.Now().Add(d.storeTimeout)))
-	defer cancel()
-	_ = under.Unlock(cctx, l)
+	if d.release(ctx, under, l) {
+		return
+	}
+	if d.gate.base != nil {
+		d.later(ctx, func(ctx context.Context) bool { return d.release(ctx, under, l) })
+	}
 }
 
-func laterOf(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
+// release makes one release of l for giveBack, within a store timeout,
+// and reports whether it is settled: released, not held, or refused for
+// good.
+func (d *derived) release(ctx context.Context, under Locker, l Lock) bool {
+	cctx, cancel := d.cleanupContext(ctx)
+	defer cancel()
+	err := under.Unlock(cctx, l)
+	return err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrInvalid)
 }
 
 // markOf implements stander: l stands for the lock mark returns.
@@ -118,7 +125,9 @@ func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name 
 		return nil, nil, nil
 	}
 	c.gate.follow(&base.gate) // its Shutdown ends our waits
-	c.retry, c.canWait = base.retry, base.canWait
+	// It never queues: it waits only where a store notifies releases.
+	c.retry, c.canWait, c.notifies = base.retry, base.notifies, base.notifies
+	c.fixedTokens = base.fixedTokens // its locks' tokens: no late release of a token that is not unique
 	c.driftFactor, c.granularity, c.storeTimeout = base.driftFactor, base.granularity, base.storeTimeout
 	c.lockDelay = base.lockDelay
 	c.obs = base.obs
