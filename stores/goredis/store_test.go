@@ -3,7 +3,6 @@ package goredis_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -133,64 +132,20 @@ func TestClusterReadsFromReplicasReadsMasters(t *testing.T) {
 // documentation says.
 func TestClusterReadsFromReplicasQueuesOnMasters(t *testing.T) {
 	c := redistest.SharedCluster(t)
-	// Redis 7.0 reports a replica "loading", and go-redis sends it
-	// nothing, until its master has written something.
-	for i := range 32 {
-		k := fmt.Sprintf("queuesonmasters-warm%d", i)
-		if err := c.MasterOf(t, redistest.Slot(k)).Do("SET", k, "x", "PX", "60000").Error(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, "every replica reported online", func() bool {
-		for _, n := range c.Nodes {
-			shards, err := n.Do("CLUSTER", "SHARDS").ToAny()
-			if err == nil && strings.Contains(fmt.Sprint(shards), "health:loading") {
-				return false
-			}
-		}
-		return true
-	})
 	for name, set := range map[string]func(*redis.ClusterOptions){
 		"ReadOnly":       func(o *redis.ClusterOptions) { o.ReadOnly = true },
 		"RouteByLatency": func(o *redis.ClusterOptions) { o.RouteByLatency = true },
 		"RouteRandomly":  func(o *redis.ClusterOptions) { o.RouteRandomly = true },
 	} {
 		t.Run(name, func(t *testing.T) {
-			o := &redis.ClusterOptions{Addrs: c.Addrs(), DialTimeout: 2 * time.Second, ContextTimeoutEnabled: true}
-			set(o)
-			cc := redis.NewClusterClient(o)
-			t.Cleanup(func() { _ = cc.Close() })
 			prefix := "queuesonmasters-" + name + ":"
-			s := newStore(t, cc, goredis.WithPrefix(prefix))
-			master := c.MasterOf(t, redistest.Slot(prefix+"{q}"))
-			ctx := ctxFor(t, 30*time.Second)
-
-			if err := s.Acquire(ctx, "q", "tok~a", time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			queued, done := make(chan struct{}), make(chan error, 1)
-			go func() {
-				_, err := s.AcquireQueued(ctx, lock.QueuedAcquisition{Resource: "q", Token: "tok~b", TTL: time.Minute, Wait: 20 * time.Second, Queued: func() { close(queued) }})
-				done <- err
-			}()
-			select {
-			case <-queued:
-			case err := <-done:
-				t.Fatalf("AcquireQueued of a held lock returned before getting in line: %v", err)
-			}
-			channels, err := master.Do("PUBSUB", "SHARDCHANNELS", prefix+"{q}:waiters:*").AsStrSlice()
-			if err != nil || len(channels) != 1 {
-				t.Fatalf("subscriptions to releases on the slot's master %s = %q, %v; want the queued acquisition's", master.Addr(), channels, err)
-			}
-			if err := s.Release(ctx, "q", "tok~a"); err != nil {
-				t.Fatal(err)
-			}
-			if who, held, err := s.Holder(ctx, "q"); err != nil || !held || who != "b" {
-				t.Errorf("Holder after the release = %q, %v, %v; want b, handed the lock by the release", who, held, err)
-			}
-			if err := <-done; err != nil {
-				t.Errorf("AcquireQueued = %v; want the lock", err)
-			}
+			redissuite.QueuesOnMasters(t, c, prefix, func() redissuite.Store {
+				o := &redis.ClusterOptions{Addrs: c.Addrs(), DialTimeout: 2 * time.Second, ContextTimeoutEnabled: true}
+				set(o)
+				cc := redis.NewClusterClient(o)
+				t.Cleanup(func() { _ = cc.Close() })
+				return newStore(t, cc, goredis.WithPrefix(prefix))
+			})
 		})
 	}
 }

@@ -119,63 +119,11 @@ func TestClusterReadsFromReplicasReadsMasters(t *testing.T) {
 // release takes it first.
 func TestClusterReadsFromReplicasQueuesOnMasters(t *testing.T) {
 	c := redistest.SharedCluster(t)
-	const prefix = "queuesonmasters:"
-	key := prefix + "{q}"
-	master := c.MasterOf(t, redistest.Slot(key))
-	// Redis 7.0 reports a replica "loading", and clients send it nothing,
-	// until its master has written something.
-	for i := range 32 {
-		k := fmt.Sprintf("queuesonmasters-warm%d", i)
-		if err := c.MasterOf(t, redistest.Slot(k)).Do("SET", k, "x", "PX", "60000").Error(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	redissuite.Eventually(t, "every replica reported online", func() bool {
-		for _, n := range c.Nodes {
-			shards, err := n.Do("CLUSTER", "SHARDS").ToAny()
-			if err == nil && strings.Contains(fmt.Sprint(shards), "health:loading") {
-				return false
-			}
-		}
-		return true
+	redissuite.QueuesOnMasters(t, c, "queuesonmasters:", func() redissuite.Store {
+		client := c.NewClient(t, func(o *rueidis.ClientOption) {
+			o.SendToReplicas = func(cmd rueidis.Completed) bool { return cmd.IsReadOnly() }
+			o.InitAddress = o.InitAddress[:1]
+		})
+		return newStore(t, client, redis.WithPrefix("queuesonmasters:"))
 	})
-	client := c.NewClient(t, func(o *rueidis.ClientOption) {
-		o.SendToReplicas = func(cmd rueidis.Completed) bool { return cmd.IsReadOnly() }
-		o.InitAddress = o.InitAddress[:1]
-	})
-	s := newStore(t, client, redis.WithPrefix(prefix))
-	other := newStore(t, c.NewClient(t), redis.WithPrefix(prefix))
-	ctx := redissuite.CtxFor(t, 30*time.Second)
-	if err := other.Acquire(ctx, "q", "tok~a", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	queued, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		_, err := s.AcquireQueued(ctx, lock.QueuedAcquisition{Resource: "q", Token: "tok~b", TTL: time.Minute, Wait: 20 * time.Second, Queued: func() { close(queued) }})
-		done <- err
-	}()
-	select {
-	case <-queued:
-	case err := <-done:
-		t.Fatalf("AcquireQueued of a held lock returned before getting in line: %v", err)
-	}
-	channels, err := master.Do("PUBSUB", "SHARDCHANNELS", key+":waiters:*").AsStrSlice()
-	if err != nil || len(channels) != 1 {
-		t.Errorf("subscriptions to releases on the slot's master %s = %q, %v; want the queued acquisition's", master.Addr(), channels, err)
-	}
-	if err := other.Release(ctx, "q", "tok~a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Acquire(ctx, "q", "tok~c", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
-		t.Errorf("Acquire(q) right after the release = %v; want ErrNotAcquired: the release hands the lock to the caller in line", err)
-	}
-	if err := <-done; err != nil {
-		t.Errorf("AcquireQueued = %v; want the lock", err)
-	}
-	if who, held, err := other.Holder(ctx, "q"); err != nil || !held || who != "b" {
-		t.Errorf("Holder(q) = %q, %v, %v; want b, handed the lock by the release", who, held, err)
-	}
-	if _, err := s.ForceRelease(ctx, "q"); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,12 +1,14 @@
 package redissuite
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/redisstore"
 	"github.com/lockkit/lock/internal/testing/redistest"
 )
@@ -26,25 +28,11 @@ func ReadsOnMasters(t *testing.T, c *redistest.Cluster, prefix string, newStore 
 	replicas := map[string]*redistest.Server{}
 	for _, r := range resources {
 		// the lock, its permits, waiters and fence counter share its slot
-		key := redisstore.LockKey(prefix, r)
-		master := c.MasterOf(t, redistest.Slot(key))
-		if err := master.Do("SET", key+":warm", "x", "PX", "60000").Error(); err != nil {
-			t.Fatalf("SET on %s = %v", master.Addr(), err)
-		}
+		master := warmSlot(t, c, redisstore.LockKey(prefix, r))
 		rep := c.ReplicaOf(t, master)
 		replicas[rep.Addr()] = rep
 	}
-	// Redis 7.0 reports a replica "loading" in CLUSTER SHARDS, and clients
-	// send it nothing, until its master has written something.
-	eventually(t, "every replica reported online", func() bool {
-		for _, n := range c.Nodes {
-			shards, err := n.Do("CLUSTER", "SHARDS").ToAny()
-			if err == nil && strings.Contains(fmt.Sprint(shards), "health:loading") {
-				return false // a node that does not answer (stopped by a fault test) is left out
-			}
-		}
-		return true
-	})
+	replicasOnline(t, c)
 	s := newStore()
 	before := map[string]map[string]int64{}
 	for addr, rep := range replicas {
@@ -93,6 +81,86 @@ func ReadsOnMasters(t *testing.T, c *redistest.Cluster, prefix string, newStore 
 			}
 		}
 	}
+}
+
+// QueuesOnMasters checks that s, a store on a client of the cluster c
+// that may send reads to replicas, subscribes a queued acquisition on the
+// master of its lock's slot, where the release that grants the lock looks
+// for it (one on a replica hears the release but is passed over): the
+// release hands the lock to the caller in line, before anyone who asks
+// later. newStore makes the store once the replicas are ready to serve
+// reads.
+func QueuesOnMasters(t *testing.T, c *redistest.Cluster, prefix string, newStore func() Store) {
+	t.Helper()
+	key := redisstore.LockKey(prefix, "q")
+	master := warmSlot(t, c, key)
+	replicasOnline(t, c)
+	s := newStore()
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "q", "tok~a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	queued, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, err := s.AcquireQueued(ctx, lock.QueuedAcquisition{Resource: "q", Token: "tok~b", TTL: time.Minute, Wait: 20 * time.Second, Queued: func() { close(queued) }})
+		done <- err
+	}()
+	select {
+	case <-queued:
+	case err := <-done:
+		t.Fatalf("AcquireQueued of a held lock returned before getting in line: %v", err)
+	}
+	channels, err := master.Do("PUBSUB", "SHARDCHANNELS", redisstore.WaitersOf(key)+":*").AsStrSlice()
+	if err != nil || len(channels) != 1 {
+		t.Errorf("subscriptions to releases on the slot's master %s = %q, %v; want the queued acquisition's", master.Addr(), channels, err)
+	}
+	if err := s.Release(ctx, "q", "tok~a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Acquire(ctx, "q", "tok~c", time.Minute); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Errorf("Acquire(q) right after the release = %v; want ErrNotAcquired: the release hands the lock to the caller in line", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("AcquireQueued = %v; want the lock", err)
+	}
+	if who, held, err := s.Holder(ctx, "q"); err != nil || !held || who != "b" {
+		t.Errorf("Holder(q) = %q, %v, %v; want b, handed the lock by the release", who, held, err)
+	}
+	if _, err := s.ForceRelease(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// warmSlot writes a key beside key (in its slot: key has a hash tag) on
+// the master of that slot, and returns that master: Redis 7.0 reports a
+// replica "loading" in CLUSTER SHARDS, and clients send it nothing, until
+// its master has written something.
+func warmSlot(t *testing.T, c *redistest.Cluster, key string) *redistest.Server {
+	t.Helper()
+	master := c.MasterOf(t, redistest.Slot(key))
+	if err := master.Do("SET", key+":warm", "x", "PX", "60000").Error(); err != nil {
+		t.Fatalf("SET on %s = %v", master.Addr(), err)
+	}
+	return master
+}
+
+// replicasOnline writes to every master (keys in 32 slots reach the three
+// of the test cluster) and waits until no node reports a replica still
+// loading (see warmSlot).
+func replicasOnline(t *testing.T, c *redistest.Cluster) {
+	t.Helper()
+	for i := range 32 {
+		warmSlot(t, c, fmt.Sprintf("{redissuite-warm%d}", i))
+	}
+	eventually(t, "every replica reported online", func() bool {
+		for _, n := range c.Nodes {
+			shards, err := n.Do("CLUSTER", "SHARDS").ToAny()
+			if err == nil && strings.Contains(fmt.Sprint(shards), "health:loading") {
+				return false // a node that does not answer (stopped by a fault test) is left out
+			}
+		}
+		return true
+	})
 }
 
 // readCalls returns how many times srv has been sent (and served or
