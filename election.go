@@ -146,10 +146,7 @@ func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Ter
 	stop := context.AfterFunc(ctx, func() { t.h.cancel(context.Cause(ctx)) })
 	defer func() {
 		stop()
-		// A term whose end or hold limit passed has ended, as its
-		// context's Err reports, even if the timer that cancels the
-		// context has not fired yet.
-		_ = t.Context().Err()
+		t.h.catchUp() // a term whose end or hold limit passed has ended
 		err = errors.Join(fnError(t.Context(), err), holdLimit(t.Context(), err), t.Resign(context.WithoutCancel(ctx)))
 	}()
 	return fn(t.Context(), t)
@@ -290,9 +287,7 @@ func (t *Term) Resign(ctx context.Context) error {
 	if ctx == nil {
 		return invalidf("resign", t.h.k.current().Resource, "nil context")
 	}
-	// A term whose end passed is lost, as its context's Err reports,
-	// even if the timer that cancels the context has not fired yet.
-	_ = t.h.ctx.Err()
+	t.h.catchUp() // a term whose end passed is lost
 	t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
 	cause, err := t.h.release(ctx)
 	if errors.Is(cause, ErrMaxHold) && errors.Is(err, ErrNotHeld) {

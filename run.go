@@ -213,15 +213,18 @@ func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
 // ended, if it had. Later calls return the same lock.
 func (h *holding) end() (l Lock, cause error) {
 	h.halt()
-	// A validity that ran out before the holder was done is a loss, as
-	// the context's Err reports it, even if its timer has not fired yet.
-	_ = h.ctx.Err()
+	h.catchUp()                // a validity that ran out before the holder was done is a loss
 	h.k.loseOnce.Do(func() {}) // the holder is done: no loss is reported from here on
 	cause = context.Cause(h.ctx)
 	h.stopHold()
 	h.cancel(nil) // before the validity is cut, so that Err never reports nil for a lock cut
 	return h.k.finish(), cause
 }
+
+// catchUp ends the holder's context if the lock's validity or the hold
+// limit has passed, as its Err reports them, even if the timer that
+// cancels the context has not fired yet (see runContext.Err).
+func (h *holding) catchUp() { _ = h.ctx.Err() }
 
 // checkExtendEvery refuses an extension interval that is not shorter than
 // the lock's validity: the lock would run out before its extension.
