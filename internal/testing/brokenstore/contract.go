@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -312,6 +313,7 @@ func truncate(n int) func(string) string {
 // each overwriting the one before, so concurrent callers all win.
 func AcquireChecksThenSets(window time.Duration) *Store {
 	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		var set sync.Mutex // the SET is one step: no caller's expiry falls between another's two
 		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
 			held, err := mem.Exists(ctx, resource)
 			switch {
@@ -321,6 +323,8 @@ func AcquireChecksThenSets(window time.Duration) *Store {
 				return lock.ErrNotAcquired
 			}
 			time.Sleep(window)
+			set.Lock()
+			defer set.Unlock()
 			mem.Expire(resource)
 			return mem.Acquire(ctx, resource, token, ttl)
 		}
