@@ -1,10 +1,11 @@
 package tokengen
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	mrand "math/rand/v2"
 	"sync"
 	"unsafe"
 )
@@ -12,16 +13,18 @@ import (
 // Random makes tokens of 128 random bits, encoded as 22 URL-safe base64
 // characters. The zero value is ready to use.
 //
-// The bits come from ChaCha8 generators (math/rand/v2.ChaCha8, a
-// cryptographically strong generator), each seeded with 256 bits from
-// crypto/rand and seeded afresh every 65536 tokens; goroutines draw from
-// generators of their own (a sync.Pool), never from a shared one. Tokens
-// are thus as unpredictable as crypto/rand's and, at 128 bits, unique
-// across every process with overwhelming probability. A generator makes
-// 32 tokens at a time, encoded into one string that the tokens share, so
-// that a token costs no allocation of its own (a token keeps the 704
-// bytes of its batch alive), and a fraction of a token read from
-// crypto/rand for each call (see BenchmarkRandom).
+// The bits are keystream of AES-128 in counter mode (crypto/aes and
+// crypto/cipher: a standard cryptographically strong generator, the
+// construction of NIST's CTR_DRBG), each generator keyed with a key and a
+// counter of 128 bits each from crypto/rand and keyed afresh every 65536
+// tokens; goroutines draw from generators of their own (a sync.Pool),
+// never from a shared one. Tokens are thus as unpredictable as
+// crypto/rand's and, at 128 bits, unique across every process with
+// overwhelming probability. A generator makes 32 tokens at a time,
+// encoded into one string that the tokens share, so that a token costs
+// no allocation of its own (a token keeps the 704 bytes of its batch
+// alive), and a fraction of a token read from crypto/rand for each call
+// (see BenchmarkRandom).
 type Random struct{}
 
 const (
@@ -34,16 +37,21 @@ const (
 )
 
 type generator struct {
-	rng   mrand.ChaCha8
-	left  int    // tokens before the next reseed
-	batch string // tokens of tokenLen characters, each followed by a suffix
-	next  int    // offset in batch of the next token to hand out
+	bits  cipher.Stream        // AES-CTR keystream
+	raw   [batchSize * 16]byte // a batch's random bits
+	left  int                  // tokens before the next reseed
+	batch string               // tokens of tokenLen characters, each followed by a suffix
+	next  int                  // offset in batch of the next token to hand out
 }
 
 func (g *generator) seed() {
 	var seed [32]byte
 	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails (it crashes the program instead)
-	g.rng.Seed(seed)
+	block, err := aes.NewCipher(seed[:16])
+	if err != nil {
+		panic(err) // a 16-byte key is always valid
+	}
+	g.bits = cipher.NewCTR(block, seed[16:])
 	g.left = reseedEvery
 }
 
@@ -77,9 +85,12 @@ func (g *generator) fill(suffix string, size int) {
 		g.seed()
 	}
 	n := min(batchSize, max(1, batchBytes/size))
+	raw := g.raw[:n*16]
+	clear(raw)
+	g.bits.XORKeyStream(raw, raw) // the keystream itself
 	b := make([]byte, n*size)
-	for t := b; len(t) > 0; t = t[size:] {
-		a, c := g.rng.Uint64(), g.rng.Uint64()
+	for t := b; len(t) > 0; t, raw = t[size:], raw[16:] {
+		a, c := binary.LittleEndian.Uint64(raw), binary.LittleEndian.Uint64(raw[8:])
 		// The 128 bits a, c in eleven 12-bit chunks, the last four bits 0.
 		mid := a>>60 | c<<4 // chunk 5: a's last 4 bits and 8 of c
 		c >>= 8             // c's other 56 bits: chunks 6 to 10
