@@ -222,19 +222,31 @@ func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Durati
 		return Lock{}, &Error{Op: op, Resource: resource, Err: ErrClosed}
 	}
 	defer c.gate.leave()
-	var l Lock
-	var e *Error
-	if retry.retries() || c.obs.on() {
-		l, e = c.retryLoop(ctx, op, resource, ttl, retry)
-	} else if l, _, _, e = c.eng.attempt(ctx, op, resource, ttl); e != nil {
-		// One attempt that nobody observes (TryLock's): the retry loop
-		// without its bookkeeping.
-		if ctx.Err() != nil {
-			e = canceled(ctx, e)
+	if retry.retries() {
+		l, e := c.retryLoop(ctx, op, resource, ttl, retry)
+		if e != nil {
+			return Lock{}, e
 		}
-		e.Op, e.Resource = op, resource
-	} else {
+		return l, nil
+	}
+	// One attempt (TryLock's): the retry loop without its bookkeeping,
+	// telling the hook what the loop would.
+	if c.obs.on() {
+		ctx = c.obs.begin(ctx, op, resource)
+		c.obs.emit(ctx, Event{Kind: EventAttempt, Op: op, Resource: resource, Attempt: 1})
+	}
+	l, start, took, e := c.eng.attempt(ctx, op, resource, ttl)
+	switch {
+	case e == nil:
 		e = c.closedMeanwhile(ctx, op, resource, l)
+	case ctx.Err() != nil:
+		e = canceled(ctx, e)
+	}
+	if e != nil {
+		e.Op, e.Resource = op, resource
+	}
+	if c.obs.on() {
+		c.obs.attempted(ctx, op, resource, l, start, took, e)
 	}
 	if e != nil {
 		return Lock{}, e

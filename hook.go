@@ -142,6 +142,19 @@ func (o observer) emit(ctx context.Context, e Event) {
 	}
 }
 
+// attempted reports the end of a call that made one attempt, which began
+// at start, took took, and returned l or e.
+func (o observer) attempted(ctx context.Context, op, resource string, l Lock, start inproc.Instant, took time.Duration, e *Error) {
+	if e == nil {
+		o.emit(ctx, Event{Kind: EventAcquired, Op: op, Resource: resource, Lock: l, Attempt: 1, Duration: took})
+		return
+	}
+	if start.IsZero() { // the attempt failed before it began
+		start = inproc.Now()
+	}
+	o.emit(ctx, Event{Kind: EventNotAcquired, Op: op, Resource: resource, Attempt: 1, Duration: inproc.Since(start), Err: e})
+}
+
 // storeCall reports a store call that began at t0.
 func (o observer) storeCall(ctx context.Context, op, resource string, s *storeRef, storeOp string, t0 inproc.Instant, err error) {
 	if o.hook != nil {
