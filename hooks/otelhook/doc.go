@@ -19,7 +19,9 @@
 //   - lock.lost (counter): locks lost while Run held them.
 //   - lock.held (asynchronous up-down counter): locks held, as far as the
 //     hook can tell: acquired, and not yet released, lost or past their
-//     validity. A lock counts once, however often it is released.
+//     validity. A lock counts once, however often it is released. Hooks
+//     on one meter provider add up; Hook.Close withdraws a hook's count
+//     (and lets the provider drop the hook).
 //   - lock.store.duration (histogram, seconds): store calls, by lock.store,
 //     lock.store.op and lock.outcome.
 //   - lock.store.errors (counter): store calls that failed, by lock.store

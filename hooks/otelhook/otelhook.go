@@ -26,7 +26,8 @@ type Hook struct {
 	contention      metric.Int64Counter
 	lost            metric.Int64Counter
 	storeErrors     metric.Int64Counter
-	held            heldLocks // observed as lock.held
+	held            heldLocks           // observed as lock.held
+	heldReport      metric.Registration // the callback that observes it
 }
 
 var _ lock.SpanHook = (*Hook)(nil)
@@ -56,12 +57,8 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) (*Hook, error) {
 	h.lost, err = m.Int64Counter("lock.lost", metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks lost while their holder ran."))
 	add(err)
-	_, err = m.Int64ObservableUpDownCounter("lock.held", metric.WithUnit("{lock}"),
-		metric.WithDescription("Locks acquired and not yet released, lost or past their validity."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(h.held.count(time.Now())))
-			return nil
-		}))
+	held, err := m.Int64ObservableUpDownCounter("lock.held", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks acquired and not yet released, lost or past their validity."))
 	add(err)
 	h.storeErrors, err = m.Int64Counter("lock.store.errors", metric.WithUnit("{call}"),
 		metric.WithDescription("Store calls that failed."))
@@ -69,7 +66,26 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) (*Hook, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	h.heldReport, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(held, int64(h.held.count(time.Now())))
+		return nil
+	}, held)
+	if err != nil {
+		return nil, err
+	}
 	return h, nil
+}
+
+// Close stops reporting lock.held for h: the meter provider keeps the
+// callback that observes it, and with it h, until Close (or until the
+// provider shuts down). Call it once h's lockers are done, if the
+// provider outlives them: one made per locker, say. h still reports its
+// spans and its other metrics. Close is safe to call more than once.
+func (h *Hook) Close() error {
+	if h.heldReport == nil {
+		return nil
+	}
+	return h.heldReport.Unregister()
 }
 
 // Begin implements lock.SpanHook: it starts the call's span.
