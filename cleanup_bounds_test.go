@@ -117,3 +117,46 @@ func TestGiveBackIsBounded(t *testing.T) {
 		})
 	})
 }
+
+// A MultiLocker's Lock whose context ends while a fence raise it needs is
+// under way returns within two store timeouts of that end (the
+// MultiLocker doc): the raise runs to its store timeout whatever the
+// context does, then the failed attempt's releases are bounded by
+// another. Here raises and releases hang for an hour.
+func TestMultiLockRaiseIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		var stores []lock.Store
+		var mems []*memory.Store
+		for range 3 {
+			m := memory.New()
+			mems, stores = append(mems, m), append(stores, m)
+		}
+		// The first store's fences run ahead: the next lock's fence must
+		// be raised on the others before it is granted.
+		for range 3 {
+			_, err := mems[0].AcquireFenced(ctx, "r", "old", time.Minute)
+			wantNil(t, "AcquireFenced", err)
+			wantNil(t, "Release", mems[0].Release(ctx, "r", "old"))
+		}
+		l := mustMulti(t, stores, nil)
+		for _, m := range mems {
+			m.Inject(memory.Fault{Ops: memory.OpRaiseFence | memory.OpRelease, Delay: time.Hour})
+		}
+		lctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := l.Lock(lctx, "r", time.Minute)
+		took := time.Since(start)
+		if bound := 20*time.Millisecond + 2*50*time.Millisecond; took > bound {
+			t.Errorf("Lock(r) returned %v after its context's 20ms; want at most %v (two store timeouts after the context ended)", took, bound)
+		}
+		if err == nil {
+			t.Errorf("Lock(r) with every raise hanging = nil; want an error")
+		}
+		for _, m := range mems {
+			m.ClearFaults()
+		}
+		time.Sleep(time.Second) // background releases end
+	})
+}

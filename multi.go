@@ -54,7 +54,11 @@ import (
 // fence the granting stores answered, established on a quorum of them
 // before the lock is granted (see ballot.go). Once the stores' fences are
 // equal, as the locker keeps them, that costs no extra round trip.
-// Otherwise locks carry Fence 0.
+// Otherwise locks carry Fence 0. A raise that a grant needs runs to its
+// answer or its store timeout whatever the caller's context does (an
+// interrupted raise would leave the lock without its fence), so a Lock or
+// TryLock may return up to two store timeouts after its context ends:
+// the raise's, then the failed attempt's releases'.
 //
 // With a majority quorum, mutual exclusion survives the loss of a minority
 // of the stores, provided stores that restart do not come back empty while
