@@ -30,6 +30,7 @@ type core struct {
 	granularity  time.Duration // largest TTL granularity among the stores
 	noFence      bool
 	lockDelay    time.Duration // Options.LockDelay
+	guessed      bool          // built on a Locker of another kind: validity is the default options' guess (see adopt)
 	validators   []ResourceValidator
 	held         heldSet
 	local        inproc.Store // SingleLocker: its store, which records its locks itself (see heldLocks)
@@ -136,6 +137,8 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	switch {
 	case o.StoreTimeout < 0:
 		return invalidf(op, "", "Options.StoreTimeout is %v: want > 0", o.StoreTimeout)
+	case o.StoreTimeout > MaxTTL:
+		return invalidf(op, "", "Options.StoreTimeout is %v: want at most %v", o.StoreTimeout, MaxTTL)
 	case o.StoreTimeout == 0:
 		c.storeTimeout = defaultStoreTimeout
 	}

@@ -8,9 +8,12 @@ import (
 )
 
 // Sentinel errors. Every error returned by a [Locker] can be matched against
-// them with [errors.Is]; errors caused by the caller's context also match
-// [context.Canceled] or [context.DeadlineExceeded], and never ErrNotAcquired,
-// so cancellation is always distinguishable from contention.
+// them with [errors.Is], except two kinds: errors caused by the caller's
+// context match [context.Canceled] or [context.DeadlineExceeded] (and never
+// ErrNotAcquired, so cancellation is always distinguishable from
+// contention), and a call that the stores lack the capability for (Extend
+// without [Extender], Holder without [HolderReader]) matches
+// [errors.ErrUnsupported].
 var (
 	// ErrNotAcquired reports that the resource is held by another owner:
 	// every attempt allowed by the retry policy found it taken.

@@ -101,7 +101,7 @@ type Options struct {
 	// StoreTimeout bounds each call to one store made by a MultiLocker, so
 	// a dead store costs at most this much (keep it small next to the
 	// TTL); for both lockers it also bounds the cleanup calls made after an
-	// ambiguous outcome or a cancellation. Default: 50ms.
+	// ambiguous outcome or a cancellation. At most [MaxTTL]. Default: 50ms.
 	StoreTimeout time.Duration
 
 	// Retry is the retry policy of Lock when a call passes none.

@@ -114,12 +114,13 @@ func margin(validity time.Duration, divisor int) time.Duration {
 }
 
 // validityOf returns the validity of a lock of ttl when locker is one of
-// ours and ttl is valid.
+// ours, not built on another package's Locker, and ttl is valid.
 func validityOf(locker Locker, ttl time.Duration) (time.Duration, bool) {
 	v, ok := locker.(interface {
 		validity(time.Duration) time.Duration
+		validityKnown() bool
 	})
-	if !ok || ttl <= 0 {
+	if !ok || ttl <= 0 || !v.validityKnown() {
 		return 0, false
 	}
 	return v.validity(ttl), true

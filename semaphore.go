@@ -42,6 +42,7 @@ type permitLocker interface {
 	engine
 	permits(ctx context.Context, resource string) (int, error)
 	validity(ttl time.Duration) time.Duration
+	validityKnown() bool
 	observer() observer
 	delayBeyondTTL() time.Duration
 }
@@ -181,9 +182,10 @@ func (s *Semaphore) Permits(ctx context.Context, resource string) (held int, err
 	return s.impl.permits(ctx, resource)
 }
 
-// validity and observer let Run account for the permit's validity and
-// report a lost permit to the hook as it does for a lock.
+// validity, validityKnown and observer let Run account for the permit's
+// validity and report a lost permit to the hook as it does for a lock.
 func (s *Semaphore) validity(ttl time.Duration) time.Duration { return s.impl.validity(ttl) }
+func (s *Semaphore) validityKnown() bool                      { return s.impl.validityKnown() }
 func (s *Semaphore) observer() observer                       { return s.impl.observer() }
 
 // wait waits, as the semaphore's Lock does between attempts, for a

@@ -122,6 +122,7 @@ func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name 
 		}
 		waitFor = func(ctx context.Context, op, name string) bool { return l.wait(ctx, op, name, refused) }
 	default:
+		c.guessed = true // its validity accounting is its own
 		return nil, nil, nil
 	}
 	c.gate.follow(&base.gate) // its Shutdown ends our waits

@@ -55,6 +55,11 @@ func (c *core) drift(ttl time.Duration) time.Duration {
 // acquisition or extension.
 func (c *core) validity(ttl time.Duration) time.Duration { return ttl - c.drift(ttl) }
 
+// validityKnown reports whether validity is that of the locker's locks,
+// not a guess: false for a locker built on a Locker of another kind,
+// whose options it cannot see.
+func (c *core) validityKnown() bool { return !c.guessed }
+
 // validUntil is the validity end of a lock of ttl whose acquisition or
 // extension started at start.
 func (c *core) validUntil(start inproc.Instant, ttl time.Duration) time.Time {
