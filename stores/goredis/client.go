@@ -165,16 +165,23 @@ func (x sent) reply() redisstore.Reply {
 	return r
 }
 
-// node returns what sends a command on key: the client, or, if the
+// node returns what sends a command on key: the client (own), or, if the
 // cluster client sends reads to replicas (which may lag), the client of
 // the master of key's slot, which reports a redirect as an error rather
-// than following it.
-func (c client) node(ctx context.Context, key string, exclusive bool) (processor, error) {
-	cc, ok := c.c.(*redis.ClusterClient)
-	if !ok || key == "" || (!c.readsReplicas && !exclusive) {
-		return c.c, nil
+// than following it. (own is not found by comparing the two: a caller's
+// own client type need not be comparable.)
+func (c client) node(ctx context.Context, key string, exclusive bool) (p processor, own bool, err error) {
+	cc, ok := c.c.(masterFinder)
+	if !ok || !c.cluster || key == "" || (!c.readsReplicas && !exclusive) {
+		return c.c, true, nil
 	}
-	return cc.MasterForKey(ctx, key)
+	p, err = cc.MasterForKey(ctx, key)
+	return p, false, err
+}
+
+// masterFinder is a *redis.ClusterClient, or a type that embeds one.
+type masterFinder interface {
+	MasterForKey(ctx context.Context, key string) (*redis.Client, error)
 }
 
 // processor is a client, or the client of one cluster node.
@@ -193,7 +200,7 @@ func firstKey(cmd *redisstore.Cmd) string {
 // Do implements redisstore.Client.
 func (c client) Do(ctx context.Context, cmd redisstore.Cmd) redisstore.Reply {
 	x := build(ctx, &cmd)
-	node, err := c.node(ctx, firstKey(&cmd), false)
+	node, _, err := c.node(ctx, firstKey(&cmd), false)
 	if err != nil {
 		return redisstore.Reply{Err: err}
 	}
@@ -233,7 +240,7 @@ func (c client) DoMulti(ctx context.Context, cmds []redisstore.Cmd, out []rediss
 
 // pipeline sends cmds, of one slot if pinned to a node, in one pipeline.
 func (c client) pipeline(ctx context.Context, cmds []redisstore.Cmd, out []redisstore.Reply, exclusive bool) {
-	node, err := c.node(ctx, firstKey(&cmds[0]), exclusive)
+	node, own, err := c.node(ctx, firstKey(&cmds[0]), exclusive)
 	var short [4]sent // the usual pipeline: on the stack, unless run needs it
 	xs := short[:0]
 	for i := range cmds {
@@ -243,11 +250,11 @@ func (c client) pipeline(ctx context.Context, cmds []redisstore.Cmd, out []redis
 	case err != nil:
 	case c.bounded(ctx):
 		if err = c.abandoned.wait(ctx, firstKey(&cmds[0])); err == nil {
-			c.exec(ctx, node, xs)
+			c.exec(ctx, node, own, xs)
 		}
 	default:
 		kept := slices.Clone(xs) // f may outlive this call: see run
-		err = c.run(ctx, &cmds[0], func() { c.exec(ctx, node, kept) })
+		err = c.run(ctx, &cmds[0], func() { c.exec(ctx, node, own, kept) })
 		xs = kept
 	}
 	for i, x := range xs {
@@ -259,11 +266,10 @@ func (c client) pipeline(ctx context.Context, cmds []redisstore.Cmd, out []redis
 	}
 }
 
-// exec sends xs in one pipeline of node. A pipeline of c.c is kept for
-// the next call once its Exec has returned and emptied it — also when run
-// stopped waiting for exec.
-func (c client) exec(ctx context.Context, node processor, xs []sent) {
-	own := node == processor(c.c)
+// exec sends xs in one pipeline of node, which is c.c if own. A pipeline
+// of c.c is kept for the next call once its Exec has returned and emptied
+// it — also when run stopped waiting for exec.
+func (c client) exec(ctx context.Context, node processor, own bool, xs []sent) {
 	var p redis.Pipeliner
 	if own {
 		p, _ = c.pipelines.Get().(redis.Pipeliner)
@@ -285,9 +291,11 @@ func (c client) exec(ctx context.Context, node processor, xs []sent) {
 // ctx ends first.
 //
 // go-redis bounds a command by its context's deadline only when the
-// client was made with ContextTimeoutEnabled, and never notices a
-// cancellation once the command is written: otherwise it waits up to the
-// client's ReadTimeout (3s by default), or forever if there is none. So
+// client was made with ContextTimeoutEnabled (and a ReadTimeout and
+// WriteTimeout other than -2, which turn socket deadlines off), and never
+// notices a cancellation once the command is written: otherwise it waits
+// up to the client's ReadTimeout (5s by default), or forever if there is
+// none. So
 // unless the client bounds the command by ctx — ContextTimeoutEnabled and
 // a deadline — or ctx cannot end, run calls f in a goroutine of its own
 // and stops waiting when ctx ends; the outcome is then unknown and the
@@ -416,7 +424,7 @@ func (c client) Subscribe(ctx context.Context, channel string, confirmed func(),
 	var on interface {
 		SSubscribe(context.Context, ...string) *redis.PubSub
 	} = c.c
-	if cc, ok := c.c.(*redis.ClusterClient); ok && c.readsReplicas {
+	if cc, ok := c.c.(masterFinder); ok && c.readsReplicas {
 		master, err := cc.MasterForKey(ctx, channel)
 		if err != nil {
 			return err

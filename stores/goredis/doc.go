@@ -46,7 +46,14 @@
 //     pipelines and subscriptions through the client of the slot's master
 //     (a redirect is then an error, not followed), one slot after another
 //     in a batch.
-//   - A *redis.Ring is refused (New says why).
+//   - WithWaitReplicas' WAIT goes in the acquisition's pipeline, whose
+//     replies go-redis reads under the client's ReadTimeout: keep it above
+//     the WAIT timeout, or an acquisition that waits for slow replicas
+//     fails with ErrNotReplicated at the ReadTimeout, its connection
+//     closed, rather than at the WAIT timeout.
+//   - A *redis.Ring is refused (New says why), and so is a type of the
+//     caller's that embeds one; a type that embeds a *redis.Client or a
+//     *redis.ClusterClient is taken for the client it embeds.
 //   - Locks are taken with SET NX PX without GET: go-redis handles a nil
 //     reply, which SET NX PX GET gives for every lock taken, as an error
 //     it examines at some cost (about twenty allocations) to decide
@@ -82,11 +89,13 @@
 // # Contexts
 //
 // go-redis bounds a command by its context's deadline only if the client
-// was made with ContextTimeoutEnabled: true, and otherwise by its
-// ReadTimeout and WriteTimeout alone (3s by default). The lockers rely on
-// store calls ending by their context's deadline (lock.MultiLocker's
-// per-store timeout, the validity of a Redlock lock), so for a client
-// without ContextTimeoutEnabled, or a context without a deadline that can
+// was made with ContextTimeoutEnabled: true (and sets socket deadlines: a
+// ReadTimeout or WriteTimeout of -2 turns them off, the context's
+// deadline included), and otherwise by its ReadTimeout and WriteTimeout
+// alone (5s by default). The lockers rely on store calls ending by their
+// context's deadline (lock.MultiLocker's per-store timeout, the validity
+// of a Redlock lock), so for a client without ContextTimeoutEnabled (or
+// with a timeout of -2), or a context without a deadline that can
 // be canceled, the store runs each command in a goroutine and stops
 // waiting when the context ends, reporting the context's error (the
 // command's outcome is then unknown); the goroutine ends when the client

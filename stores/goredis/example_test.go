@@ -72,8 +72,9 @@ func Example_universal() {
 	}
 }
 
-// Redlock over independent masters: one store per master. Without
-// lock.Starter, the MultiLocker asks each store in a goroutine of its own.
+// Redlock over independent masters: one store per master. The stores
+// implement lock.Starter, so the MultiLocker asks them all without a
+// goroutine per store per call.
 func Example_redlock() {
 	var stores []lock.Store
 	for _, addr := range []string{"redis1.example:6379", "redis2.example:6379", "redis3.example:6379"} {
