@@ -52,7 +52,9 @@ func newConfig(opts []Option) (config, error) {
 // quoted: they keep their case. A name may not hold a NUL byte, which
 // PostgreSQL names cannot (pgx would drop it, and so name another table),
 // and must be valid UTF-8: the server would refuse every statement naming
-// it. Either gives an error wrapping lock.ErrInvalid.
+// it. A table name is 1 to 57 bytes (the sequence's name adds 6, and
+// PostgreSQL keeps 63) and a schema at most 63. Each refusal gives an
+// error wrapping lock.ErrInvalid.
 func WithTable(schema, table string) Option {
 	return func(c *config) error {
 		// The sequence's name adds 6 bytes, and names are at most 63.
