@@ -62,7 +62,10 @@ func catchBrokenPipes() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE
 
 // ignoreStop makes lockctl ignore the terminal's stop signal (Ctrl-Z): a
 // stopped lockctl could not extend the lock of a command still running.
-func ignoreStop() { signal.Ignore(syscall.SIGTSTP) }
+// The signal is caught and dropped rather than ignored: an ignored signal
+// stays ignored across exec, in the command and in everything it starts,
+// while a caught one is reset to its default for them.
+func ignoreStop() { signal.Notify(make(chan os.Signal, 1), syscall.SIGTSTP) }
 
 // signalNumber returns the number of sig, for the 128+n exit status.
 func signalNumber(sig os.Signal) int {

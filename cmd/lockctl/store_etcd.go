@@ -90,7 +90,7 @@ func parseEtcd(u *storeURL, useTLS bool) (*storeSpec, error) {
 		opts = append(opts, etcd.WithoutLeaseSlack())
 	}
 
-	spec := &storeSpec{display: u.display, name: name, kind: "etcd", fences: true}
+	spec := &storeSpec{display: u.display, name: name, kind: "etcd", fences: true, servers: serverIDs("etcd", addrs...)}
 	spec.open = func(ctx context.Context) (*openStore, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -52,7 +52,7 @@ func parseMemcache(u *storeURL) (*storeSpec, error) {
 	if _, err := memcache.New(gomemcache.New(), opts...); err != nil {
 		return nil, u.bad("query parameter prefix", "%v", err)
 	}
-	spec := &storeSpec{display: u.display, name: name, kind: "memcache", fences: true, raises: true}
+	spec := &storeSpec{display: u.display, name: name, kind: "memcache", fences: true, raises: true, servers: serverIDs("memcache", addrs...)}
 	spec.open = func(ctx context.Context) (*openStore, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -62,7 +62,7 @@ func parsePostgres(u *storeURL) (*storeSpec, error) {
 		return nil, u.bad("query parameters table and schema", "%v", err)
 	}
 	addrs := pgAddrs(cfg)
-	spec := &storeSpec{display: u.display, name: name, kind: "postgres", fences: true, raises: true}
+	spec := &storeSpec{display: u.display, name: name, kind: "postgres", fences: true, raises: true, servers: serverIDs("postgres", strings.Split(addrs, ",")...)}
 	spec.open = func(ctx context.Context) (*openStore, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err

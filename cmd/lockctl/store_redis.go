@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -165,6 +166,19 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		prefix = redis.DefaultPrefix
 	}
 	spec := &storeSpec{display: u.display, name: name, kind: "redis", fences: true, raises: true}
+	switch mode {
+	case redisSentinel:
+		// The Sentinels of one master; those of another master may be
+		// the same processes.
+		spec.servers = serverIDs("sentinel", opt.InitAddress...)
+		for i := range spec.servers {
+			spec.servers[i] += "/" + opt.Sentinel.MasterSet
+		}
+	case redisUnix:
+		spec.servers = []string{"redis " + filepath.Clean(opt.InitAddress[0])}
+	default:
+		spec.servers = serverIDs("redis", opt.InitAddress...)
+	}
 	spec.open = func(ctx context.Context) (*openStore, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err

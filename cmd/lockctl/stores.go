@@ -20,6 +20,10 @@ type storeSpec struct {
 	fences    bool   // the store hands out fences (lock.Fencer)
 	raises    bool   // its fences can be raised (lock.FenceRaiser), so that a Redlock over it fences
 	inProcess bool   // the store lives in lockctl's memory: every open returns the same one
+	// servers names the servers the store's locks live on, as "KIND
+	// HOST:PORT" (host in lower case) or "KIND PATH": two stores of a
+	// Redlock that share one are not independent (see sameServer).
+	servers []string
 	// open connects to the store, giving up when ctx ends (its deadline
 	// shortens the URL's dial timeout). Each call makes a new client, so
 	// that check can give each worker its own connections.
@@ -96,9 +100,42 @@ func (a *app) storeSpecs(sf *storeFlags, fallback string) ([]*storeSpec, error) 
 			}
 			return nil, &usageError{err: err}
 		}
+		if other, server, ok := sameServer(specs, spec); ok {
+			return nil, usagef("%s: the stores %s and %s are one server (%s): a Redlock needs independent servers; give each once", from, other.display, spec.display, server)
+		}
 		specs = append(specs, spec)
 	}
 	return specs, nil
+}
+
+// sameServer returns a store of specs that shares a server with spec, and
+// that server. Such a Redlock would count one server's answers as several
+// (another database or key prefix on one server is another key for the
+// same lock), or refuse a free lock as held by another owner when the
+// stores ask one key twice, and one server's failure would cost it
+// several stores.
+func sameServer(specs []*storeSpec, spec *storeSpec) (*storeSpec, string, bool) {
+	for _, other := range specs {
+		for _, s := range spec.servers {
+			if slices.Contains(other.servers, s) {
+				_, server, _ := strings.Cut(s, " ")
+				return other, server, true
+			}
+		}
+	}
+	return nil, "", false
+}
+
+// serverIDs returns the servers of kind at addrs, for storeSpec.servers.
+func serverIDs(kind string, addrs ...string) []string {
+	ids := make([]string, len(addrs))
+	for i, a := range addrs {
+		if !strings.HasPrefix(a, "/") { // a host name, not a socket's path
+			a = strings.ToLower(a)
+		}
+		ids[i] = kind + " " + a
+	}
+	return ids
 }
 
 // openStores opens the stores named by the flags (or else $LOCKCTL_STORES,

@@ -50,6 +50,8 @@ all, or a number above half).
 One redis:// or memcache:// URL is one server. For a Redlock over several
 independent servers, repeat --store, one per server:
   --store redis://r1:6379 --store redis://r2:6379 --store redis://r3:6379
+Two URLs on one server (another spelling, database or key prefix) are
+refused (status 2): the Redlock would count that server's answers twice.
 
 Redis parameters:
   prefix=P            key prefix (default "lock:"), no { or }
