@@ -6,17 +6,20 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
-// ForceRelease deletes the lock on resource whoever holds it, by revoking
-// its lease, and reports whether it was held. It is meant for
-// administrative tools (lockctl release --force), not applications: the
-// holder is not told, and may go on working.
+// ForceRelease deletes the lock on resource whoever holds it — its key,
+// if unchanged since ForceRelease read it, and then its lease — and
+// reports whether it was held. It is meant for administrative tools
+// (lockctl release --force), not applications: the holder is not told,
+// and may go on working. It never revokes a lease before the deletion
+// of its key: the holder's store may release the lock meanwhile and lend
+// the lease to another of its locks.
 func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error) {
 	ctx, cancel, err := s.begin(ctx, resource, "-")
 	if err != nil {
 		return false, err
 	}
 	defer cancel()
-	return s.revokeHolder(ctx, "force release", s.scope(resource), func(*mvccpb.KeyValue) bool { return true })
+	return s.deleteHolder(ctx, "force release", s.scope(resource), func(*mvccpb.KeyValue) bool { return true })
 }
 
 // LastFence returns the fence of the lock that holds resource — the last

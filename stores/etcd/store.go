@@ -400,12 +400,15 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	return nil
 }
 
-// revokeHolder reads the key of the lock in scope and, if there is one
-// and holds reports true for it, revokes its lease (or deletes it, if it
-// has none); it reports whether it did. An Extend with another TTL moves
-// a lock to a new lease: a lease found gone is looked for again under the
-// scope, a few times.
-func (s *Store) revokeHolder(ctx context.Context, op, scope string, holds func(*mvccpb.KeyValue) bool) (bool, error) {
+// deleteHolder reads the key of the lock in scope and, if there is one
+// and holds reports true for it, deletes it if it has not changed since
+// that read, then revokes its lease; it reports whether it deleted it.
+// The deletion is conditional, never a revocation of the lease read: the
+// holder's store may release the lock meanwhile and lend its lease to
+// another lock of its own, which revoking that lease would delete. A key
+// that changed (an Extend with another TTL moves a lock to a new lease)
+// is read again, a few times.
+func (s *Store) deleteHolder(ctx context.Context, op, scope string, holds func(*mvccpb.KeyValue) bool) (bool, error) {
 	for range 3 {
 		kv, err := s.holder(ctx, scope)
 		switch {
@@ -413,31 +416,26 @@ func (s *Store) revokeHolder(ctx context.Context, op, scope string, holds func(*
 			return false, s.fail(ctx, op, err)
 		case kv == nil || !holds(kv):
 			return false, nil
-		case kv.Lease == 0:
-			return s.deleteLeaseless(ctx, op, string(kv.Key), kv.ModRevision)
 		}
-		err = s.revoke(ctx, kv.Lease)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) {
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(string(kv.Key))).
+			Commit()
+		switch {
+		case err != nil:
 			return false, s.fail(ctx, op, err)
+		case !resp.Succeeded:
+			continue
 		}
+		// The key held the lease until its deletion, so no store lent
+		// the lease to another lock: it holds nothing now. If revoking
+		// it fails, it expires by itself.
+		if kv.Lease != 0 {
+			_ = s.revoke(ctx, kv.Lease)
+		}
+		return true, nil
 	}
 	return false, nil
-}
-
-// deleteLeaseless deletes a key without a lease, which this package
-// never writes, if it has not changed since modRev.
-func (s *Store) deleteLeaseless(ctx context.Context, op, key string, modRev int64) (bool, error) {
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev)).
-		Then(clientv3.OpDelete(key)).
-		Commit()
-	if err != nil {
-		return false, s.fail(ctx, op, err)
-	}
-	return resp.Succeeded, nil
 }
 
 // Extend implements [lock.Extender]. It reads the lock's key (token's
@@ -612,8 +610,16 @@ func (s *Store) seconds(ttl time.Duration) (int64, error) {
 }
 
 // wholeSeconds returns ttl in whole seconds, rounded up: the TTL a lock's
-// key holds, as its value, so that TTL reports no more than that.
-func wholeSeconds(ttl time.Duration) int64 { return int64((ttl + time.Second - 1) / time.Second) }
+// key holds, as its value, so that TTL reports no more than that. It
+// does not add before dividing, which would overflow for the longest
+// TTLs and make them negative.
+func wholeSeconds(ttl time.Duration) int64 {
+	secs := int64(ttl / time.Second)
+	if ttl%time.Second > 0 {
+		secs++
+	}
+	return secs
+}
 
 // begin validates the arguments of a call and its context, and bounds
 // the context by the store's timeout; the caller must call cancel.
