@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -74,7 +75,7 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 			return nil, err
 		}
 	}
-	return &Election{locker: locker, role: role, ttl: ttl, opts: opts, o: o}, nil
+	return &Election{locker: locker, role: role, ttl: ttl, opts: slices.Clone(opts), o: o}, nil // not the caller's slice: the options checked
 }
 
 // sharedLocker says what locker is if it lets several holders hold a
@@ -146,28 +147,12 @@ func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Ter
 	stop := context.AfterFunc(ctx, func() { t.h.cancel(context.Cause(ctx)) })
 	defer func() {
 		stop()
-		t.h.catchUp() // a term whose end or hold limit passed has ended
-		err = errors.Join(fnError(t.Context(), err), holdLimit(t.Context(), err), t.Resign(context.WithoutCancel(ctx)))
+		// As Run: fn's error, whatever it wraps, with the cause of a loss
+		// or of the hold limit that it does not already say.
+		cause, rerr := t.resign(context.WithoutCancel(ctx))
+		err = runResult(err, cause, rerr)
 	}()
 	return fn(t.Context(), t)
-}
-
-// fnError is fn's error without the term's loss cause, which Resign
-// reports.
-func fnError(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil && errors.Is(err, cause) && errors.Is(cause, ErrLost) {
-		return nil
-	}
-	return err
-}
-
-// holdLimit returns the term's cause if the hold limit ended it and fn's
-// error err does not already say so.
-func holdLimit(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); errors.Is(cause, ErrMaxHold) && !errors.Is(err, cause) {
-		return cause
-	}
-	return nil
 }
 
 // Leader is what an observer can tell of an election.
@@ -229,9 +214,10 @@ type Term struct {
 	h     *holding
 	fence uint64
 
-	mu       sync.Mutex // serialises Resign
-	resigned bool
-	err      error
+	mu         sync.Mutex // serialises Resign
+	resigned   bool
+	cause      error // the cause with which the term had ended when it was resigned
+	releaseErr error // the release's
 }
 
 // Context returns the term's context: the leader may act while it is not
@@ -279,26 +265,43 @@ func (t *Term) Lock() Lock { return t.h.k.current() }
 // return the same, whatever their context. A nil context is refused with
 // ErrInvalid unless the term was already resigned, and changes nothing.
 func (t *Term) Resign(ctx context.Context) error {
+	if ctx == nil {
+		t.mu.Lock()
+		resigned := t.resigned
+		t.mu.Unlock()
+		if !resigned {
+			return invalidf("resign", t.h.k.current().Resource, "nil context")
+		}
+	}
+	return resignResult(t.resign(ctx))
+}
+
+// resign resigns once, as Resign does, and returns the cause with which
+// the term had ended, if it had, and the release's error. Later calls
+// return the same.
+func (t *Term) resign(ctx context.Context) (cause, releaseErr error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.resigned {
-		return t.err
+	if !t.resigned {
+		t.h.catchUp() // a term whose end or hold limit passed has ended
+		t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
+		t.cause, t.releaseErr = t.h.release(ctx)
+		t.resigned = true
 	}
-	if ctx == nil {
-		return invalidf("resign", t.h.k.current().Resource, "nil context")
+	return t.cause, t.releaseErr
+}
+
+// resignResult is what Resign returns for a term that had ended with
+// cause and whose release returned releaseErr: the loss, and a failed
+// release; a lock lost, or left to run out at the hold limit, that the
+// release finds not held is no further error.
+func resignResult(cause, releaseErr error) error {
+	lost, runOut := errors.Is(cause, ErrLost), errors.Is(cause, ErrMaxHold)
+	if (lost || runOut) && errors.Is(releaseErr, ErrNotHeld) {
+		releaseErr = nil
 	}
-	t.h.catchUp() // a term whose end passed is lost
-	t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
-	cause, err := t.h.release(ctx)
-	if errors.Is(cause, ErrMaxHold) && errors.Is(err, ErrNotHeld) {
-		err = nil // left to run out at the hold limit, as it did
+	if lost {
+		return errors.Join(cause, releaseErr)
 	}
-	if errors.Is(cause, ErrLost) {
-		if errors.Is(err, ErrNotHeld) {
-			err = nil // the loss says it
-		}
-		err = errors.Join(cause, err)
-	}
-	t.resigned, t.err = true, err
-	return err
+	return releaseErr
 }

@@ -15,7 +15,9 @@ import (
 //
 // Each extension sets the TTL to ttl from the moment it is made, every
 // third of the lock's validity (ttl less the drift allowance; see
-// [Lock.ValidUntil]) unless [ExtendEvery] says otherwise; an interval that
+// [Lock.ValidUntil]) unless [ExtendEvery] says otherwise, counted from
+// the start of the acquisition or extension before it, so that a slow
+// one does not put the next past the lock's validity; an interval that
 // is not shorter than the validity is refused. (With a Locker of another
 // package, a wrapper of ours say, whose validity Run cannot know in
 // advance, the interval must be shorter than ttl, and each extension comes
@@ -30,7 +32,8 @@ import (
 //   - with cause [ErrMaxHold] once the time set with [MaxHold] has passed
 //     since acquisition (the lock is no longer extended from then on);
 //   - when ctx is canceled;
-//   - when fn returns, before the lock is released.
+//   - when fn returns, before the lock is released (an extension under
+//     way then is abandoned: it does not hold up the release).
 //
 // fn receives the lock as acquired; [FromContext] on fn's context returns
 // it as of its latest extension, so that fn can check that it is still
@@ -135,6 +138,7 @@ type holding struct {
 	cancel   context.CancelCauseFunc // cancels ctx (the keeper's lost)
 	stopHold context.CancelFunc      // releases the hold limit's timer
 	exited   chan struct{}           // closed once the keeper stopped
+	abandon  context.CancelFunc      // cancels the extension under way, if any
 }
 
 // hold starts keeping held, just acquired with ttl, extended within ctx
@@ -156,12 +160,20 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 	if every == 0 {
 		every = max((validity-margin)/3, minDelay)
 	}
-	first := every
+	// The first extension comes every after the acquisition began (as
+	// the next ones come every after the extension before began), so
+	// that a slow acquisition, which left less of the validity, does not
+	// put it past the lock's validity. With another Locker, whose
+	// validity is known only now, at most half of what is left later.
+	first := max(every-time.Since(held.ValidUntil.Add(-validity)), minDelay)
 	if !known {
 		first = min(every, max((validity-margin)/2, minDelay))
 	}
 	inner, cancel := context.WithCancelCause(ctx)
-	h := &holding{ctx: inner, cancel: cancel, stopHold: func() {}, exited: make(chan struct{})}
+	// The extensions end with ctx, and when the holder is done: one under
+	// way then, stuck in a store call, must not hold up the release.
+	extending, abandon := context.WithCancel(ctx)
+	h := &holding{ctx: inner, cancel: cancel, stopHold: func() {}, exited: make(chan struct{}), abandon: abandon}
 	var maxHoldAt time.Time
 	maxHeld := func() {}
 	if o.maxHold > 0 {
@@ -181,15 +193,17 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 	go func() {
 		defer close(h.exited)
 		defer unwatch()
-		h.k.run(ctx)
+		h.k.run(extending)
 	}()
 	return h
 }
 
-// halt stops the keeper and waits for it: no extension may outlive it.
+// halt stops the keeper, abandoning the extension under way if any, and
+// waits for it: no extension may outlive it.
 func (h *holding) halt() {
 	h.halted.Do(func() {
 		close(h.k.stop)
+		h.abandon()
 		<-h.exited
 	})
 }
