@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lockkit/lock/internal/inproc"
 )
 
 // derived is a core whose locks stand for locks of another Locker on
@@ -67,13 +69,21 @@ func (d *derived) Unlock(ctx context.Context, l Lock) error {
 	}
 	under, inner, err := d.mark(op, l)
 	if err != nil {
-		return err
+		return err // not one of its locks: refused before anything is sent
 	}
+	// The hook sees the call under the resource's name, and within it the
+	// release of the mark under the derived name.
+	ctx = d.obs.begin(ctx, op, l.Resource)
+	t0 := d.obs.start()
 	err = under.Unlock(ctx, inner)
 	if err == nil || errors.Is(err, ErrNotHeld) {
 		d.held.remove(l)
 	}
-	return renamed(err, l.Resource)
+	err = renamed(err, l.Resource)
+	if d.obs.on() {
+		d.obs.emit(ctx, Event{Kind: EventReleased, Op: op, Resource: l.Resource, Lock: l, Duration: inproc.Since(t0), Err: err})
+	}
+	return err
 }
 
 // Extend implements [Locker].
@@ -87,19 +97,32 @@ func (d *derived) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, 
 	if err != nil {
 		return Lock{}, err
 	}
-	start := time.Now()
+	ctx = d.obs.begin(ctx, op, l.Resource)
+	start := inproc.Now()
 	extended, err := under.Extend(ctx, inner, ttl)
-	if err != nil {
-		if errors.Is(err, ErrNotHeld) {
-			d.held.remove(l)
+	elapsed := inproc.Since(start)
+	switch {
+	case err == nil:
+		if d.extended != nil {
+			d.extended(ctx, l, ttl)
 		}
-		return Lock{}, renamed(err, l.Resource)
+		l.ValidUntil, l.Fence = extended.ValidUntil, extended.Fence
+		d.held.extended(l, d.heldBeyond(elapsed, ttl))
+	case errors.Is(err, ErrNotHeld):
+		d.held.remove(l)
+	case !errors.Is(err, ErrInvalid) && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, ErrClosed):
+		// Not refused before anything was sent: the outcome is unknown,
+		// the stores may hold the mark for ttl from now, and UnlockAll
+		// and Shutdown must still release it.
+		d.mayHold(l, start, ttl, elapsed)
 	}
-	if d.extended != nil {
-		d.extended(ctx, l, ttl)
+	err = renamed(err, l.Resource)
+	if d.obs.on() {
+		d.obs.emit(ctx, Event{Kind: EventExtended, Op: op, Resource: l.Resource, Lock: l, Duration: elapsed, Err: err})
 	}
-	l.ValidUntil, l.Fence = extended.ValidUntil, extended.Fence
-	d.held.extended(l, d.heldBeyond(time.Since(start), ttl))
+	if err != nil {
+		return Lock{}, err
+	}
 	return l, nil
 }
 
