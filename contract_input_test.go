@@ -54,10 +54,6 @@ func TestHugeStoreTimeout(t *testing.T) {
 	}
 }
 
-// r3Foreign is a Locker of another package, as far as the root package can
-// tell: a wrapper of one of ours.
-type r3Foreign struct{ lock.Locker }
-
 // Run over a Semaphore or a read-write lock built on a Locker of another
 // package cannot know the validity of its locks in advance (the locker
 // under it may have any DriftFactor): an ExtendEvery the real validity
@@ -71,7 +67,7 @@ func TestRunOverDerivedOfForeignLocker(t *testing.T) {
 				ctx := t.Context()
 				m := memory.New()
 				// ttl 1s: validity 1s×0.7 − 2ms = 698ms; the defaults would say 988ms.
-				under := r3Foreign{mustSingle(t, m, &lock.Options{DriftFactor: 0.3})}
+				under := foreignLocker{mustSingle(t, m, &lock.Options{DriftFactor: 0.3})}
 				var l lock.Locker
 				switch kind {
 				case "semaphore":
@@ -210,14 +206,15 @@ func inputLocker(t *testing.T, kind string, ls []lock.Store) lock.Locker {
 	return base
 }
 
-// r3Picky is a store with a name rule, ResourceValidator, and no permits
-// of its own, so that semaphores and read-write locks are built on slots.
-type r3Picky struct {
+// namedRuleStore is a store with a name rule, ResourceValidator, and no
+// permits of its own, so that semaphores and read-write locks are built
+// on slots.
+type namedRuleStore struct {
 	lock.Store
 	lock.Extender
 }
 
-func (r3Picky) ValidateResource(r string) error {
+func (namedRuleStore) ValidateResource(r string) error {
 	if len(r) > 8 {
 		return fmt.Errorf("%w: %q is longer than 8 bytes", lock.ErrInvalid, r)
 	}
@@ -231,7 +228,7 @@ func (r3Picky) ValidateResource(r string) error {
 func TestOverlongNamesRefusedEverywhere(t *testing.T) {
 	ctx := context.Background()
 	c := newCounting("c")
-	s := mustSingle(t, r3Picky{c, c}, nil)
+	s := mustSingle(t, namedRuleStore{c, c}, nil)
 	sem := mustSemaphore(t, s, 3)
 	rw, err := lock.NewRWLocker(s)
 	wantNil(t, "NewRWLocker", err)
