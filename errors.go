@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -75,7 +76,10 @@ var (
 //
 // Error unwraps to Err and to the stores' errors that are not lock outcomes
 // (a store answering "held by another" or "not held" is not part of the
-// chain, so errors.Is(err, ErrNotAcquired) reflects the overall outcome).
+// chain), and only Err matches the outcome sentinels and the context
+// errors (see [Error.Unwrap]): errors.Is(err, ErrNotAcquired),
+// errors.Is(err, ErrUnavailable) and errors.Is(err, context.Canceled)
+// reflect the overall outcome, and at most one of them holds.
 type Error struct {
 	Op       string       // "lock", "trylock", "unlock", "extend", "islocked", "holder", "permits", "unlockall", "shutdown", "run", "runonce", "new", "election", "campaign", "lead", "leader", "resign"
 	Resource string       // the resource, if any
@@ -139,17 +143,43 @@ func detail(err error) string {
 }
 
 // Unwrap returns Err followed by the stores' errors that are failures
-// rather than lock outcomes.
+// rather than lock outcomes. A store's error matches, in the chain, what
+// it matches alone except the outcomes (ErrNotAcquired, ErrNotHeld,
+// ErrUnavailable, ErrClosed, ErrLost, ErrMaxHold) and the context errors,
+// which only Err matches: a client's own timeout wrapping
+// context.DeadlineExceeded, or a store's error wrapping ErrUnavailable
+// under an overall ErrNotAcquired, does not make the call read as another
+// outcome.
 func (e *Error) Unwrap() []error {
 	errs := make([]error, 0, 1+len(e.Stores))
 	errs = append(errs, e.Err)
 	for _, s := range e.Stores {
 		if !isOutcome(s.Err) {
-			errs = append(errs, s)
+			errs = append(errs, screened{s})
 		}
 	}
 	return errs
 }
+
+// screened is a store's failure in an Error's chain: see Error.Unwrap.
+// errors.As still finds the StoreError and anything in its chain.
+type screened struct{ s StoreError }
+
+func (e screened) Error() string { return e.s.Error() }
+
+// Is reports whether the store's error matches target, unless target is
+// an outcome or a context error.
+func (e screened) Is(target error) bool {
+	switch target {
+	case ErrNotAcquired, ErrNotHeld, ErrUnavailable, ErrClosed, ErrLost, ErrMaxHold,
+		context.Canceled, context.DeadlineExceeded:
+		return false
+	}
+	return errors.Is(e.s.Err, target)
+}
+
+// As finds target in the StoreError's chain.
+func (e screened) As(target any) bool { return errors.As(e.s, target) }
 
 // shutDown reports whether err is a locker's own ErrClosed, as opposed to
 // a store error that wraps ErrClosed (a failure like any other).

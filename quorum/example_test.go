@@ -13,7 +13,7 @@ import (
 
 // A MultiLocker over five stores that needs four of them to grant each
 // lock: it survives the loss of one store instead of two, and a lock it
-// grants survives the loss of three.
+// grants survives the loss of two of the stores that granted it (2×4−5−1).
 func ExampleAtLeast() {
 	stores := make([]lock.Store, 5)
 	for i := range stores {

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -59,14 +60,15 @@ func WithMinInterval(d time.Duration) Option {
 
 // NewLocker returns a gocron.Locker that takes each job's lock with
 // locker for ttl, extended in the background while the job runs. It
-// refuses a nil locker and a ttl outside (0, lock.MaxTTL] with an error
-// matching lock.ErrInvalid. A ttl that only locker itself refuses — one
-// that leaves no validity after its clock-drift allowance (a few
-// milliseconds), or no room for its Options.LockDelay under lock.MaxTTL —
-// is refused by every run instead: Lock returns the error matching
-// lock.ErrInvalid, and gocron takes it as a skip.
+// refuses a nil locker (a nil pointer to one too) and a ttl outside
+// (0, lock.MaxTTL] with an error matching lock.ErrInvalid. A ttl that
+// only locker itself refuses — one that leaves no validity (or too
+// little to keep extended) after its clock-drift allowance (a few
+// milliseconds), or no room for its Options.LockDelay under
+// lock.MaxTTL — is refused by every run instead: Lock returns the error
+// matching lock.ErrInvalid, and gocron takes it as a skip.
 func NewLocker(locker lock.Locker, ttl time.Duration, opts ...Option) (*Locker, error) {
-	if locker == nil {
+	if locker == nil || isNilPointer(locker) {
 		return nil, fmt.Errorf("%w: gocronlock: nil Locker", lock.ErrInvalid)
 	}
 	if ttl <= 0 || ttl > lock.MaxTTL {
@@ -82,6 +84,13 @@ func NewLocker(locker lock.Locker, ttl time.Duration, opts ...Option) (*Locker, 
 		return nil, fmt.Errorf("%w: gocronlock: minimum interval is %v: want a duration in [0, %v]", lock.ErrInvalid, l.minInterval, lock.MaxTTL)
 	}
 	return l, nil
+}
+
+// isNilPointer reports whether v is a nil pointer in a non-nil interface,
+// which would fail every run, far from the mistake.
+func isNilPointer(v any) bool {
+	r := reflect.ValueOf(v)
+	return r.Kind() == reflect.Pointer && r.IsNil()
 }
 
 // Lock implements gocron.Locker: it makes one attempt at the job's lock
