@@ -58,16 +58,22 @@
 //     or expired.
 //   - Fences: strictly increasing across releases and expiry, and across a
 //     restart of the server (with Options.Restart); in the order holders
-//     take the lock, under contention (FenceOrder); RaiseFence(r, F) makes
-//     the next fence exceed F and leaves the lock alone, and a raise to
-//     near 2^64 is refused (ErrInvalid) or never followed by a smaller
-//     fence.
-//   - Waiting: WaitRelease returns at once when free, blocks while held,
-//     wakes on release and on expiry, not for another resource nor for
-//     an extension of the lock (with [lock.Extender]), honours
-//     its context, and misses no release that happens as it begins.
+//     take the lock, under contention (FenceOrder); a lock taken with
+//     AcquireFenced seen by Exists, TTL, Holder and Extend as Acquire's
+//     is, and free to them and to WaitRelease once released
+//     (FencedLock); RaiseFence(r, F) makes the next fence exceed F and
+//     leaves the lock alone — a held lock keeps its TTL, neither
+//     refreshed nor cut, and a free resource stays free
+//     (RaiseFenceLeavesLock) — and a raise to near 2^64 is refused
+//     (ErrInvalid) or never followed by a smaller fence.
+//   - Waiting: WaitRelease returns at once when free (never locked, or
+//     released or expired before the wait began: WaitFreeAfterExpiry),
+//     blocks while held, wakes on release and on expiry, not for another
+//     resource nor for an extension of the lock (with [lock.Extender]),
+//     honours its context, and misses no release that happens as it
+//     begins.
 //   - Queued acquisitions ([lock.Queuer]): a free resource taken at once,
-//     a zero Wait one attempt, a held one handed over at its release to
+//     a nil Queued never called (QueueNilQueued), a zero Wait one attempt, a held one handed over at its release to
 //     the first in line (no newcomer takes it in between), in the order
 //     they got in line, or at its expiry with the TTL counted from the
 //     handoff; a Wait that runs out, or a context that ends, leaves the
@@ -86,13 +92,16 @@
 //     on its own while the others are still held, another limit refused
 //     with lock.ErrLimitMismatch while permits are held (and nothing
 //     changed) and granted once they have expired, canceled or expired
-//     contexts never reported as an outcome, ExtendPermit keeps a
-//     permit, shortens it too, refuses a wrong token and never re-creates
-//     an expired one, permits and locks of one name apart, fences
+//     contexts never reported as an outcome (a ReleasePermit or
+//     ExtendPermit, the holder's too, never as a success), ExtendPermit
+//     keeps a permit, shortens it too, refuses a wrong token and never
+//     re-creates an expired one, permits and locks of one name apart
+//     (Exists sees no permit), fences
 //     increasing, across the release and the expiry of every permit too
 //     (when the store fences);
 //     WaitPermit ([lock.PermitWaiter]) returns at once while a permit is
-//     free, blocks while all are held, wakes on a release — of its own
+//     free, some held or none (WaitPermitPartlyHeld), blocks while all
+//     are held, wakes on a release — of its own
 //     resource, not another's — and on expiry, and honours its context.
 //   - Semaphores and read-write locks built on the store (natively on a
 //     Permitter, from plain locks otherwise): at most the limit of

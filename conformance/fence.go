@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -161,4 +162,128 @@ func raiseFenceNearMax(t *testing.T, h *harness) {
 		fs.check(acq, fence, 0)
 		h.must(fmt.Sprintf("Release(r, %s)", tok), h.store.Release(h.ctx(), r, token))
 	}
+}
+
+// fencedLock: a lock taken with AcquireFenced is the lock Acquire takes,
+// seen as such by every other method while it is held (Exists, Acquire,
+// TTL, Holder, Extend) and free to all of them (WaitRelease too) once it
+// is released. A store that keeps the fence counter in the lock's own
+// record, and deletes only the token on release, reads the record left
+// behind as a lock.
+func fencedLock(t *testing.T, h *harness) {
+	f := h.store.(lock.Fencer)
+	r, a := h.res("r"), "se~cret-"+h.tok("a")+"~fenced-holder"
+	start := time.Now()
+	fence, err := f.AcquireFenced(h.ctx(), r, a, h.long)
+	h.must(fmt.Sprintf("AcquireFenced(r, a, %v)", h.long), h.releasing(r, a, err))
+	if fence == 0 {
+		t.Fatalf("AcquireFenced(r, a) = fence 0, nil; want a fence > 0")
+	}
+	if !h.exists(r) {
+		t.Fatal("Exists(r) = false while a holds r, taken with AcquireFenced; want true")
+	}
+	h.want("Acquire(r, b) while a holds r, taken with AcquireFenced", h.store.Acquire(h.ctx(), r, h.tok("b"), h.long), lock.ErrNotAcquired)
+	if msg := h.checkTTL(r, start, h.long); msg != "" {
+		t.Fatalf("while a holds r, taken with AcquireFenced(r, a, %v): %s", h.long, msg)
+	}
+	if hr, ok := h.store.(lock.HolderReader); ok {
+		if who, held, err := hr.Holder(h.ctx(), r); err != nil || who != "fenced-holder" || !held {
+			t.Fatalf("Holder(r) while a holds r, taken with AcquireFenced = %q, %v, %v; want %q, true, nil", who, held, errString(err), "fenced-holder")
+		}
+	}
+	if ext, ok := h.store.(lock.Extender); ok {
+		h.want("Extend(r, b) while a holds r, taken with AcquireFenced", ext.Extend(h.ctx(), r, h.tok("b"), h.long), lock.ErrNotHeld)
+		h.must("Extend(r, a) of a lock taken with AcquireFenced", ext.Extend(h.ctx(), r, a, h.long))
+	}
+	// No WaitRelease waits on r as it is released: a store may hand a
+	// lock released under a waiter to the waiter (package redis reserves
+	// it), and r would read as held.
+	h.must("Release(r, a) of a lock taken with AcquireFenced", h.store.Release(h.ctx(), r, a))
+	h.checkFree(r, "after Release(r, a) of a lock taken with AcquireFenced")
+	h.want("Release(r, a) a second time, of a lock taken with AcquireFenced", h.store.Release(h.ctx(), r, a), lock.ErrNotHeld)
+	b := h.tok("b")
+	h.must("Acquire(r, b) after Release(r, a) of a lock taken with AcquireFenced", h.releasing(r, b, h.store.Acquire(h.ctx(), r, b, h.long)))
+	h.must("Release(r, b)", h.store.Release(h.ctx(), r, b))
+}
+
+// checkFree fails the rule unless every method that reads a lock finds
+// resource free: Exists, TTL, Holder, and WaitRelease, which must return
+// at once. when says what made it free.
+func (h *harness) checkFree(resource, when string) {
+	t := h.t
+	t.Helper()
+	name := h.name(resource)
+	if h.exists(resource) {
+		t.Fatalf("Exists(%s) = true %s; want false", name, when)
+	}
+	if tr, ok := h.store.(lock.TTLReader); ok {
+		if d, held, err := tr.TTL(h.ctx(), resource); err != nil || held {
+			t.Fatalf("TTL(%s) %s = %v, %v, %v; want held = false, nil", name, when, d, held, errString(err))
+		}
+	}
+	if hr, ok := h.store.(lock.HolderReader); ok {
+		if who, held, err := hr.Holder(h.ctx(), resource); err != nil || held {
+			t.Fatalf("Holder(%s) %s = %q, %v, %v; want \"\", false, nil", name, when, who, held, errString(err))
+		}
+	}
+	if w, ok := h.store.(lock.Waiter); ok {
+		ctx, cancel := context.WithTimeout(h.ctx(), h.expiryBound(h.ttl))
+		defer cancel()
+		if err := w.WaitRelease(ctx, resource); err != nil {
+			t.Fatalf("WaitRelease(%s) %s = %v; want nil at once: the resource is free", name, when, err)
+		}
+	}
+}
+
+// raiseFenceLeavesLock: RaiseFence changes the fences only. A held lock
+// keeps its TTL — neither refreshed, made to last for good, nor cut — and
+// a free resource stays free. A store that keeps the fence in the lock's
+// record and writes the record back on a raise (a SET without KEEPTTL)
+// breaks the first; one whose Exists finds the record a raise leaves
+// breaks the second.
+func raiseFenceLeavesLock(t *testing.T, h *harness) {
+	raiser := h.store.(lock.FenceRaiser)
+
+	// A lock taken for the long TTL keeps it, as TTL tells.
+	long, fs := h.res("long"), &fences{h: h}
+	start := time.Now()
+	a := fs.acquire(fmt.Sprintf("AcquireFenced(long, a, %v)", h.long), long, h.long, 0)
+	floor := fs.last + 1000
+	h.must(fmt.Sprintf("RaiseFence(long, %d) while a holds long", floor), raiser.RaiseFence(h.ctx(), long, floor))
+	if msg := h.checkTTL(long, start, h.long); msg != "" {
+		t.Fatalf("after RaiseFence(long, %d) while a held long, taken for %v: %s: the raise changed the lock's TTL", floor, h.long, msg)
+	}
+	h.must("Release(long, a) after RaiseFence", h.store.Release(h.ctx(), long, a))
+
+	// A lock taken for the short TTL lasts it, and no longer.
+	short, fs := h.res("short"), &fences{h: h}
+	start = time.Now()
+	fs.acquire(fmt.Sprintf("AcquireFenced(short, b, %v)", h.ttl), short, h.ttl, 0)
+	set := time.Now()
+	floor = fs.last + 1000
+	h.must(fmt.Sprintf("RaiseFence(short, %d) while b holds short", floor), raiser.RaiseFence(h.ctx(), short, floor))
+	if msg := h.checkTTL(short, start, h.ttl); msg != "" {
+		t.Fatalf("after RaiseFence(short, %d) while b held short, taken for %v: %s: the raise changed the lock's TTL", floor, h.ttl, msg)
+	}
+	if h.lifeBound(h.ttl) > 0 {
+		held, after, err := h.lasts(short, start, h.ttl)
+		h.must("Exists(short)", err)
+		if !held {
+			t.Fatalf("Exists(short) = false %v after AcquireFenced(short, b, %v) and RaiseFence(short, %d) (granularity %v); want true: the raise cut the lock short",
+				after.Round(time.Millisecond), h.ttl, floor, h.gran)
+		}
+	}
+	if ok, after := h.expires(short, set, h.ttl); !ok {
+		t.Fatalf("Exists(short) = true %v after AcquireFenced(short, b, %v) and RaiseFence(short, %d); want false: the raise made the lock outlive its TTL",
+			after.Round(time.Millisecond), h.ttl, floor)
+	}
+
+	// A free resource stays free.
+	free := h.res("free")
+	floor = 1000
+	h.must(fmt.Sprintf("RaiseFence(free, %d) of a resource never locked", floor), raiser.RaiseFence(h.ctx(), free, floor))
+	h.checkFree(free, fmt.Sprintf("after RaiseFence(free, %d) of a resource never locked", floor))
+	c := h.tok("c")
+	h.must(fmt.Sprintf("Acquire(free, c) after RaiseFence(free, %d)", floor), h.releasing(free, c, h.store.Acquire(h.ctx(), free, c, h.long)))
+	h.must("Release(free, c)", h.store.Release(h.ctx(), free, c))
 }

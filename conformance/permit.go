@@ -47,6 +47,8 @@ var permitRules = []rule{
 		why: "a permit's fence must exceed the fence of every permit granted before on the resource, when the store fences"},
 	{name: "WaitPermit", needs: permitWaiter, run: waitPermit,
 		why: "WaitPermit must return at once while a permit is free, block while all are held, and return when one is released, or waiting semaphores spin or sleep"},
+	{name: "WaitPermitPartlyHeld", needs: permitWaiter, run: waitPermitPartlyHeld,
+		why: "WaitPermit must return at once while a permit is free, some others held or not: a store that waits whenever a permit is held makes a semaphore with free places sleep until someone leaves"},
 	{name: "WaitPermitIgnoresOtherResources", needs: permitWaiter, run: waitPermitIgnoresOtherResources,
 		why: "WaitPermit must not return for a permit released on another resource, or every release wakes every waiting semaphore: a stampede"},
 	{name: "WaitPermitWakesOnExpiry", needs: permitWaiter, run: waitPermitWakesOnExpiry,
@@ -233,6 +235,9 @@ func permitNamespace(t *testing.T, h *harness) {
 	h.wantPermits(r, 1, "with one permit and one lock on r")
 	q := h.res("q")
 	h.fillPermits(q, "p", h.long)
+	if h.exists(q) {
+		t.Fatal("Exists(q) = true while only permits are held on q, no lock; want false: a permit is not a lock")
+	}
 	c := h.tok("c")
 	h.must("Acquire(q, c): a lock, while every permit on q is held", h.releasing(q, c, h.store.Acquire(h.ctx(), q, c, h.long)))
 }
@@ -334,6 +339,24 @@ func awaitWaitPermit(t *testing.T, h *harness, done <-chan error) {
 		h.must("WaitPermit(r) after ReleasePermit(r, a0)", err)
 	case <-timer.C:
 		t.Fatalf("WaitPermit(r) still blocked %v after ReleasePermit(r, a0); want it to return nil", waitLimit)
+	}
+}
+
+// waitPermitPartlyHeld: WaitPermit returns at once while a permit is
+// free, with some of them held too: a semaphore with a free place must
+// not sleep until someone leaves.
+func waitPermitPartlyHeld(t *testing.T, h *harness) {
+	w := h.store.(lock.PermitWaiter)
+	r := h.res("r")
+	for held := 1; held < permitLimit; held++ {
+		tok := h.tok(fmt.Sprint("a", held))
+		h.must(fmt.Sprintf("AcquirePermit(r, a%d, limit %d) with %d of %d held", held, permitLimit, held-1, permitLimit), h.acquirePermit(r, tok, h.long))
+		ctx, cancel := context.WithTimeout(h.ctx(), h.expiryBound(h.ttl))
+		err := w.WaitPermit(ctx, r)
+		cancel()
+		if err != nil {
+			t.Fatalf("WaitPermit(r) with %d of %d permits held = %v; want nil at once: a permit is free", held, permitLimit, err)
+		}
 	}
 }
 

@@ -372,3 +372,65 @@ func queueFencesIncrease(t *testing.T, h *harness) {
 	h.must("Release(r, c)", h.store.Release(h.ctx(), r, qc.Token))
 	fs.acquire("AcquireFenced(r, d) after Release(r, c)", r, h.long, 0)
 }
+
+// queueNilQueued: Queued is called only if set. An acquisition without
+// one gets in line, waits, and is handed the lock, as one with it is.
+func queueNilQueued(t *testing.T, h *harness) {
+	q := h.store.(lock.Queuer)
+	r, a, b := h.res("r"), h.tok("a"), h.tok("b")
+	h.must("Acquire(r, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	qa := h.queueWaits(r, b) // Queued is nil
+	const what = "AcquireQueued(r, b) with a nil Queued"
+	type result struct {
+		fence    uint64
+		err      error
+		panicked bool
+		value    any
+	}
+	done := make(chan result, 1)
+	ctx := h.ctx()
+	go func() {
+		res := result{panicked: true}
+		defer func() {
+			if res.panicked {
+				res.value = recover()
+			}
+			done <- res
+		}()
+		res.fence, res.err = q.AcquireQueued(ctx, qa)
+		res.panicked = false
+	}()
+	h.releasing(r, b, nil)
+	returned := func(res result, while string) {
+		t.Helper()
+		switch {
+		case res.panicked:
+			t.Fatalf("%s panicked %s: %v; want it to wait in line without calling Queued, which is called only if set", what, while, res.value)
+		case errors.Is(res.err, errors.ErrUnsupported):
+			if err := h.store.Release(h.ctx(), r, b); !errors.Is(err, lock.ErrNotHeld) {
+				t.Fatalf("%s = %v, and then Release(r, b) = %s; want ErrNotHeld: a store that cannot queue must send nothing, yet the call took the lock", what, res.err, errString(err))
+			}
+			t.Skipf("the store does not queue acquisitions as configured: %s = %v", what, res.err)
+		}
+	}
+	h.settle()
+	select {
+	case res := <-done:
+		returned(res, "while a holds r")
+		t.Fatalf("%s = %s while a holds r; want it to wait in line", what, errString(res.err))
+	default:
+	}
+	h.must("Release(r, a)", h.store.Release(h.ctx(), r, a))
+	limit := waitLimit + h.opts.Tolerance
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case res := <-done:
+		returned(res, "after Release(r, a)")
+		h.must(what+" after Release(r, a)", res.err)
+	case <-timer.C:
+		t.Fatalf("%s still waiting %v after Release(r, a); want r handed to it", what, limit)
+	}
+	h.want("Acquire(r, c) while b holds r", h.store.Acquire(h.ctx(), r, h.tok("c"), h.long), lock.ErrNotAcquired)
+	h.must("Release(r, b) once "+what+" returned nil: b must hold r", h.store.Release(h.ctx(), r, b))
+}

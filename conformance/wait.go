@@ -183,3 +183,29 @@ func (h *harness) checkWaitBlocks() {
 	}
 	h.must("Release(wait-probe, a)", h.store.Release(h.ctx(), r, a))
 }
+
+// waitAfterGone: a WaitRelease that begins once the lock is gone — it
+// was released, or it expired without a release — returns at once. A
+// store that learns of a lock's end by a notification alone, and reads
+// the record an expired lock leaves until something deletes it as a lock,
+// misses an end that came before the wait began.
+func waitAfterGone(t *testing.T, h *harness) {
+	w := h.store.(lock.Waiter)
+	check := func(r, when string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(h.ctx(), h.expiryBound(h.ttl))
+		defer cancel()
+		if err := w.WaitRelease(ctx, r); err != nil {
+			t.Fatalf("WaitRelease(r) %s = %v; want nil at once: r is free", when, err)
+		}
+	}
+	r, a := h.res("released"), h.tok("a")
+	h.must("Acquire(released, a)", h.store.Acquire(h.ctx(), r, a, h.long))
+	h.must("Release(released, a)", h.store.Release(h.ctx(), r, a))
+	check(r, "begun after Release(r, a)")
+
+	r = h.res("expired")
+	h.must(fmt.Sprintf("Acquire(expired, a, %v)", h.ttl), h.store.Acquire(h.ctx(), r, a, h.ttl))
+	h.waitExpired(r, time.Now(), h.ttl)
+	check(r, fmt.Sprintf("begun after the lock (ttl %v) expired, never released, once Exists(r) said so", h.ttl))
+}

@@ -221,3 +221,27 @@ func tracked(mem *memory.Store, f *Funcs, h *holders) {
 		return err
 	}
 }
+
+// FencesOnly returns a store with s's three required methods and its
+// fences (AcquireFenced, RaiseFence) only: no TTL reader, so that a rule
+// must tell a lock's TTL by its expiry.
+func FencesOnly(s lock.FenceRaiser) lock.Store {
+	st, ok := s.(lock.Store)
+	if !ok {
+		panic("brokenstore.FencesOnly: not a lock.Store")
+	}
+	return fencesOnly{basic{st}, s}
+}
+
+type fencesOnly struct {
+	basic
+	f lock.FenceRaiser
+}
+
+func (s fencesOnly) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+	return s.f.AcquireFenced(ctx, resource, token, ttl)
+}
+
+func (s fencesOnly) RaiseFence(ctx context.Context, resource string, fence uint64) error {
+	return s.f.RaiseFence(ctx, resource, fence)
+}

@@ -131,3 +131,107 @@ func (r *Restartable) raise(fence uint64) {
 
 // Restart loses every lock, as a server restarted without persistence.
 func (r *Restartable) Restart() { r.mem.Store(memory.New()) }
+
+// RaiseFenceRefreshesLock keeps each resource's fence with its lock and
+// writes the lock back, with a TTL of a day, when a raise finds it held,
+// as a store whose raise rewrites the whole record (a SET without
+// KEEPTTL) does: a MultiLocker's raise keeps a dead holder's lock for a
+// day.
+func RaiseFenceRefreshesLock() *Store {
+	var h holders
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		tracked(mem, f, &h)
+		f.RaiseFence = func(ctx context.Context, resource string, fence uint64) error {
+			if err := mem.RaiseFence(ctx, resource, fence); err != nil {
+				return err
+			}
+			_ = mem.Extend(ctx, resource, h.get(resource), 24*time.Hour) // ErrNotHeld if free: nothing to rewrite
+			return nil
+		}
+	})
+}
+
+// RaiseFenceLeavesRecord keeps each resource's fence in a record of the
+// resource's own, which a raise of a free resource creates, and its
+// Exists looks for that record: a resource never locked, once raised,
+// reads as held until someone takes it.
+func RaiseFenceLeavesRecord() *Store {
+	var mu sync.Mutex
+	records := make(map[string]bool) // raised while free, not taken since
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		taken := func(resource string, err error) {
+			if err == nil {
+				mu.Lock()
+				delete(records, resource)
+				mu.Unlock()
+			}
+		}
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			fence, err := mem.AcquireFenced(ctx, resource, token, ttl)
+			taken(resource, err)
+			return fence, err
+		}
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			_, err := f.AcquireFenced(ctx, resource, token, ttl)
+			return err
+		}
+		f.RaiseFence = func(ctx context.Context, resource string, fence uint64) error {
+			if err := mem.RaiseFence(ctx, resource, fence); err != nil {
+				return err
+			}
+			if held, err := mem.Exists(ctx, resource); err == nil && !held {
+				mu.Lock()
+				records[resource] = true
+				mu.Unlock()
+			}
+			return nil
+		}
+		f.Exists = func(ctx context.Context, resource string) (bool, error) {
+			held, err := mem.Exists(ctx, resource)
+			if err != nil || held {
+				return held, err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return records[resource], nil
+		}
+	})
+}
+
+// FencedLocksLinger keeps the fence counter of a resource in its lock's
+// record and deletes only the token on a release, and its Exists looks
+// for the record: a resource released after a fenced acquisition reads as
+// held until someone takes it again.
+func FencedLocksLinger() *Store {
+	var mu sync.Mutex
+	records := make(map[string]bool) // taken with AcquireFenced last
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			fence, err := mem.AcquireFenced(ctx, resource, token, ttl)
+			if err == nil {
+				mu.Lock()
+				records[resource] = true
+				mu.Unlock()
+			}
+			return fence, err
+		}
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			err := mem.Acquire(ctx, resource, token, ttl)
+			if err == nil {
+				mu.Lock()
+				delete(records, resource)
+				mu.Unlock()
+			}
+			return err
+		}
+		f.Exists = func(ctx context.Context, resource string) (bool, error) {
+			held, err := mem.Exists(ctx, resource)
+			if err != nil || held {
+				return held, err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return records[resource], nil
+		}
+	})
+}

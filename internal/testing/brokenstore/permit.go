@@ -296,3 +296,97 @@ func LocksUnseenBesidePermits() lock.Store { return locksUnseen{NewPermitStore(n
 type locksUnseen struct{ *PermitStore }
 
 func (locksUnseen) Exists(context.Context, string) (bool, error) { return false, nil }
+
+// PermitWaitBlocksWhilePartlyHeld makes a WaitPermit that begins while
+// some permits of the resource are held, not all of them, wait for a
+// release, as a store that waits whenever a permit is held does: a
+// semaphore with a free place sleeps until someone leaves. With every
+// permit held, or none, it waits as it should.
+func PermitWaitBlocksWhilePartlyHeld() *PermitStore {
+	var mu sync.Mutex
+	limits := make(map[string]int)
+	released := make(map[string]chan struct{})
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			fence, err := mem.AcquirePermit(ctx, resource, token, limit, ttl)
+			if err == nil {
+				mu.Lock()
+				limits[resource] = limit
+				mu.Unlock()
+			}
+			return fence, err
+		}
+		f.ReleasePermit = func(ctx context.Context, resource, token string) error {
+			err := mem.ReleasePermit(ctx, resource, token)
+			if err == nil {
+				mu.Lock()
+				if ch, ok := released[resource]; ok {
+					close(ch)
+					delete(released, resource)
+				}
+				mu.Unlock()
+			}
+			return err
+		}
+		f.WaitPermit = func(ctx context.Context, resource string) error {
+			held, err := mem.Permits(ctx, resource)
+			mu.Lock()
+			limit := limits[resource]
+			if err != nil || held == 0 || held >= limit {
+				mu.Unlock()
+				if err != nil {
+					return err
+				}
+				return mem.WaitPermit(ctx, resource)
+			}
+			ch, ok := released[resource]
+			if !ok {
+				ch = make(chan struct{})
+				released[resource] = ch
+			}
+			mu.Unlock()
+			select {
+			case <-ch:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
+}
+
+// PermitDeadContextSucceeds answers ReleasePermit and ExtendPermit with
+// success when their context has ended, without making them: a holder
+// that asked to extend believes its permit renewed.
+func PermitDeadContextSucceeds() *PermitStore {
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		f.ReleasePermit = func(ctx context.Context, resource, token string) error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return mem.ReleasePermit(ctx, resource, token)
+		}
+		f.ExtendPermit = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return mem.ExtendPermit(ctx, resource, token, ttl)
+		}
+	})
+}
+
+// PermitsSeenAsLocks keeps permits right, but its Exists reads a
+// resource with permits held as locked, as a store that keeps locks and
+// permits under one key and asks whether the key exists does.
+func PermitsSeenAsLocks() lock.Store { return permitsSeen{NewPermitStore(nil)} }
+
+type permitsSeen struct{ *PermitStore }
+
+func (s permitsSeen) Exists(ctx context.Context, resource string) (bool, error) {
+	held, err := s.PermitStore.Exists(ctx, resource)
+	if err != nil || held {
+		return held, err
+	}
+	n, err := s.Permits(ctx, resource)
+	return n > 0, err
+}

@@ -51,6 +51,7 @@ type queueFaults struct {
 	repeatsFence     bool          // a fenced handoff answers the previous holder's fence
 	unsupported      bool          // every AcquireQueued answers errors.ErrUnsupported, having sent nothing
 	takesUnsupported bool          // AcquireQueued takes a free lock and answers errors.ErrUnsupported
+	callsNilQueued   bool          // an acquisition that gets in line calls Queued, set or not
 }
 
 // queued is an acquisition in line.
@@ -192,8 +193,8 @@ func (q *QueueStore) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition
 	w := &queued{token: a.Token, ttl: a.TTL, fenced: a.Fenced, began: time.Now(), inLine: true, handed: make(chan handoff, 1)}
 	q.lines[a.Resource] = append(q.lines[a.Resource], w)
 	q.mu.Unlock()
-	if a.Queued != nil {
-		a.Queued()
+	if a.Queued != nil || q.faults.callsNilQueued {
+		a.Queued() // with callsNilQueued and no Queued: a nil function call, which panics
 	}
 	return q.wait(ctx, a.Resource, w, wait)
 }
@@ -359,3 +360,7 @@ func QueueUnsupported() *QueueStore { return newQueueStore(queueFaults{unsupport
 func QueueTakesUnsupported() *QueueStore {
 	return newQueueStore(queueFaults{takesUnsupported: true})
 }
+
+// QueueCallsNilQueued calls the acquisition's Queued when it gets in line
+// without looking whether it is set: an acquisition without one panics.
+func QueueCallsNilQueued() *QueueStore { return newQueueStore(queueFaults{callsNilQueued: true}) }

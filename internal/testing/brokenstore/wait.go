@@ -188,3 +188,51 @@ func WaitIgnoresExpiry() *Store {
 		}
 	})
 }
+
+// WaitMissesEarlierExpiry hears of a lock's end only as it happens: a
+// WaitRelease that begins while the lock is held wakes on its release or
+// expiry, but one that begins after the lock expired unreleased finds the
+// record the lock left (a store that deletes it on release only) and
+// waits for a release that never comes.
+func WaitMissesEarlierExpiry() *Store {
+	var h holders
+	var n notifier
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		tracked(mem, f, &h)
+		f.Release = func(ctx context.Context, resource, token string) error {
+			err := mem.Release(ctx, resource, token)
+			if err == nil {
+				h.set(resource, "")
+				n.notify(resource)
+			}
+			return err
+		}
+		f.WaitRelease = func(ctx context.Context, resource string) error {
+			switch held, err := mem.Exists(ctx, resource); {
+			case err != nil:
+				return err
+			case held:
+				return mem.WaitRelease(ctx, resource)
+			case h.get(resource) == "":
+				return nil
+			}
+			// The record of a lock that expired unreleased.
+			n.mu.Lock()
+			if n.topics == nil {
+				n.topics = make(map[string]chan struct{})
+			}
+			ch, ok := n.topics[resource]
+			if !ok {
+				ch = make(chan struct{})
+				n.topics[resource] = ch
+			}
+			n.mu.Unlock()
+			select {
+			case <-ch:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
+}
