@@ -277,6 +277,9 @@ func (c *core) UnlockAll(ctx context.Context) error {
 	if err := checkContext(ctx, op, ""); err != nil {
 		return err
 	}
+	if c.eng == nil {
+		return errNotMade(op, "")
+	}
 	return named(op, c.unlockAll(ctx, "UnlockAll", nil, false))
 }
 
@@ -330,6 +333,9 @@ func (c *core) Shutdown(ctx context.Context) error {
 	const op = "shutdown"
 	if err := checkContext(ctx, op, ""); err != nil {
 		return err
+	}
+	if c.eng == nil {
+		return errNotMade(op, "")
 	}
 	c.gate.shut(ctx, c.storeTimeout)
 	for _, d := range c.dependents.live() {

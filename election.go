@@ -21,7 +21,8 @@ const termMargin = 10
 // processes that campaign for it through lockers over the same stores: the
 // leader is the holder of a lock on the role, kept extended as [Run] keeps
 // its lock. See "Elections, run-once jobs and lock delay" in the package
-// documentation.
+// documentation. Make one with [NewElection]: the methods of a zero (or
+// nil) Election report an error matching [ErrInvalid].
 type Election struct {
 	locker Locker
 	role   string
@@ -102,8 +103,21 @@ type argChecker interface {
 	checkTTL(op, resource string, ttl time.Duration) error
 }
 
-// Role returns the role the election is for.
-func (e *Election) Role() string { return e.role }
+// Role returns the role the election is for ("" for a zero Election).
+func (e *Election) Role() string {
+	if e == nil {
+		return ""
+	}
+	return e.role
+}
+
+// check refuses an Election that NewElection did not make.
+func (e *Election) check(op string) error {
+	if e == nil || e.locker == nil {
+		return invalidf(op, e.Role(), "Election not made by NewElection")
+	}
+	return nil
+}
 
 // Campaign waits until the caller is elected (as the election's retry
 // policy says, by default the locker's: until ctx ends unless its
@@ -115,6 +129,9 @@ func (e *Election) Role() string { return e.role }
 // error, ErrUnavailable, ErrClosed (the locker was shut down) or
 // ErrInvalid.
 func (e *Election) Campaign(ctx context.Context) (*Term, error) {
+	if err := e.check("campaign"); err != nil {
+		return nil, err
+	}
 	if ctx == nil {
 		return nil, invalidf("campaign", e.role, "nil context")
 	}
@@ -128,12 +145,19 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 
 // Lead campaigns within ctx, runs fn while the caller leads, and resigns
 // when fn returns (also when it panics). fn's context is the term's
-// context, which also ends with ctx. Lead returns Campaign's error if the
-// caller was not elected, and otherwise, as [Run] does, fn's error joined
-// with the cause of the term's end if the term was lost (ErrLost) or
-// reached its hold limit (ErrMaxHold, see [MaxHold]) while fn ran, and
-// with the resignation's error.
+// context, which also ends with ctx, with ctx's cause; the term is still
+// renewed until fn returns. Lead returns Campaign's error if the caller
+// was not elected, and otherwise, as [Run] does, fn's error joined with
+// the cause of the term's end if the term was lost (ErrLost: a renewal
+// found the role taken, or the term's end passed before fn returned, also
+// after ctx ended) or reached its hold limit (ErrMaxHold, see [MaxHold])
+// while fn ran, and with the resignation's error. A cause that ends the
+// term's context with ctx (the loss of the lock of a Run whose function
+// calls Lead, say) is ctx's, not the term's: Lead does not report it.
 func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Term) error) (err error) {
+	if err := e.check("lead"); err != nil {
+		return err
+	}
 	switch {
 	case fn == nil:
 		return invalidf("lead", e.role, "nil function")
@@ -175,6 +199,9 @@ type holderReader interface {
 // leader is unknown: Holder is "". With a MultiLocker, a role held on
 // some stores only counts as led.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	if err := e.check("leader"); err != nil {
+		return Leader{}, err
+	}
 	if ctx == nil {
 		return Leader{}, invalidf("leader", e.role, "nil context")
 	}
@@ -209,7 +236,10 @@ func leaderError(err error) error {
 }
 
 // Term is one leadership term: from election to resignation or loss.
-// Its methods are safe for concurrent use.
+// Its methods are safe for concurrent use. Terms come from
+// [Election.Campaign] (and Lead): a zero (or nil) Term was never held —
+// its context has ended with a cause matching [ErrInvalid], its lock is
+// the zero Lock, and Resign reports ErrInvalid.
 type Term struct {
 	h     *holding
 	fence uint64
@@ -229,14 +259,39 @@ type Term struct {
 //     tenth of the lock's validity before the lock's validity does, and
 //     no other can be elected before the lock's validity ends;
 //   - with cause [ErrMaxHold] at the election's MaxHold;
-//   - with cause [ErrResigned] by Resign.
-func (t *Term) Context() context.Context { return t.h.ctx }
+//   - with cause [ErrResigned] by Resign;
+//   - with ctx's cause when the ctx of [Election.Lead] ends (which is no
+//     end of the term's own: see Lead).
+func (t *Term) Context() context.Context {
+	if t.zero() {
+		return zeroTermContext
+	}
+	return t.h.ctx
+}
+
+// zero reports whether t was not made by Campaign.
+func (t *Term) zero() bool { return t == nil || t.h == nil }
+
+// errZeroTerm is what a zero Term reports.
+var errZeroTerm = invalidf("term", "", "Term not made by Campaign")
+
+// zeroTermContext is a zero Term's context: ended, with errZeroTerm.
+var zeroTermContext = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errZeroTerm)
+	return ctx
+}()
 
 // Fence returns the term's fence: the lock's (see [Lock.Fence]), strictly
 // greater than every earlier term's when the stores fence, else 0. Pass it
 // to what the leader writes to, so that a deposed leader's writes can be
 // refused.
-func (t *Term) Fence() uint64 { return t.fence }
+func (t *Term) Fence() uint64 {
+	if t.zero() {
+		return 0
+	}
+	return t.fence
+}
 
 // ValidUntil returns the end of the term as of its latest renewal: the
 // lock's validity less a tenth of it. The leader may act until then;
@@ -244,6 +299,9 @@ func (t *Term) Fence() uint64 { return t.fence }
 // With the election's MaxHold, the term ends then at the latest. Once the
 // term is lost or resigned, it is in the past.
 func (t *Term) ValidUntil() time.Time {
+	if t.zero() {
+		return time.Time{}
+	}
 	end := t.h.k.end(t.h.k.current())
 	if at := t.h.k.maxHoldAt; !at.IsZero() && at.Before(end) {
 		return at
@@ -253,18 +311,27 @@ func (t *Term) ValidUntil() time.Time {
 
 // Lock returns the lock that makes the term, as of its latest renewal;
 // once the term is lost or resigned, its Valid reports false.
-func (t *Term) Lock() Lock { return t.h.k.current() }
+func (t *Term) Lock() Lock {
+	if t.zero() {
+		return Lock{}
+	}
+	return t.h.k.current()
+}
 
 // Resign ends the term: it cancels the term's context with cause
 // [ErrResigned] (unless it had already ended), stops the renewals and
 // releases the role so that another can be elected at once. It returns
-// the cause of the term's loss if it was lost before (matching ErrLost),
+// the cause of the term's loss if it was lost before (matching ErrLost:
+// the term's own, not a cause that Lead's ctx ended its context with),
 // and the release's error if the release failed (ErrUnavailable: the role
 // stays taken until the lock expires). A term that reached its MaxHold
 // leaves its lock to run out: finding it run out is no error. Later calls
 // return the same, whatever their context. A nil context is refused with
 // ErrInvalid unless the term was already resigned, and changes nothing.
 func (t *Term) Resign(ctx context.Context) error {
+	if t.zero() {
+		return invalidf("resign", "", "Term not made by Campaign")
+	}
 	if ctx == nil {
 		t.mu.Lock()
 		resigned := t.resigned
@@ -276,9 +343,9 @@ func (t *Term) Resign(ctx context.Context) error {
 	return resignResult(t.resign(ctx))
 }
 
-// resign resigns once, as Resign does, and returns the cause with which
-// the term had ended, if it had, and the release's error. Later calls
-// return the same.
+// resign resigns once, as Resign does, and returns the cause that had
+// ended the term, if any (its loss or its hold limit: see keeper.cause),
+// and the release's error. Later calls return the same.
 func (t *Term) resign(ctx context.Context) (cause, releaseErr error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

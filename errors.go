@@ -49,7 +49,10 @@ var (
 	// ErrLost is the cause (see [context.Cause]) with which [Run] cancels
 	// its function's context when the lock can no longer be kept: an
 	// extension reported it not held, or extensions failed until its
-	// validity ran out.
+	// validity ran out. Run's error matches it whenever the lock was lost
+	// while the function ran, also when the function's context had ended
+	// already (ctx canceled, the extensions stopped, and the function
+	// outlived the lock's validity).
 	ErrLost = errors.New("lock: lost")
 
 	// ErrMaxHold is the cause with which [Run] cancels its function's

@@ -61,8 +61,10 @@ const (
 	EventExtended
 	// EventReleased: Unlock returned; Err is nil on success.
 	EventReleased
-	// EventLost: Run found its lock lost (Err says why) and canceled its
-	// function's context.
+	// EventLost: Run found its lock lost while its function ran (Err says
+	// why) and canceled the function's context, unless it had ended
+	// already. A lock that MaxHold gave up and left to run out is not
+	// lost: no EventLost for it.
 	EventLost
 )
 

@@ -177,7 +177,8 @@ func WithRetry(r Retry) LockOption {
 
 // MaxHold limits how long [Run] keeps a lock for its function: at d after
 // acquisition it stops extending it and cancels the function's context
-// with cause [ErrMaxHold]. [RunOnce] and an [Election]'s terms take it
+// with cause [ErrMaxHold]; the lock is left to run out, which is no loss
+// (no [ErrLost], no [EventLost]). [RunOnce] and an [Election]'s terms take it
 // too; once RunOnce's function has returned, [MinInterval] still keeps
 // the lock, if it is still held, to the interval's end, even past d.
 // Lock ignores it.

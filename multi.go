@@ -64,6 +64,9 @@ import (
 // of the stores, provided stores that restart do not come back empty while
 // a lock they granted is still valid, and clocks do not jump by more than
 // the drift allowance.
+//
+// Make one with [NewMulti]: a zero MultiLocker refuses every call with an
+// error matching [ErrInvalid].
 type MultiLocker struct {
 	core
 	stores    []storeRef

@@ -30,8 +30,13 @@ import (
 //     [Lock.ValidUntil] on, the context's Err reports it, and its Done
 //     channel closes at most a scheduling delay later;
 //   - with cause [ErrMaxHold] once the time set with [MaxHold] has passed
-//     since acquisition (the lock is no longer extended from then on);
-//   - when ctx is canceled;
+//     since acquisition (the lock is no longer extended from then on, and
+//     is left to run out: its end after the limit is no loss, and hooks
+//     get no [EventLost] for it);
+//   - when ctx is canceled, with ctx's cause (the extensions stop then: a
+//     function that outlives the lock's validity after that has lost the
+//     lock, and the loss is reported as below, and to hooks, when the
+//     validity runs out);
 //   - when fn returns, before the lock is released (an extension under
 //     way then is abandoned: it does not hold up the release).
 //
@@ -40,11 +45,17 @@ import (
 // valid, and read its fence, before each protected write.
 //
 // Run returns the error of Lock if the lock could not be acquired, and
-// otherwise fn's error joined with the cause that ended fn's context if
-// the lock was lost ([ErrLost]) or held for MaxHold ([ErrMaxHold]) while
-// fn ran — also when fn returned nil — and with Unlock's error (if the
-// release failed; a lock lost, or left to run out at the hold limit, that
-// the release finds not held is no further error).
+// otherwise fn's error joined with [ErrLost] if the lock was lost while
+// fn ran (an extension found it not held, UnlockAll or Shutdown released
+// it, or its validity ran out before fn returned — also after ctx was
+// canceled), or with [ErrMaxHold] if the hold limit ended fn's context or
+// the lock ran out after it while fn ran — also when fn returned nil —
+// and with Unlock's error (if the release failed; a lock lost, or left to
+// run out at the hold limit, that the release finds not held is no
+// further error). ctx's cancellation alone, with fn returning within the
+// lock's validity, is no loss; nor is a cause that ends fn's context with
+// ctx (the loss of an enclosing Run's lock, say): it is ctx's, not this
+// lock's, and Run does not report it.
 func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration, fn func(ctx context.Context, l Lock) error, opts ...LockOption) (err error) {
 	const op = "run"
 	o := collect(opts)
@@ -77,6 +88,8 @@ func checkRun(op string, locker Locker, resource string, ttl time.Duration, o ca
 	switch {
 	case locker == nil || isNilPointer(locker):
 		return invalidf(op, resource, "nil Locker")
+	case unmade(locker) != "":
+		return invalidf(op, resource, "the Locker is a zero %T, not made by %s", locker, unmade(locker))
 	case o.maxHold < 0:
 		return invalidf(op, resource, "MaxHold is %v: want >= 0", o.maxHold)
 	case o.extendEvery < 0 || (o.extendEvery > 0 && o.extendEvery < minDelay):
@@ -106,6 +119,30 @@ func checkRun(op string, locker Locker, resource string, ttl time.Duration, o ca
 		return invalidf(op, resource, "ttl %v leaves %v of validity: too short to be extended at most every %v", ttl, room, minDelay)
 	}
 	return checkExtendEvery(op, resource, o.extendEvery, room)
+}
+
+// unmade names the constructor that did not make locker, a zero locker
+// of this package, and returns "" for any other locker.
+func unmade(locker Locker) string {
+	switch l := locker.(type) {
+	case *SingleLocker:
+		if l.eng == nil {
+			return "NewSingle"
+		}
+	case *MultiLocker:
+		if l.eng == nil {
+			return "NewMulti"
+		}
+	case *Semaphore:
+		if l.impl == nil {
+			return "NewSemaphore"
+		}
+	case *rwSide:
+		if l.eng == nil {
+			return "NewRWLocker"
+		}
+	}
+	return ""
 }
 
 // margin is a divisor-th of validity, or 0 when divisor is 0.
@@ -175,6 +212,7 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 	extending, abandon := context.WithCancel(ctx)
 	h := &holding{ctx: inner, cancel: cancel, stopHold: func() {}, exited: make(chan struct{}), abandon: abandon}
 	var maxHoldAt time.Time
+	var maxHoldCause error
 	maxHeld := func() {}
 	if o.maxHold > 0 {
 		// The hold limit is the context's deadline; the layer under it
@@ -185,9 +223,9 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 		limited, limit := context.WithCancelCause(inner)
 		deadlined, stop := context.WithDeadlineCause(limited, maxHoldAt, cause)
 		h.ctx, h.stopHold = deadlined, func() { stop(); limit(nil) }
-		maxHeld = func() { limit(cause) }
+		maxHeld, maxHoldCause = func() { limit(cause) }, cause
 	}
-	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, first: first, every: every, unknown: !known, margin: margin, maxHoldAt: maxHoldAt, maxHeld: maxHeld, lost: cancel, stop: make(chan struct{})}
+	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, first: first, every: every, unknown: !known, margin: margin, maxHoldAt: maxHoldAt, maxHoldCause: maxHoldCause, maxHeld: maxHeld, lost: cancel, stop: make(chan struct{})}
 	h.ctx = runContext{Context: h.ctx, k: h.k}
 	unwatch := watch(held, h.k)
 	go func() {
@@ -209,8 +247,8 @@ func (h *holding) halt() {
 }
 
 // release stops the keeper, releases the lock within ctx (but not its
-// cancellation, bounded by the TTL), and returns the cause with which the
-// holder's context had ended, if it had, and the release's error.
+// cancellation, bounded by the TTL), and returns the cause that ended the
+// holder's claim, if any (see keeper.cause), and the release's error.
 func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
 	l, cause := h.end()
 	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), h.k.ttl)
@@ -224,22 +262,25 @@ func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
 // had not ended) and the lock that FromContext and the Term report is
 // no longer valid, so that nothing that outlives the holder's function
 // acts on a lock it no longer holds. It returns the lock as held, to
-// release or keep, and the cause with which the holder's context had
-// ended, if it had. Later calls return the same lock.
+// release or keep, and the cause that ended the holder's claim, if any:
+// the loss or the hold limit (see keeper.cause). Later calls return the
+// same lock.
 func (h *holding) end() (l Lock, cause error) {
 	h.halt()
 	h.catchUp()                // a validity that ran out before the holder was done is a loss
 	h.k.loseOnce.Do(func() {}) // the holder is done: no loss is reported from here on
-	cause = context.Cause(h.ctx)
+	ended := context.Cause(h.ctx)
 	h.stopHold()
 	h.cancel(nil) // before the validity is cut, so that Err never reports nil for a lock cut
-	return h.k.finish(), cause
+	l = h.k.finish()
+	return l, h.k.cause(ended, l)
 }
 
-// catchUp ends the holder's context if the lock's validity or the hold
-// limit has passed, as its Err reports them, even if the timer that
-// cancels the context has not fired yet (see runContext.Err).
-func (h *holding) catchUp() { _ = h.ctx.Err() }
+// catchUp reports a loss or the hold limit if the lock's validity or the
+// hold limit has passed, even if the timer that would report it has not
+// fired yet (see runContext.Err), and also once the holder's context has
+// ended otherwise (ctx canceled).
+func (h *holding) catchUp() { h.k.check() }
 
 // checkExtendEvery refuses an extension interval that is not shorter than
 // the lock's validity: the lock would run out before its extension.
@@ -254,8 +295,9 @@ func checkExtendEvery(op, resource string, every, validity time.Duration) error 
 // context is ctx (or a context derived from it), as of its latest
 // extension: its ValidUntil moves with each extension, and is cut to the
 // moment of the loss when the lock is lost (fn's context then ends with
-// [ErrLost]: an extension found it not held, or UnlockAll or Shutdown
-// released it), and to the moment fn returned once it has (the lock is
+// [ErrLost], unless it had ended already: an extension found it not
+// held, its validity ran out, or UnlockAll or Shutdown released it), and
+// to the moment fn returned once it has (the lock is
 // then released, or kept for [MinInterval] but no longer for fn), so
 // that FromContext(ctx).Valid() tells whether the lock may still be
 // relied on, also in a goroutine that outlives fn. The contexts of [RunOnce]'s function and of an
@@ -286,15 +328,8 @@ func (c runContext) Err() error {
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
-	if !c.k.valid() {
-		c.k.expired()
-		return c.Context.Err()
-	}
-	if at := c.k.maxHoldAt; !at.IsZero() && !time.Now().Before(at) {
-		c.k.maxHeld()
-		return c.Context.Err()
-	}
-	return nil
+	c.k.check()
+	return c.Context.Err()
 }
 
 func (c runContext) Value(key any) any {
@@ -305,7 +340,7 @@ func (c runContext) Value(key any) any {
 }
 
 // runResult combines fn's error with the cause of a loss or of the hold
-// limit and with the release's error.
+// limit (the keeper's own: see keeper.cause) and with the release's error.
 func runResult(fnErr, cause, unlockErr error) error {
 	errs := []error{fnErr}
 	ours := errors.Is(cause, ErrLost) || errors.Is(cause, ErrMaxHold)
@@ -322,24 +357,64 @@ func runResult(fnErr, cause, unlockErr error) error {
 
 // keeper extends a lock in the background for Run.
 type keeper struct {
-	op        string // "run", "runonce", "campaign": the operation in its events
-	locker    Locker
-	ttl       time.Duration
-	first     time.Duration // until the first extension
-	every     time.Duration // between the starts of the extensions after it
-	unknown   bool          // the locker's validity is not known in advance: see next
-	margin    time.Duration // the holder's context ends this long before the lock's validity
-	maxHoldAt time.Time
-	maxHeld   func() // ends the holder's context with ErrMaxHold (at maxHoldAt, if set)
-	lost      context.CancelCauseFunc
-	stop      chan struct{}
-	loseOnce  sync.Once
+	op           string // "run", "runonce", "campaign": the operation in its events
+	locker       Locker
+	ttl          time.Duration
+	first        time.Duration // until the first extension
+	every        time.Duration // between the starts of the extensions after it
+	unknown      bool          // the locker's validity is not known in advance: see next
+	margin       time.Duration // the holder's context ends this long before the lock's validity
+	maxHoldAt    time.Time
+	maxHoldCause error  // the cause of the hold limit, if set
+	maxHeld      func() // ends the holder's context with ErrMaxHold (at maxHoldAt, if set)
+	lost         context.CancelCauseFunc
+	stop         chan struct{}
+	loseOnce     sync.Once
 
 	mu      sync.Mutex
 	cur     Lock  // the lock as of its latest extension; its validity ends at the loss
 	lastErr error // the last extension's failure, if it failed
+	lostErr error // the cause of the loss, once lost (before the hold limit)
 	gone    bool  // lost: no extension revives cur
 	final   *Lock // the lock as held when the holder's claim ended (finish)
+}
+
+// check reports, as their timers would, a validity that has run out (a
+// loss, unless the hold limit came first) and a hold limit that has
+// passed.
+func (k *keeper) check() {
+	if !k.valid() {
+		k.expired()
+	}
+	if at := k.maxHoldAt; !at.IsZero() && !time.Now().Before(at) {
+		k.maxHeld()
+	}
+}
+
+// pastHold reports whether the hold limit, if any, is not after at.
+func (k *keeper) pastHold(at time.Time) bool {
+	return !k.maxHoldAt.IsZero() && !at.Before(k.maxHoldAt)
+}
+
+// cause returns what ended the holder's claim on l, as Run reports it,
+// once the holder is done: the loss, if the lock was lost before the hold
+// limit; the hold limit, if it ended the holder's context (ended is its
+// cause) or l ran out after it; else nil. A cause that came with the
+// parent context (its cancellation, the loss of an enclosing Run's lock)
+// is not this lock's.
+func (k *keeper) cause(ended error, l Lock) error {
+	k.mu.Lock()
+	lost := k.lostErr
+	k.mu.Unlock()
+	switch {
+	case lost != nil:
+		return lost
+	case k.maxHoldCause == nil:
+		return nil
+	case ended == k.maxHoldCause, k.pastHold(time.Now()) && !time.Now().Before(k.end(l)):
+		return k.maxHoldCause
+	}
+	return nil
 }
 
 // finish ends the validity of the lock that FromContext returns, once the
@@ -382,6 +457,9 @@ func (k *keeper) run(ctx context.Context) {
 		select {
 		case <-k.stop:
 			return
+		case <-ctx.Done():
+			k.idle()
+			return
 		case <-next.C:
 		}
 		if !k.maxHoldAt.IsZero() && !time.Now().Before(k.maxHoldAt) {
@@ -416,7 +494,8 @@ func (k *keeper) run(ctx context.Context) {
 			next.Reset(k.next(began, extended))
 			continue
 		case ctx.Err() != nil:
-			return // fn's context is canceled with ctx
+			k.idle()
+			return
 		case errors.Is(err, errors.ErrUnsupported):
 			k.fail(err)
 			continue // no further extension: the lock runs out at its validity
@@ -433,6 +512,11 @@ func (k *keeper) run(ctx context.Context) {
 		next.Reset(max(min(k.every/4, time.Until(k.end(cur))/2), minDelay))
 	}
 }
+
+// idle waits, once ctx ended the extensions (and fn's context with it),
+// until the holder is done, with the end of the validity still watched: a
+// holder that outlives its lock after its context ended has lost it.
+func (k *keeper) idle() { <-k.stop }
 
 // next returns how long after an extension that began at began, and left
 // the lock extended, to start the next one: every from the last start,
@@ -461,7 +545,7 @@ func (k *keeper) fail(err error) {
 // extension succeeded.
 func (k *keeper) expired() {
 	k.mu.Lock()
-	err := k.lastErr
+	err, at := k.lastErr, k.end(k.cur)
 	k.mu.Unlock()
 	what := "its validity"
 	if k.margin > 0 {
@@ -473,7 +557,7 @@ func (k *keeper) expired() {
 	} else if err == nil {
 		err = errors.New("no extension answered in time")
 	}
-	k.lose(context.Background(), why, err)
+	k.loseAt(context.Background(), at, why, err)
 }
 
 // lose cancels fn's context with a loss cause, once, and tells the
@@ -481,15 +565,34 @@ func (k *keeper) expired() {
 // returns, so that its Valid reports the loss too: the lock may be
 // released already (UnlockAll, Shutdown) or taken over.
 func (k *keeper) lose(ctx context.Context, why string, err error) {
+	k.loseAt(ctx, time.Now(), why, err)
+}
+
+// loseAt is lose for a loss that happened at at. A loss at or after the
+// hold limit is none: the keeper gave the lock up then, and the holder's
+// context ends with ErrMaxHold; the lock that FromContext returns is
+// still no longer valid.
+func (k *keeper) loseAt(ctx context.Context, at time.Time, why string, err error) {
 	k.loseOnce.Do(func() {
+		past := k.pastHold(at)
+		if past {
+			k.maxHeld() // before the validity is cut, as the cancellation below
+		}
 		k.mu.Lock()
 		cur := k.cur
 		k.gone = true
 		if now := time.Now(); now.Before(k.cur.ValidUntil) {
 			k.cur.ValidUntil = now
 		}
+		var cause *lostError
+		if !past {
+			cause = &lostError{resource: cur.Resource, why: why, err: err}
+			k.lostErr = cause
+		}
 		k.mu.Unlock()
-		cause := &lostError{resource: cur.Resource, why: why, err: err}
+		if past {
+			return
+		}
 		k.lost(cause)
 		if o, ok := k.locker.(interface{ observer() observer }); ok {
 			o.observer().emit(ctx, Event{Kind: EventLost, Op: k.op, Resource: cur.Resource, Lock: cur, Err: cause})

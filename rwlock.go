@@ -54,6 +54,9 @@ import (
 // new locks are refused with ErrClosed, and the locks the sides hold are
 // released (they are that locker's locks, or its readers' permits),
 // ending first the contexts of the Runs that hold them.
+//
+// Make one with [NewRWLocker]: the sides of a zero RWLocker refuse every
+// call with an error matching [ErrInvalid].
 type RWLocker struct {
 	locker  Locker
 	readers *Semaphore
@@ -99,7 +102,16 @@ func NewRWLocker(locker Locker) (*RWLocker, error) {
 // which reports bad input before anything is sent: when the store keeps
 // the readers' permits itself ([Permitter]), a writer's token looks like
 // a reader's, and only the store can tell that no reader holds it.
-func (rw *RWLocker) Reader() Locker { return rw.reader }
+func (rw *RWLocker) Reader() Locker {
+	if rw.reader == nil {
+		return unmadeSide // refuses every call (ErrInvalid)
+	}
+	return rw.reader
+}
+
+// unmadeSide is each side of a zero RWLocker: a zero locker, which
+// refuses every call with ErrInvalid.
+var unmadeSide = &rwSide{}
 
 // Writer returns the exclusive side: its lock is held by one writer, and
 // only while no reader holds the resource (flock -x). A writer waiting for
@@ -107,7 +119,12 @@ func (rw *RWLocker) Reader() Locker { return rw.reader }
 // writer holds the resource or waits for readers to leave. A reader's
 // lock passed to its Unlock or Extend is not held on this side (see
 // Reader): the error matches [ErrNotHeld].
-func (rw *RWLocker) Writer() Locker { return rw.writer }
+func (rw *RWLocker) Writer() Locker {
+	if rw.writer == nil {
+		return unmadeSide
+	}
+	return rw.writer
+}
 
 func readName(resource string) string  { return resource + "~read" }
 func writeName(resource string) string { return resource + "~write" }

@@ -30,6 +30,9 @@ import (
 // package, whose shutdown the semaphore cannot watch — and the permits
 // held are released, ending first the contexts of the Runs that hold
 // them. UnlockAll of that locker releases the semaphore's permits too.
+//
+// Make one with [NewSemaphore]: a zero Semaphore refuses every call with
+// an error matching [ErrInvalid].
 type Semaphore struct {
 	impl  permitLocker
 	limit int
@@ -129,18 +132,27 @@ func (s *Semaphore) Limit() int { return s.limit }
 
 // Lock implements [Locker]: it takes one permit on resource for ttl.
 func (s *Semaphore) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...LockOption) (Lock, error) {
+	if s.impl == nil {
+		return Lock{}, errNotMade("lock", resource)
+	}
 	return s.impl.Lock(ctx, resource, ttl, opts...)
 }
 
 // TryLock implements [Locker]: one attempt (one call with a Permitter;
 // with plain locks, one try of each slot).
 func (s *Semaphore) TryLock(ctx context.Context, resource string, ttl time.Duration) (Lock, error) {
+	if s.impl == nil {
+		return Lock{}, errNotMade("trylock", resource)
+	}
 	return s.impl.TryLock(ctx, resource, ttl)
 }
 
 // IsLocked implements [Locker]: it reports whether any permit on
 // resource is held.
 func (s *Semaphore) IsLocked(ctx context.Context, resource string) (bool, error) {
+	if s.impl == nil {
+		return false, errNotMade("islocked", resource)
+	}
 	return s.impl.IsLocked(ctx, resource)
 }
 
@@ -151,22 +163,40 @@ func (s *Semaphore) IsLocked(ctx context.Context, resource string) (bool, error)
 // before anything is sent (a zero Lock, an empty resource or token): a
 // store that keeps permits itself ([Permitter]) takes any token for a
 // permit's, and only it can tell that none is held under it.
-func (s *Semaphore) Unlock(ctx context.Context, l Lock) error { return s.impl.Unlock(ctx, l) }
+func (s *Semaphore) Unlock(ctx context.Context, l Lock) error {
+	if s.impl == nil {
+		return errNotMade("unlock", l.Resource)
+	}
+	return s.impl.Unlock(ctx, l)
+}
 
 // Extend implements [Locker]: it extends the permit l. A Lock that is not
 // one of the semaphore's permits is not held, as for Unlock: the error
 // matches [ErrNotHeld].
 func (s *Semaphore) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
+	if s.impl == nil {
+		return Lock{}, errNotMade("extend", l.Resource)
+	}
 	return s.impl.Extend(ctx, l, ttl)
 }
 
 // UnlockAll implements [Locker]: it releases every permit the semaphore
 // took and still holds.
-func (s *Semaphore) UnlockAll(ctx context.Context) error { return s.impl.UnlockAll(ctx) }
+func (s *Semaphore) UnlockAll(ctx context.Context) error {
+	if s.impl == nil {
+		return errNotMade("unlockall", "")
+	}
+	return s.impl.UnlockAll(ctx)
+}
 
 // Shutdown implements [Locker]: the semaphore refuses new permits and
 // releases those it holds. The locker it was built on stays in service.
-func (s *Semaphore) Shutdown(ctx context.Context) error { return s.impl.Shutdown(ctx) }
+func (s *Semaphore) Shutdown(ctx context.Context) error {
+	if s.impl == nil {
+		return errNotMade("shutdown", "")
+	}
+	return s.impl.Shutdown(ctx)
+}
 
 // Permits reports how many permits on resource are held now. With plain
 // locks it asks about every slot, and over a MultiLocker it counts a slot
@@ -179,13 +209,16 @@ func (s *Semaphore) Permits(ctx context.Context, resource string) (held int, err
 	if resource == "" {
 		return 0, invalidf(op, resource, "empty resource name")
 	}
+	if s.impl == nil {
+		return 0, errNotMade(op, resource)
+	}
 	return s.impl.permits(ctx, resource)
 }
 
 // validity, validityKnown and observer let Run account for the permit's
 // validity and report a lost permit to the hook as it does for a lock.
 func (s *Semaphore) validity(ttl time.Duration) time.Duration { return s.impl.validity(ttl) }
-func (s *Semaphore) validityKnown() bool                      { return s.impl.validityKnown() }
+func (s *Semaphore) validityKnown() bool                      { return s.impl != nil && s.impl.validityKnown() }
 func (s *Semaphore) observer() observer                       { return s.impl.observer() }
 
 // wait waits, as the semaphore's Lock does between attempts, for a

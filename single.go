@@ -11,7 +11,8 @@ import (
 
 // SingleLocker takes locks in one store. Its guarantees are the store's:
 // with a single Redis node, mutual exclusion holds while that node lives
-// and keeps its data.
+// and keeps its data. Make one with [NewSingle]: a zero SingleLocker
+// refuses every call with an error matching [ErrInvalid].
 type SingleLocker struct {
 	core
 	store storeRef

@@ -81,6 +81,9 @@ func (c *core) heldBeyond(elapsed, ttl time.Duration) time.Duration {
 
 // checkResource validates a resource name.
 func (c *core) checkResource(op, resource string) error {
+	if c.eng == nil {
+		return errNotMade(op, resource)
+	}
 	if resource == "" {
 		return invalidf(op, resource, "empty resource name")
 	}
@@ -109,6 +112,12 @@ func (c *core) checkTTL(op, resource string, ttl time.Duration) error {
 		return invalidf(op, resource, "ttl %v leaves no validity after the clock-drift and granularity allowance of %v", ttl, c.drift(ttl))
 	}
 	return nil
+}
+
+// errNotMade is what a zero locker (a SingleLocker, MultiLocker,
+// Semaphore or RWLocker side not made by its constructor) reports.
+func errNotMade(op, resource string) error {
+	return invalidf(op, resource, "a zero locker, not made by NewSingle, NewMulti, NewSemaphore or NewRWLocker")
 }
 
 // checkContext refuses a nil context, which would otherwise panic deep
