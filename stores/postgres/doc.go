@@ -7,10 +7,14 @@
 //	...
 //	store, err := postgres.New(pool)
 //	...
+//	defer store.Close() // before pool.Close: ends the store's own connection and goroutines
 //	if err := store.Migrate(ctx); err != nil { ... } // or apply postgres.Schema() yourself
 //	locker, err := lock.NewSingle(store, nil)
 //
-// The caller owns the pool: the store never closes it. Requires
+// The caller owns the pool: the store never closes it. What the store
+// runs of its own — the connection its waiters listen on, a background
+// sweep — [Store.Close] ends, and waits for, so that the pool can be
+// closed next with nothing of the store left running. Requires
 // PostgreSQL 10 or later (the tests run on 15).
 //
 // # Capabilities
@@ -64,8 +68,9 @@
 // taken over in place by the next acquisition of the resource, and
 // deleted otherwise by a sweep (one DELETE of expired rows, in batches),
 // which a store starts in the background, from an acquisition, once every
-// [WithSweepInterval] (a minute by default); [Store.Sweep] runs one at
-// once. So expired rows do not accumulate beyond a sweep interval's worth.
+// [WithSweepInterval] (a minute by default), until [Store.Close];
+// [Store.Sweep] runs one at once. So expired rows do not accumulate
+// beyond a sweep interval's worth.
 //
 // # Operations
 //
@@ -104,6 +109,13 @@
 // lock.ErrNotAcquired or lock.ErrNotHeld: the lockers then release by
 // token. pgx closes the connection of a statement whose context ends
 // (unless the pool is configured otherwise); the pool opens another.
+// After a restart of the server, the connections the pool kept are
+// dead, and the first calls may meet them (pgxpool pings only a
+// connection idle for more than a second before handing it out): such a
+// call returns the connection's error (the lockers report
+// lock.ErrUnavailable, and Lock tries again), the connection is dropped,
+// and the calls work again once the pool has new ones, preparing their
+// statements on each.
 //
 // # Fencing
 //
@@ -144,24 +156,31 @@
 //
 // WaitRelease listens (LISTEN) on a channel named after the table (as
 // WithTable names it: two stores that leave the schema to different
-// search paths share a channel, and a release in one may wake a caller
-// waiting in the other for a resource of the same name: that
-// WaitRelease returns nil, and the locker's next attempt finds the lock
-// held and waits again), on one
-// connection per Store taken out of the pool while callers wait and
-// closed a second after the last one leaves; then it marks the lock as
-// waited for and reads its TTL, in one UPDATE. A Release of a marked lock
+// search paths share a channel), on one connection per Store taken out
+// of the pool while callers wait and closed a second after the last one
+// leaves, or at once by [Store.Close] (a connection the pool kept across
+// a restart of the server, found dead, is replaced by another); then it
+// marks the lock as waited for and reads its TTL and holder, in one
+// UPDATE. A Release of a marked lock
 // calls pg_notify in its statement, delivered when it commits, with the
 // resource, in hex, as payload; unmarked locks cost their releases
 // nothing more, which matters because NOTIFY serialises the commits of the
 // transactions that send it. Each Store wakes one of its callers per
 // notification, the one that has waited longest: one waiter per Store
-// rather than every waiter. An acquisition by a store whose callers still
+// rather than every waiter. A notification names the resource, not the
+// lock, so the woken caller makes sure, with one SELECT, that the lock it
+// found is gone before it returns: a notification that reaches it late,
+// of a release that came before it looked (another owner took the
+// resource since), or one of another table's lock of the same name,
+// leaves it waiting in its place, and the wake goes on to the next
+// caller that found another lock. An acquisition by a store whose callers still
 // wait marks the new lock at once, so the next release wakes them too.
 // Expiry wakes waiters through a timer armed from the TTL. A notification
-// lost with a broken listening connection makes the waiting callers
-// return its error at once, so a missed release costs at most the
-// lockers' retry delay. LISTEN needs a session of its own: through a
+// lost with a broken listening connection (a restart of the server, say)
+// makes the waiting callers return its error at once, so a missed
+// release costs at most the lockers' retry delay; the next WaitRelease
+// listens on a new connection. After [Store.Close], WaitRelease returns
+// an error wrapping lock.ErrClosed. LISTEN needs a session of its own: through a
 // pooler in transaction mode no notification arrives, and waiters wake on
 // expiry or at the lockers' retry delay; point the pool at the server, or
 // at a pooler in session mode, to have them woken.

@@ -44,7 +44,9 @@ RETURNING CASE WHEN waited THEN pg_notify(%s, encode($1, 'hex'))::text END`
 WHERE resource = $1 AND token = $2 AND %s`, n.table, live), noColumn),
 		ttl:    newStatement(fmt.Sprintf("SELECT %s FROM %s WHERE resource = $1 AND %s", remaining, n.table, live), bigintColumn),
 		holder: newStatement(fmt.Sprintf("SELECT token FROM %s WHERE resource = $1 AND %s", n.table, live), byteaColumn),
-		wait:   newStatement(fmt.Sprintf("UPDATE %s SET waited = true WHERE resource = $1 AND %s RETURNING %s", n.table, live, remaining), bigintColumn),
+		// The lock's remaining TTL, and its token: a caller woken by a
+		// notification checks that the lock it found is gone.
+		wait: newStatement(fmt.Sprintf("UPDATE %s SET waited = true WHERE resource = $1 AND %s RETURNING %s, token", n.table, live, remaining), bigintByteaColumns),
 		// The highest fence handed out, or below it (is_called is false
 		// only before the first).
 		lastFence: fmt.Sprintf("SELECT last_value - CASE WHEN is_called THEN 0 ELSE 1 END FROM %s", n.sequence),

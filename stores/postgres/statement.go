@@ -25,9 +25,10 @@ type statement struct {
 type column int
 
 const (
-	noColumn     column = iota // the statement's rows are not read
-	bigintColumn               // a bigint, into outcome.n
-	byteaColumn                // a bytea, copied into outcome.b
+	noColumn           column = iota // the statement's rows are not read
+	bigintColumn                     // a bigint, into outcome.n
+	byteaColumn                      // a bytea, copied into outcome.b
+	bigintByteaColumns               // a bigint into outcome.n, then a bytea into outcome.b
 )
 
 func newStatement(sql string, returns column) statement {
@@ -134,6 +135,13 @@ func execPrepared(ctx context.Context, c *pgxpool.Conn, st *statement, a args) (
 			}
 		case byteaColumn:
 			o.b = append([]byte(nil), v[0]...)
+		case bigintByteaColumns:
+			if len(v[0]) == 8 {
+				o.n = int64(binary.BigEndian.Uint64(v[0]))
+			}
+			if len(v) > 1 {
+				o.b = append([]byte(nil), v[1]...)
+			}
 		}
 	}
 	tag, err := rr.Close()
@@ -149,11 +157,14 @@ func (s *Store) runPgx(ctx context.Context, st *statement, a args) (outcome, err
 		return outcome{rows: tag.RowsAffected()}, err
 	}
 	var o outcome
-	var dest any = &o.n
-	if st.returns == byteaColumn {
-		dest = &o.b
+	dest := []any{&o.n}
+	switch st.returns {
+	case byteaColumn:
+		dest = []any{&o.b}
+	case bigintByteaColumns:
+		dest = []any{&o.n, &o.b}
 	}
-	err := s.pool.QueryRow(ctx, st.sql, all[:a.n]...).Scan(dest)
+	err := s.pool.QueryRow(ctx, st.sql, all[:a.n]...).Scan(dest...)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return o, nil

@@ -42,8 +42,10 @@ const MaxResourceLen = 2000
 
 // New returns a Store that takes locks in the database pool connects to.
 // The caller owns the pool: the store never closes it, and it must stay
-// open while the store is used. The table must exist: see [Store.Migrate]
-// and [Schema]. Invalid options give an error wrapping lock.ErrInvalid.
+// open while the store is used; [Store.Close] ends what the store runs
+// of its own before the pool is closed. The table must exist: see
+// [Store.Migrate] and [Schema]. Invalid options give an error wrapping
+// lock.ErrInvalid.
 func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: postgres.New: nil pool", lock.ErrInvalid)
@@ -65,6 +67,28 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 
 // String returns the store's name.
 func (s *Store) String() string { return s.name }
+
+// Close releases what the store keeps besides the pool: it closes the
+// connection it listens for releases on (see Waiting in the package
+// documentation), ending its goroutine, and cancels the background
+// sweep under way, if any; it returns once both have ended, so that the
+// pool can be closed next with nothing of the store left running.
+// Callers waiting in WaitRelease then return an error wrapping
+// lock.ErrClosed, as does every later WaitRelease (the lockers fall back
+// to their retry delay), and no background sweep starts again. The other
+// calls, Sweep included, go on working through the pool, which Close
+// leaves open: the pool is the caller's. Close releases no lock. It may
+// be called more than once, and concurrently with other calls; it
+// returns nil.
+//
+// A store that is dropped without Close leaks nothing for long: its
+// listening connection closes a second after its last waiting caller
+// left, and a background sweep ends within 30 seconds.
+func (s *Store) Close() error {
+	s.wait.close()
+	s.sweep.close()
+	return nil
+}
 
 // Acquire implements [lock.Store]: one INSERT … ON CONFLICT DO UPDATE,
 // which takes over an expired lock in place.

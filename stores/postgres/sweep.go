@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,11 @@ type sweeper struct {
 	epoch   time.Time
 	due     atomic.Int64 // when the next sweep is due, as time since epoch
 	running atomic.Bool
+
+	mu     sync.Mutex
+	closed bool               // by Store.Close: no sweep starts
+	cancel context.CancelFunc // of the latest background sweep
+	done   chan struct{}      // closed when it has ended
 }
 
 // sweepTimeout bounds a background sweep.
@@ -37,12 +43,34 @@ func (s *Store) maybeSweep() {
 		return
 	}
 	w.due.Store(int64(now + w.every))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		w.running.Store(false)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
+	done := make(chan struct{})
+	w.cancel, w.done = cancel, done
 	go func() {
+		defer close(done)
 		defer w.running.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
 		defer cancel()
 		_, _ = s.Sweep(ctx) // a failed sweep is tried again at the next interval
 	}()
+}
+
+// close cancels the background sweep under way, if any, and waits for
+// its end; no sweep starts from then on.
+func (w *sweeper) close() {
+	w.mu.Lock()
+	w.closed = true
+	cancel, done := w.cancel, w.done
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
 }
 
 // Sweep deletes the locks that have expired (without being released),
