@@ -29,7 +29,9 @@ between: pick a --ttl that covers the steps, or extend it between them.
 
 The lock is written to --lock FILE, as one line of JSON (a lock.Lock of the
 library, so that a Go program can pick it up): resource, token, validUntil
-and fence. The token is the owner's secret: whoever reads it can release
+and fence, and the stores it was taken on (their servers, database and key
+prefix or table, never a password), so that extend and release refuse
+other stores. The token is the owner's secret: whoever reads it can release
 the lock. lockctl creates FILE readable by you only (mode 0600), refuses to
 overwrite one that exists, and never takes the token on a command line.
 Without --lock, or with --lock -, the lock is printed on stdout: capture it
@@ -123,10 +125,11 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 			return fmt.Errorf("%q: acquired, then %w", resource, err)
 		}
 	}
+	lf := lockFile{Lock: l, Stores: recordStores(set.specs)}
 	if file == nil {
-		_, err = a.stdout.Write(encodeLock(l))
+		_, err = a.stdout.Write(encodeLock(lf))
 	} else {
-		_, err = file.Write(encodeLock(l))
+		_, err = file.Write(encodeLock(lf))
 		if cerr := file.Close(); err == nil {
 			err = cerr
 		}
@@ -150,12 +153,15 @@ var extendCommand = &command{
 	interspersed: true,
 	doc: `Sets the TTL of the lock recorded in FILE by lockctl acquire to --ttl from
 now, on the same stores, and records its new validity in FILE (with --lock -,
-reads the lock on stdin and prints it extended on stdout).
+reads the lock on stdin and prints it extended on stdout). Stores other
+than those FILE records are refused with status 2, before anything is sent.
 
 Exits 0 when extended; 76 if the lock is no longer held (it expired, was
-taken over, or was released with release --force): the work done since it
-was taken may have overlapped another owner's; 1 if a store failed, in
-which case the lock may still be held until its TTL runs out.`,
+taken over, or was released with release --force: the work done since it
+was taken may have overlapped another owner's), or was released by a
+release --lock while extend ran (FILE is then not written again); 1 if a
+store failed, in which case the lock may still be held until its TTL runs
+out.`,
 	examples: `  lockctl extend --ttl 30m --lock "$RUNNER_TEMP/deploy.lock"
   lock=$(printf '%s' "$lock" | lockctl extend --lock -)`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -175,28 +181,45 @@ which case the lock may still be held until its TTL runs out.`,
 					return err
 				}
 			}
-			return a.withHeldLock(ctx, sf, *file, *timeout, func(ctx context.Context, locker lock.Locker, l lock.Lock) error {
-				next, err := locker.Extend(ctx, l, *ttl)
+			return a.withHeldLock(ctx, sf, *file, *timeout, func(ctx context.Context, locker lock.Locker, lf lockFile) error {
+				next, err := locker.Extend(ctx, lf.Lock, *ttl)
 				if err != nil {
 					return err
 				}
-				return a.writeLockFile(*file, next)
+				lf.Lock = next
+				if extendedHook != nil {
+					extendedHook()
+				}
+				return a.writeLockFile(*file, lf)
 			})
 		}
 	},
 }
 
+// extendedHook, if not nil, is called by extend between extending the
+// lock and recording it in the lock file: the tests race a release there.
+var extendedHook func()
+
 // withHeldLock reads the lock in file, opens its stores, and calls f with
-// a locker over them, within timeout. It turns the errors of f into
-// lockctl's answers: 76 when the lock is no longer held.
-func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, timeout time.Duration, f func(context.Context, lock.Locker, lock.Lock) error) error {
-	l, err := a.readLockFile(file)
+// a locker over them, within timeout. Stores other than those the file
+// records are a usage error, before anything is sent. It turns the errors
+// of f into lockctl's answers: 76 when the lock is no longer held.
+func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, timeout time.Duration, f func(context.Context, lock.Locker, lockFile) error) error {
+	lf, err := a.readLockFile(file)
 	if err != nil {
 		return err
 	}
+	specs, err := a.storeSpecs(sf, "")
+	if err != nil {
+		return err
+	}
+	if err := checkStores(file, lf, specs); err != nil {
+		return err
+	}
+	l := lf.Lock
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	set, err := a.openStores(ctx, sf, "", a.stderr)
+	set, err := openStores(ctx, specs, sf, a.stderr)
 	if err != nil {
 		return err
 	}
@@ -205,7 +228,7 @@ func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, tim
 	if err != nil {
 		return &usageError{err: err}
 	}
-	err = f(ctx, locker, l)
+	err = f(ctx, locker, lf)
 	switch {
 	case errors.Is(err, lock.ErrNotHeld):
 		return exitWith(exitLost, fmt.Errorf("the lock on %q is no longer held (it expired, was taken over, or was released with --force): the work done under it may have overlapped another owner's", l.Resource))

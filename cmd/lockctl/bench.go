@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/lockkit/lock"
 )
 
 var benchCommand = &command{
@@ -35,7 +37,10 @@ percentiles and the throughput; --json prints the same as JSON:
    "pairs": N, "pairs_per_sec": N, "errors": N, "first_error": "...",
    "lock_ms": {"p50": N, "p90": N, "p99": N, "max": N},
    "unlock_ms": {...}, "pair_ms": {...}}
-Latencies have a resolution of about 1.6%. Exits 1 if no pair succeeded.`,
+Latencies have a resolution of about 1.6%. A worker whose attempt fails
+pauses before the next, from 1ms doubling up to 100ms while they keep
+failing, so that stores that are down are not flooded. Exits 1 if no pair
+succeeded.`,
 	examples: `  lockctl bench                                  # the in-process memory store
   lockctl bench --store redis://localhost:6379 --workers 64 --duration 30s
   lockctl bench --store memcache://localhost:11211 --json > memcache.json`,
@@ -141,30 +146,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 				errs.Add(1)
 				firstErr.CompareAndSwap(nil, &err)
 			}
-			for ctx.Err() == nil {
-				t0 := time.Now()
-				l, err := locker.TryLock(ctx, resource, o.ttl)
-				t1 := time.Now()
-				if err != nil {
-					if ctx.Err() == nil {
-						fail(err)
-					}
-					continue
-				}
-				// Release even when the run has ended, so no key is left.
-				uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), o.ttl)
-				err = locker.Unlock(uctx, l)
-				ucancel()
-				t2 := time.Now()
-				if err != nil {
-					fail(err)
-					continue
-				}
-				m.lock.record(t1.Sub(t0))
-				m.unlock.record(t2.Sub(t1))
-				m.pair.record(t2.Sub(t0))
-				pairs.Add(1)
-			}
+			benchLoop(ctx, locker, resource, o.ttl, m, &pairs, fail)
 		}()
 	}
 	wg.Wait()
@@ -219,3 +201,54 @@ func (r *benchReport) print(a *app, o *benchOptions) {
 		fmt.Fprintf(w, "first error  %s\n", r.FirstError)
 	}
 }
+
+// benchLoop takes and releases resource, one attempt at a time, until ctx
+// ends: it records each pair in m and counts it in pairs, and tells fail
+// of each failure. After a failure it pauses before the next attempt, from
+// benchPauseMin doubling up to benchPauseMax while they keep failing: a
+// store that fails at once (down, or refusing every call) would otherwise
+// have each worker spin, burning a core and flooding the store.
+func benchLoop(ctx context.Context, locker lock.Locker, resource string, ttl time.Duration, m *benchWorker, pairs *atomic.Int64, fail func(error)) {
+	var pause time.Duration
+	failed := func(err error) {
+		fail(err)
+		pause = min(max(2*pause, benchPauseMin), benchPauseMax)
+		t := time.NewTimer(pause)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	for ctx.Err() == nil {
+		t0 := time.Now()
+		l, err := locker.TryLock(ctx, resource, ttl)
+		t1 := time.Now()
+		if err != nil {
+			if ctx.Err() == nil {
+				failed(err)
+			}
+			continue
+		}
+		// Release even when the run has ended, so no key is left.
+		uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+		err = locker.Unlock(uctx, l)
+		ucancel()
+		t2 := time.Now()
+		if err != nil {
+			failed(err)
+			continue
+		}
+		pause = 0
+		m.lock.record(t1.Sub(t0))
+		m.unlock.record(t2.Sub(t1))
+		m.pair.record(t2.Sub(t0))
+		pairs.Add(1)
+	}
+}
+
+// The pauses of a bench worker after failed attempts (see benchLoop).
+const (
+	benchPauseMin = time.Millisecond
+	benchPauseMax = 100 * time.Millisecond
+)

@@ -73,13 +73,20 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	if err := positiveDuration("ttl", o.ttl); err != nil {
 		return err
 	}
-	set, err := a.openStores(ctx, o.stores, "", a.stderr)
+	specs, err := a.storeSpecs(o.stores, "")
+	if err != nil {
+		return err
+	}
+	if o.fenceEnv != "" && !specsFence(specs) {
+		return fenceEnvRefused(specs)
+	}
+	set, err := openStores(ctx, specs, o.stores, a.stderr)
 	if err != nil {
 		return err
 	}
 	defer set.Close()
 	if o.fenceEnv != "" && !set.fences() {
-		return usagef("--fence-env: these stores cannot hand out fences; drop --fence-env, or use stores that fence")
+		return fenceEnvRefused(specs)
 	}
 	if set.inProcess() {
 		fmt.Fprintln(a.stderr, "lockctl elect: warning: memory:// terms exist only inside this lockctl process: other processes are not kept out")

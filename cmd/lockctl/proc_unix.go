@@ -106,3 +106,14 @@ var (
 	sigTERM os.Signal = syscall.SIGTERM
 	sigKILL os.Signal = syscall.SIGKILL
 )
+
+// lockExclusive waits for an exclusive flock(2) on f, which closing f
+// frees: it keeps the lock-file updates of extend and release --lock
+// apart (see lockFileHeld).
+func lockExclusive(f *os.File) error {
+	for {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != syscall.EINTR {
+			return err
+		}
+	}
+}

@@ -18,12 +18,13 @@ var releaseCommand = &command{
 	usage:        "release --lock FILE [flags]\n       lockctl release --force [--yes] [flags] RESOURCE",
 	interspersed: true,
 	doc: `With --lock, releases the lock recorded in FILE by lockctl acquire (with
---lock -, read on stdin), on the same stores, and removes FILE. Exits 0 when
-released; 76 if the lock was no longer held (it expired, was taken over, or
-was released with --force: the work done under it may have overlapped
-another owner's), and FILE is removed all the same; 1 if a store failed, in
-which case FILE stays for another try and the lock frees when its TTL runs
-out.
+--lock -, read on stdin), on the same stores, and removes FILE. Stores other
+than those FILE records are refused with status 2, before anything is sent.
+Exits 0 when released; 76 if the lock was no longer held (it expired, was
+taken over, or was released with --force: the work done under it may have
+overlapped another owner's), and FILE is removed all the same; 1 if a store
+failed, in which case FILE stays for another try and the lock frees when
+its TTL runs out.
 
 With --force, deletes the lock on RESOURCE on every store, whoever holds
 it, for a lock whose owner is known to be gone and whose TTL is too long to
@@ -83,11 +84,13 @@ yes (nothing is released then).`,
 
 // releaseFile releases the lock in file as its owner.
 func (a *app) releaseFile(ctx context.Context, sf *storeFlags, file string, timeout time.Duration) error {
-	err := a.withHeldLock(ctx, sf, file, timeout, func(ctx context.Context, locker lock.Locker, l lock.Lock) error {
-		return locker.Unlock(ctx, l)
+	var released lockFile
+	err := a.withHeldLock(ctx, sf, file, timeout, func(ctx context.Context, locker lock.Locker, lf lockFile) error {
+		released = lf
+		return locker.Unlock(ctx, lf.Lock)
 	})
-	if code := exitCode(err); code == exitOK || code == exitLost {
-		a.removeLockFile(file)
+	if code := exitCode(err); released.Token != "" && (code == exitOK || code == exitLost) {
+		a.removeLockFile(file, released)
 	}
 	return err
 }

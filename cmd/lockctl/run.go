@@ -96,6 +96,16 @@ type runOptions struct {
 	verbose       bool
 }
 
+// fenceEnvRefused refuses --fence-env over stores whose locks carry no
+// fence.
+func fenceEnvRefused(specs []*storeSpec) error {
+	why := "a Redlock's locks carry a fence only when every store can raise its fences, and etcd:// stores cannot"
+	if len(specs) == 1 {
+		why = specs[0].kind + " stores cannot hand out fences"
+	}
+	return usagef("--fence-env: %s; drop --fence-env, or use stores that fence", why)
+}
+
 func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	if len(args) == 0 {
 		return usagef("missing RESOURCE and COMMAND")
@@ -123,17 +133,20 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	if err := o.mode.check(); err != nil {
 		return err
 	}
-	set, err := a.openStores(ctx, o.stores, "", a.stderr)
+	specs, err := a.storeSpecs(o.stores, "")
+	if err != nil {
+		return err
+	}
+	if o.fenceEnv != "" && !specsFence(specs) {
+		return fenceEnvRefused(specs)
+	}
+	set, err := openStores(ctx, specs, o.stores, a.stderr)
 	if err != nil {
 		return err
 	}
 	defer set.Close()
 	if o.fenceEnv != "" && !set.fences() {
-		why := "a Redlock's locks carry a fence only when every store can raise its fences, and etcd:// stores cannot"
-		if len(set.specs) == 1 {
-			why = set.specs[0].kind + " stores cannot hand out fences"
-		}
-		return usagef("--fence-env: %s; drop --fence-env, or use stores that fence", why)
+		return fenceEnvRefused(specs)
 	}
 	if set.inProcess() {
 		fmt.Fprintln(a.stderr, "lockctl run: warning: memory:// locks exist only inside this lockctl process: other processes are not kept out")

@@ -90,7 +90,12 @@ func parseEtcd(u *storeURL, useTLS bool) (*storeSpec, error) {
 		opts = append(opts, etcd.WithoutLeaseSlack())
 	}
 
-	spec := &storeSpec{display: u.display, name: name, kind: "etcd", fences: true, servers: serverIDs("etcd", addrs...)}
+	prefix, ok := u.param("prefix")
+	if !ok {
+		prefix = etcd.DefaultPrefix
+	}
+	spec := &storeSpec{display: u.display, name: name, kind: "etcd", fences: true, servers: serverIDs("etcd", addrs...),
+		record: storeRecord{Kind: "etcd", Servers: addrs, Prefix: prefix}}
 	spec.open = func(ctx context.Context) (*openStore, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -52,7 +52,12 @@ func parseMemcache(u *storeURL) (*storeSpec, error) {
 	if _, err := memcache.New(gomemcache.New(), opts...); err != nil {
 		return nil, u.bad("query parameter prefix", "%v", err)
 	}
-	spec := &storeSpec{display: u.display, name: name, kind: "memcache", fences: true, raises: true, servers: serverIDs("memcache", addrs...)}
+	prefix, ok := u.param("prefix")
+	if !ok {
+		prefix = memcache.DefaultPrefix
+	}
+	spec := &storeSpec{display: u.display, name: name, kind: "memcache", fences: true, raises: true, servers: serverIDs("memcache", addrs...),
+		record: storeRecord{Kind: "memcache", Servers: addrs, Prefix: prefix}}
 	spec.open = func(ctx context.Context) (*openStore, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err

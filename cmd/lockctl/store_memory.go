@@ -31,6 +31,7 @@ func parseMemory(u *storeURL) (*storeSpec, error) {
 		fences:    true,
 		raises:    true,
 		inProcess: true,
+		record:    storeRecord{Kind: "memory", Servers: []string{name}},
 		open: func(context.Context) (*openStore, error) {
 			return &openStore{
 				Store: s,

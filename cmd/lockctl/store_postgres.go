@@ -62,7 +62,19 @@ func parsePostgres(u *storeURL) (*storeSpec, error) {
 		return nil, u.bad("query parameters table and schema", "%v", err)
 	}
 	addrs := pgAddrs(cfg)
-	spec := &storeSpec{display: u.display, name: name, kind: "postgres", fences: true, raises: true, servers: serverIDs("postgres", strings.Split(addrs, ",")...)}
+	// The server's default database is the user's name.
+	table, database := postgres.DefaultTable, cfg.ConnConfig.Database
+	if t, ok := u.param("table"); ok {
+		table = t
+	}
+	if schema, ok := u.param("schema"); ok && schema != "" {
+		table = schema + "." + table
+	}
+	if database == "" {
+		database = cfg.ConnConfig.User
+	}
+	spec := &storeSpec{display: u.display, name: name, kind: "postgres", fences: true, raises: true, servers: serverIDs("postgres", strings.Split(addrs, ",")...),
+		record: storeRecord{Kind: "postgres", Servers: strings.Split(addrs, ","), Database: database, Table: table}}
 	spec.open = func(ctx context.Context) (*openStore, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -85,7 +97,7 @@ func parsePostgres(u *storeURL) (*storeSpec, error) {
 			pool.Close()
 			return nil, fmt.Errorf("store %s: %w", name, err)
 		}
-		return &openStore{Store: s, close: pool.Close, forceRelease: s.ForceRelease}, nil
+		return &openStore{Store: s, close: func() { _ = s.Close(); pool.Close() }, forceRelease: s.ForceRelease}, nil
 	}
 	return spec, nil
 }

@@ -166,6 +166,7 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		prefix = redis.DefaultPrefix
 	}
 	spec := &storeSpec{display: u.display, name: name, kind: "redis", fences: true, raises: true}
+	spec.record = storeRecord{Kind: "redis", Servers: opt.InitAddress, DB: opt.SelectDB, Prefix: prefix}
 	switch mode {
 	case redisSentinel:
 		// The Sentinels of one master; those of another master may be
@@ -174,8 +175,13 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 		for i := range spec.servers {
 			spec.servers[i] += "/" + opt.Sentinel.MasterSet
 		}
+		spec.record.Kind, spec.record.Master = "redis+sentinel", opt.Sentinel.MasterSet
 	case redisUnix:
 		spec.servers = []string{"redis " + filepath.Clean(opt.InitAddress[0])}
+		spec.record.Kind, spec.record.Servers = "unix", []string{filepath.Clean(opt.InitAddress[0])}
+	case redisCluster:
+		spec.servers = serverIDs("redis", opt.InitAddress...)
+		spec.record.Kind = "redis+cluster"
 	default:
 		spec.servers = serverIDs("redis", opt.InitAddress...)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -21,9 +22,13 @@ type storeSpec struct {
 	raises    bool   // its fences can be raised (lock.FenceRaiser), so that a Redlock over it fences
 	inProcess bool   // the store lives in lockctl's memory: every open returns the same one
 	// servers names the servers the store's locks live on, as "KIND
-	// HOST:PORT" (host in lower case) or "KIND PATH": two stores of a
-	// Redlock that share one are not independent (see sameServer).
+	// HOST:PORT" (host as canonicalHost spells it) or "KIND PATH": two
+	// stores of a Redlock that share one are not independent (see
+	// sameServer).
 	servers []string
+	// record is where the store keeps its locks, as acquire records it in
+	// a lock file and extend and release check it (see lockFile).
+	record storeRecord
 	// open connects to the store, giving up when ctx ends (its deadline
 	// shortens the URL's dial timeout). Each call makes a new client, so
 	// that check can give each worker its own connections.
@@ -126,16 +131,37 @@ func sameServer(specs []*storeSpec, spec *storeSpec) (*storeSpec, string, bool) 
 	return nil, "", false
 }
 
-// serverIDs returns the servers of kind at addrs, for storeSpec.servers.
+// serverIDs returns the servers of kind at addrs, HOST:PORT or a socket's
+// path, for storeSpec.servers: host names in lower case, IP addresses in
+// their usual form, and localhost, 127.0.0.1 and ::1 as one host (see
+// canonicalHost).
 func serverIDs(kind string, addrs ...string) []string {
 	ids := make([]string, len(addrs))
 	for i, a := range addrs {
-		if !strings.HasPrefix(a, "/") { // a host name, not a socket's path
-			a = strings.ToLower(a)
+		if host, port, err := net.SplitHostPort(a); err == nil && !strings.HasPrefix(a, "/") {
+			a = net.JoinHostPort(canonicalHost(host), port)
 		}
 		ids[i] = kind + " " + a
 	}
 	return ids
+}
+
+// canonicalHost returns one spelling of host for all that name one host
+// without a lookup: a host name in lower case without its final dot, an
+// IP address in its usual form (an IPv4 address mapped to IPv6 as IPv4),
+// and "localhost" for localhost, 127.0.0.1 and ::1, which a server on
+// loopback answers on alike (redis-server listens on both 127.0.0.1 and
+// ::1 by default). Other names are not resolved: two names of one server
+// are not recognised.
+func canonicalHost(host string) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback) {
+			return "localhost"
+		}
+		return ip.String()
+	}
+	return host
 }
 
 // openStores opens the stores named by the flags (or else $LOCKCTL_STORES,
@@ -263,6 +289,20 @@ func (s *storeSet) fences() bool {
 		}
 	}
 	return len(s.specs) > 0
+}
+
+// specsFence reports, from their URLs alone, whether locks from the stores
+// of specs carry a fence: one store that fences, or a Redlock whose stores
+// all fence and can raise their fences. run and elect refuse --fence-env
+// with it before connecting, so that stores out of reach do not turn the
+// refusal into a failure to connect.
+func specsFence(specs []*storeSpec) bool {
+	for _, spec := range specs {
+		if !spec.fences || (len(specs) > 1 && !spec.raises) {
+			return false
+		}
+	}
+	return len(specs) > 0
 }
 
 // checkResource asks each store that validates names

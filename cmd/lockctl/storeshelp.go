@@ -52,6 +52,8 @@ independent servers, repeat --store, one per server:
   --store redis://r1:6379 --store redis://r2:6379 --store redis://r3:6379
 Two URLs on one server (another spelling, database or key prefix) are
 refused (status 2): the Redlock would count that server's answers twice.
+localhost, 127.0.0.1 and [::1] on one port are one server; other host
+names are compared as written, not looked up.
 
 Redis parameters:
   prefix=P            key prefix (default "lock:"), no { or }
