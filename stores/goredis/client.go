@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -22,7 +23,7 @@ type client struct {
 	cluster       bool // a *redis.ClusterClient
 	ctxTimeouts   bool // the client bounds commands by their context's deadline: see run
 	readsReplicas bool // the cluster client sends reads to replicas: see node
-	abandoned     *abandoned
+	flights       *flights
 	pipelines     *sync.Pool // of c.c's redis.Pipeliner, empty: see pipeline
 }
 
@@ -204,14 +205,15 @@ func (c client) Do(ctx context.Context, cmd redisstore.Cmd) redisstore.Reply {
 	if err != nil {
 		return redisstore.Reply{Err: err}
 	}
+	cmds := []redisstore.Cmd{cmd}
 	if c.bounded(ctx) {
-		if err := c.abandoned.wait(ctx, firstKey(&cmd)); err != nil {
+		if err := c.after(ctx, cmds); err != nil {
 			return redisstore.Reply{Err: err}
 		}
 		_ = node.Process(ctx, x.wrapped())
 		return x.reply()
 	}
-	if err := c.run(ctx, &cmd, func() { _ = node.Process(ctx, x.wrapped()) }); err != nil {
+	if err := c.run(ctx, cmds, false, func() { _ = node.Process(ctx, x.wrapped()) }); err != nil {
 		return redisstore.Reply{Err: err} // x is still the client's
 	}
 	return x.reply()
@@ -249,12 +251,14 @@ func (c client) pipeline(ctx context.Context, cmds []redisstore.Cmd, out []redis
 	switch {
 	case err != nil:
 	case c.bounded(ctx):
-		if err = c.abandoned.wait(ctx, firstKey(&cmds[0])); err == nil {
+		if err = c.after(ctx, cmds); err == nil {
+			f := c.flights.start(cmds, false)
 			c.exec(ctx, node, own, xs)
+			c.flights.end(f)
 		}
 	default:
-		kept := slices.Clone(xs) // f may outlive this call: see run
-		err = c.run(ctx, &cmds[0], func() { c.exec(ctx, node, own, kept) })
+		kept := slices.Clone(xs) // send may outlive this call: see run
+		err = c.run(ctx, cmds, true, func() { c.exec(ctx, node, own, kept) })
 		xs = kept
 	}
 	for i, x := range xs {
@@ -286,46 +290,115 @@ func (c client) exec(ctx context.Context, node processor, own bool, xs []sent) {
 	}
 }
 
-// run calls f, which sends the command cmd (or a pipeline beginning with
-// it) with ctx, and returns nil once it has returned, or ctx's error if
-// ctx ends first.
+// run calls send, which sends cmds (one command, or a pipeline) with ctx,
+// and returns nil once it has returned, or ctx's error if ctx ends first.
 //
 // go-redis bounds a command by its context's deadline only when the
 // client was made with ContextTimeoutEnabled (and a ReadTimeout and
 // WriteTimeout other than -2, which turn socket deadlines off), and never
 // notices a cancellation once the command is written: otherwise it waits
 // up to the client's ReadTimeout (5s by default), or forever if there is
-// none. So
-// unless the client bounds the command by ctx — ContextTimeoutEnabled and
-// a deadline — or ctx cannot end, run calls f in a goroutine of its own
-// and stops waiting when ctx ends; the outcome is then unknown and the
-// error says so. The goroutine ends when the client gives up.
+// none. So unless the client bounds the command by ctx — ContextTimeoutEnabled
+// and a deadline — or ctx cannot end (see bounded: the callers send such
+// commands themselves), the commands are sent by run, which calls send in
+// a goroutine of its own and stops waiting when ctx ends; the outcome is
+// then unknown and the error says so. The goroutine ends when the client
+// gives up.
 //
-// A command on a lock key waits first for a command on the same key that
-// its caller gave up on (see abandoned), so that a release cleaning up
-// after an acquisition never overtakes it on another connection of the
-// pool.
-func (c client) run(ctx context.Context, cmd *redisstore.Cmd, f func()) error {
-	key := firstKey(cmd)
-	if err := c.abandoned.wait(ctx, key); err != nil {
+// Before it sends, run orders cmds after the commands on their locks
+// still on their way (see flights): a pipeline (pipelined) is a flight
+// from then on, whoever waits for it; a single command becomes one if
+// its caller stops waiting for it.
+func (c client) run(ctx context.Context, cmds []redisstore.Cmd, pipelined bool, send func()) error {
+	if err := c.after(ctx, cmds); err != nil {
 		return err
 	}
-	if c.bounded(ctx) {
-		f()
-		return nil
+	var f *flight
+	if pipelined {
+		f = c.flights.start(cmds, false)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f()
+		send()
+		c.flights.end(f)
 	}()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		c.abandoned.add(key, done)
+		if f != nil {
+			f.abandoned.Store(true)
+		} else {
+			c.flights.follow(cmds, done)
+		}
 		return ctx.Err()
 	}
+}
+
+// after waits until the commands that cmds must follow have ended: see
+// flights. If ctx ends first it returns ctx's error, cmds unsent — but
+// the releases among them are sent all the same, in the background, once
+// those commands have ended: a release that cleans up after an
+// acquisition whose outcome is unknown must not be lost because the
+// acquisition is slow, or the lock it may take is left held until its
+// TTL runs out. The caller's outcome is unknown either way.
+func (c client) after(ctx context.Context, cmds []redisstore.Cmd) error {
+	before := c.flights.before(cmds)
+	if len(before) == 0 {
+		return nil
+	}
+	err := awaitAll(ctx, before)
+	if err == nil {
+		return nil
+	}
+	var releases []redisstore.Cmd
+	for i := range cmds {
+		if isRelease(&cmds[i]) {
+			releases = append(releases, cmds[i])
+		}
+	}
+	if releases == nil {
+		return err
+	}
+	f := c.flights.start(releases, true)
+	bg := context.WithoutCancel(ctx)
+	go func() {
+		defer c.flights.end(f)
+		_ = awaitAll(bg, before)
+		for i := range releases {
+			c.sendLate(bg, releases[i])
+		}
+	}()
+	return err
+}
+
+// sendLate sends cmd, a release whose caller gave up, with its own
+// reply ignored: again in full if the server does not know its script.
+func (c client) sendLate(ctx context.Context, cmd redisstore.Cmd) {
+	node, _, err := c.node(ctx, firstKey(&cmd), false)
+	if err != nil {
+		return
+	}
+	x := build(ctx, &cmd)
+	_ = node.Process(ctx, x.wrapped())
+	if r := x.reply(); strings.HasPrefix(r.ServerErr, "NOSCRIPT") {
+		cmd.Full = true
+		x = build(ctx, &cmd)
+		_ = node.Process(ctx, x.wrapped())
+	}
+}
+
+// awaitAll waits until every flight of fs has ended, or ctx ends.
+func awaitAll(ctx context.Context, fs []*flight) error {
+	for _, f := range fs {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // bounded reports whether the client bounds a command sent with ctx by
@@ -338,55 +411,140 @@ func (c client) bounded(ctx context.Context) bool {
 	return ok && c.ctxTimeouts
 }
 
-// abandoned holds, by key, the commands whose callers stopped waiting for
-// them while the client was still sending them.
-type abandoned struct {
-	n  atomic.Int32 // entries in m: the common case, none, costs one load
-	mu sync.Mutex
-	m  map[string]chan struct{}
+// isRelease reports whether cmd releases a lock or a permit by token.
+func isRelease(cmd *redisstore.Cmd) bool {
+	return cmd.Script != nil && (cmd.Script == releaseScript || cmd.Script == permitReleaseScript)
 }
 
-// add records that the command on key ends when done is closed.
-func (a *abandoned) add(key string, done chan struct{}) {
-	if key == "" {
+// The store's release scripts: see isRelease.
+var releaseScript, permitReleaseScript = func() (release, permitRelease *redisstore.Script) {
+	for _, sc := range redisstore.Scripts() {
+		switch sc.Name {
+		case "release":
+			release = sc
+		case "permit_release":
+			permitRelease = sc
+		}
+	}
+	if release == nil || permitRelease == nil {
+		panic("goredis: the shared store has no release scripts")
+	}
+	return release, permitRelease
+}()
+
+// flights holds, by the locks they touch, the commands of the store still
+// on their way, so that a release never overtakes an acquisition it
+// cleans up after on another connection of the pool (go-redis sends each
+// caller's commands on a connection of their own):
+//   - a pipeline is a flight while it is on its way: the store's calls
+//     started with Start (and acquisitions under load, which go out that
+//     way) are answered by their own contexts while their batch goes on;
+//   - a single command is a flight once its caller stopped waiting for it
+//     (abandoned: see run).
+//
+// A release of a lock waits for every flight on the lock; any other
+// command only for the abandoned ones. A flight is recorded under every
+// key of its commands but the fence counters and the restart guard's
+// key, which every lock shares.
+type flights struct {
+	n  atomic.Int32 // flights recorded: the common case, none, costs one load
+	mu sync.Mutex
+	m  map[string][]*flight
+}
+
+// flight is a command, or a pipeline, on its way.
+type flight struct {
+	keys      []string
+	done      chan struct{} // closed when it has ended
+	abandoned atomic.Bool   // its caller stopped waiting for it
+}
+
+// lockKeys appends to keys the keys of cmds that a flight is recorded
+// under.
+func lockKeys(keys []string, cmds []redisstore.Cmd) []string {
+	for i := range cmds {
+		for _, k := range cmds[i].KeyList() {
+			if k == "" || k == redisstore.GuardKey || k == redisstore.FenceKey || strings.HasPrefix(k, redisstore.FenceKey+":") {
+				continue
+			}
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// start records a flight of cmds.
+func (fs *flights) start(cmds []redisstore.Cmd, abandoned bool) *flight {
+	f := &flight{keys: lockKeys(nil, cmds), done: make(chan struct{})}
+	f.abandoned.Store(abandoned)
+	if len(f.keys) == 0 {
+		return f
+	}
+	fs.mu.Lock()
+	if fs.m == nil {
+		fs.m = make(map[string][]*flight)
+	}
+	for _, k := range f.keys {
+		fs.m[k] = append(fs.m[k], f)
+	}
+	fs.n.Add(1)
+	fs.mu.Unlock()
+	return f
+}
+
+// end records that f has ended. f may be nil.
+func (fs *flights) end(f *flight) {
+	if f == nil {
 		return
 	}
-	a.mu.Lock()
-	if a.m == nil {
-		a.m = make(map[string]chan struct{})
+	close(f.done)
+	if len(f.keys) == 0 {
+		return
 	}
-	a.m[key] = done
-	a.n.Store(int32(len(a.m)))
-	a.mu.Unlock()
+	fs.mu.Lock()
+	for _, k := range f.keys {
+		l := slices.DeleteFunc(fs.m[k], func(g *flight) bool { return g == f })
+		if len(l) == 0 {
+			delete(fs.m, k)
+		} else {
+			fs.m[k] = l
+		}
+	}
+	fs.n.Add(-1)
+	fs.mu.Unlock()
+}
+
+// follow records cmds, abandoned by their caller, as a flight that ends
+// when done is closed.
+func (fs *flights) follow(cmds []redisstore.Cmd, done <-chan struct{}) {
+	f := fs.start(cmds, true)
 	go func() {
 		<-done
-		a.mu.Lock()
-		if a.m[key] == done {
-			delete(a.m, key)
-			a.n.Store(int32(len(a.m)))
-		}
-		a.mu.Unlock()
+		fs.end(f)
 	}()
 }
 
-// wait waits until no abandoned command on key is on its way, or ctx
-// ends.
-func (a *abandoned) wait(ctx context.Context, key string) error {
-	if a.n.Load() == 0 || key == "" {
+// before returns the flights that cmds must follow: on the keys of a
+// release among them every flight, on the others the abandoned ones.
+func (fs *flights) before(cmds []redisstore.Cmd) []*flight {
+	if fs.n.Load() == 0 {
 		return nil
 	}
-	a.mu.Lock()
-	done := a.m[key]
-	a.mu.Unlock()
-	if done == nil {
-		return nil
+	var out []*flight
+	var buf [4]string
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for i := range cmds {
+		release := isRelease(&cmds[i])
+		for _, k := range lockKeys(buf[:0], cmds[i:i+1]) {
+			for _, f := range fs.m[k] {
+				if (release || f.abandoned.Load()) && !slices.Contains(out, f) {
+					out = append(out, f)
+				}
+			}
+		}
 	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return out
 }
 
 // MaxBatches implements redisstore.Batcher: a pipeline holds a pooled

@@ -53,7 +53,13 @@
 //     closed, rather than at the WAIT timeout.
 //   - A *redis.Ring is refused (New says why), and so is a type of the
 //     caller's that embeds one; a type that embeds a *redis.Client or a
-//     *redis.ClusterClient is taken for the client it embeds.
+//     *redis.ClusterClient is taken for the client it embeds (a nil one
+//     is refused). The kind of client is told by its Options method: any
+//     other implementation of redis.UniversalClient, a type that embeds
+//     the interface included, is taken for a client of one server, and
+//     does not work fronting a cluster (releases fail with CROSSSLOT
+//     errors) unless it has an Options method returning the cluster
+//     client's options (see New).
 //   - Locks are taken with SET NX PX without GET: go-redis handles a nil
 //     reply, which SET NX PX GET gives for every lock taken, as an error
 //     it examines at some cost (about twenty allocations) to decide
@@ -106,10 +112,20 @@
 //
 // # Canceled calls
 //
-// A call that stops waiting for its command when its context ends (see
-// Contexts: not a command the client bounds by its deadline) returns at
-// once while go-redis still sends the command; a later command of the
-// store on the same lock waits for that command to finish first, so that
-// a release cleaning up after an abandoned acquisition never overtakes it
-// on another connection of the pool.
+// go-redis sends each caller's commands on a connection of its own, so a
+// command sent later can reach the server first. A call that stops waiting
+// for its command when its context ends (see Contexts: not a command the
+// client bounds by its deadline) returns at once while go-redis still
+// sends the command; so does a call started with Start (and an
+// acquisition under load, which goes out the same way) whose context ends
+// before its batch is answered, whatever the client. The store keeps
+// order on each lock all the same: a release waits for every command of
+// the store on the same lock still on its way, and any other command for
+// those whose call stopped waiting for them as Contexts says, so that a
+// release cleaning up after an abandoned acquisition never overtakes it
+// on another connection of the pool. A release whose own context ends
+// while it waits returns the context's error (its outcome unknown) and is
+// still sent, in the background, once those commands have finished: the
+// lock an abandoned acquisition may take is not left held until its TTL
+// runs out.
 package goredis

@@ -25,47 +25,119 @@ type Store struct {
 // (standalone, or a failover client from redis.NewFailoverClient), or a
 // *redis.ClusterClient, as redis.NewUniversalClient makes them, or a type
 // of the caller's that embeds one (it is taken for the client it embeds,
-// found by its Options method; any other implementation is taken for a
-// client of one server, which does not bound commands by their context).
+// found by the Options method it promotes).
+//
+// Any other implementation of redis.UniversalClient — a type that embeds
+// the redis.UniversalClient interface rather than a client, or forwards
+// to one — has no Options method and is taken for a client of one server
+// that does not bound commands by their context; fronting a Redis Cluster
+// it does not work (releases fail with CROSSSLOT errors, the restart
+// guard is not refused). Give such a type an Options method that returns
+// its client's options (*redis.ClusterOptions for a cluster), and it is
+// taken for that client.
+//
 // The caller owns the client: the store never closes it, and it must stay
 // open while the store is used. A *redis.Ring, embedded or not, is
 // refused: it moves keys to other shards when a shard is down, and a
 // moved lock is a lock held twice (take one Store per master and
-// lock.NewMulti instead). Invalid options give an error wrapping
-// lock.ErrInvalid.
+// lock.NewMulti instead). A nil client is refused, and so is a type that
+// embeds a nil client (a nil *redis.Client, *redis.ClusterClient,
+// *redis.Ring or redis.UniversalClient), whose every call would panic.
+// These and invalid options give an error wrapping lock.ErrInvalid.
 func New(c redis.UniversalClient, opts ...Option) (*Store, error) {
 	if v := reflect.ValueOf(c); c == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, fmt.Errorf("%w: goredis.New: nil client", lock.ErrInvalid)
 	}
-	glue := client{c: c, abandoned: new(abandoned), pipelines: new(sync.Pool)}
+	if nilType := nilEmbedded(reflect.ValueOf(c), 0); nilType != "" {
+		return nil, fmt.Errorf("%w: goredis.New: the client, a %T, embeds a nil %s, whose methods it promotes: every call would panic", lock.ErrInvalid, c, nilType)
+	}
+	g, seeds, err := glue(c)
+	if err != nil {
+		return nil, err
+	}
+	var owner any
+	if reflect.ValueOf(c).Comparable() {
+		owner = c // stores sharing a client share subscriptions
+	}
+	s, err := redisstore.New(g, "goredis", defaultName(seeds), owner, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{s}, nil
+}
+
+// glue returns the store's glue for c, and the addresses c connects to.
+func glue(c redis.UniversalClient) (client, []string, error) {
+	g := client{c: c, flights: new(flights), pipelines: new(sync.Pool)}
 	var seeds []string
 	// The kind of client is told by its Options method, so that a
 	// caller's type wrapping one (embedding it) is taken for what it wraps.
 	switch cl := c.(type) {
 	case interface{ Options() *redis.Options }:
 		o := cl.Options()
-		glue.ctxTimeouts, seeds = boundsByContext(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout), []string{o.Addr}
+		g.ctxTimeouts, seeds = boundsByContext(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout), []string{o.Addr}
 	case interface{ Options() *redis.ClusterOptions }:
 		o := cl.Options()
-		glue.ctxTimeouts, seeds, glue.cluster = boundsByContext(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout), o.Addrs, true
-		glue.readsReplicas = o.ReadOnly || o.RouteByLatency || o.RouteRandomly
-		if glue.readsReplicas {
+		g.ctxTimeouts, seeds, g.cluster = boundsByContext(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout), o.Addrs, true
+		g.readsReplicas = o.ReadOnly || o.RouteByLatency || o.RouteRandomly
+		if g.readsReplicas {
 			if _, ok := c.(masterFinder); !ok {
-				return nil, fmt.Errorf("%w: goredis.New: a cluster client of type %T reads from replicas, and has no MasterForKey method to send the store's reads to masters", lock.ErrInvalid, c)
+				return client{}, nil, fmt.Errorf("%w: goredis.New: a cluster client of type %T reads from replicas, and has no MasterForKey method to send the store's reads to masters", lock.ErrInvalid, c)
 			}
 		}
 	case interface{ Options() *redis.RingOptions }:
-		return nil, fmt.Errorf("%w: goredis.New: a *redis.Ring moves keys to other shards when one is down, which would grant held locks again; use a Store per master and lock.NewMulti", lock.ErrInvalid)
+		return client{}, nil, fmt.Errorf("%w: goredis.New: a *redis.Ring moves keys to other shards when one is down, which would grant held locks again; use a Store per master and lock.NewMulti", lock.ErrInvalid)
 	}
-	var owner any
-	if reflect.ValueOf(c).Comparable() {
-		owner = c // stores sharing a client share subscriptions
+	return g, seeds, nil
+}
+
+// nilEmbedded returns the type of a nil client that v, a client of the
+// caller's type, embeds — directly or through embedded values of its own
+// types, to a depth of a few — or "" if there is none. A nil client
+// embedded is one whose Process or Options method v promotes: calling it
+// panics. go-redis' own clients are not looked into.
+func nilEmbedded(v reflect.Value, depth int) string {
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() || v.Kind() == reflect.Pointer && goRedisType(v.Type()) {
+			return ""
+		}
+		v = v.Elem()
 	}
-	s, err := redisstore.New(glue, "goredis", defaultName(seeds), owner, opts)
-	if err != nil {
-		return nil, err
+	if v.Kind() != reflect.Struct || goRedisType(v.Type()) || depth >= 8 {
+		return ""
 	}
-	return &Store{s}, nil
+	for i := range v.NumField() {
+		f, fv := v.Type().Field(i), v.Field(i)
+		if !f.Anonymous {
+			continue
+		}
+		if k := fv.Kind(); (k == reflect.Pointer || k == reflect.Interface) && fv.IsNil() {
+			if promotesClient(f.Type) {
+				return f.Type.String()
+			}
+			continue
+		}
+		if t := nilEmbedded(fv, depth+1); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// goRedisType reports whether t is, or points to, a type of go-redis.
+func goRedisType(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.PkgPath() == reflect.TypeFor[redis.Client]().PkgPath()
+}
+
+// promotesClient reports whether an embedded field of type t gives its
+// embedder the methods of a client the store calls.
+func promotesClient(t reflect.Type) bool {
+	_, process := t.MethodByName("Process")
+	_, options := t.MethodByName("Options")
+	return process || options
 }
 
 // boundsByContext reports whether a client with these options bounds a

@@ -17,7 +17,8 @@ import (
 // Redis Cluster, through a rueidis client. Its methods, promoted from the
 // Redis store shared with package goredis, are those of every capability
 // listed in the package documentation, and the administrative ForceRelease
-// and LastFence. It is safe for concurrent use.
+// and LastFence. It is safe for concurrent use. The zero value is not
+// usable (its methods panic); call New.
 type Store struct {
 	*redisstore.Store
 }
