@@ -119,9 +119,12 @@
 //     ended. Never reported as ErrNotAcquired, so cancellation is always
 //     distinguishable from contention.
 //   - [ErrUnavailable]: stores failed. A store's own error (a connection
-//     reset, say) is part of the chain. An outcome the locker could not be
-//     sure of is never reported as "not acquired": the locker releases
-//     what the store may hold.
+//     reset, say) is part of the chain, where it matches what it matches
+//     alone except the outcomes (ErrNotAcquired, ErrNotHeld,
+//     ErrUnavailable, ErrClosed) and the context errors: only the overall
+//     cause matches those, so at most one of them matches. An
+//     outcome the locker could not be sure of is never reported as "not
+//     acquired": the locker releases what the store may hold.
 //   - [ErrInvalid]: bad input, refused before anything is sent to a store,
 //     or by a store in the call itself: retrying does not help.
 //   - [ErrClosed]: the locker was shut down.
