@@ -27,7 +27,8 @@ type Fault struct {
 	Ops Op
 	// Delay blocks each affected call this long before it proceeds (or
 	// until its context ends: the call then returns the context's error
-	// and, unless InFlight is set, has no effect).
+	// and, unless InFlight is set, has no effect). A context that ends
+	// at the very instant the Delay passes does not stop the call.
 	Delay time.Duration
 	// Err is returned by each affected call. Unless AfterApply is set, the
 	// call has no effect.
@@ -44,8 +45,8 @@ type Fault struct {
 	// set without AfterApply. It lets a test check that a caller who gave
 	// up cleans up after a request that lands late.
 	InFlight bool
-	// Times is the number of calls affected: zero means one, Always means
-	// every call until ClearFaults.
+	// Times is the number of calls affected: zero means one, Always (or
+	// any other negative number) means every call until ClearFaults.
 	Times int
 }
 
@@ -114,17 +115,23 @@ func (fs *faults) before(ctx context.Context, op Op) (*Fault, error) {
 		return nil, nil
 	}
 	if f.Delay > 0 {
-		t := time.NewTimer(f.Delay)
 		lands := time.Now().Add(f.Delay)
+		t := time.NewTimer(f.Delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			refused := f.Err != nil && !f.AfterApply // the server would not apply it
-			if f.InFlight && !refused && op&(OpAcquire|OpRelease|OpExtend|OpRaiseFence) != 0 {
-				return nil, errInFlight{lands: lands, err: ctx.Err()}
+			// A context that ends at the instant the delay passes (on a
+			// synctest bubble's clock, both channels are ready at once)
+			// does not stop the call: the outcome does not depend on
+			// which one the select picked.
+			if time.Now().Before(lands) {
+				refused := f.Err != nil && !f.AfterApply // the server would not apply it
+				if f.InFlight && !refused && op&(OpAcquire|OpRelease|OpExtend|OpRaiseFence) != 0 {
+					return nil, errInFlight{lands: lands, err: ctx.Err()}
+				}
+				return nil, ctx.Err()
 			}
-			return nil, ctx.Err()
 		}
 	}
 	if f.Err != nil && !f.AfterApply {

@@ -249,8 +249,8 @@ func (s *Store) WaitPermit(ctx context.Context, resource string) error {
 	w := &waiter{ch: make(chan struct{})}
 	inLine := false
 	for {
-		now := s.now()
 		sh.mu.Lock()
+		now := s.now() // once locked: a permit that expired meanwhile is free
 		p := sh.permitSet(resource, now, false)
 		if w.woken || p == nil || len(p.holders) < max(p.limit, 1) {
 			if p != nil {

@@ -338,11 +338,11 @@ func (s *Store) Expire(resource string) bool {
 // permits (AcquirePermit) are not counted. Tests use it to check that
 // nothing was left locked.
 func (s *Store) Resources() []string {
-	now := s.now()
 	var out []string
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
+		now := s.now() // once locked, as applyAcquire reads it
 		for r, e := range sh.locks {
 			if e.live(now) {
 				out = append(out, r)

@@ -32,8 +32,8 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	w := &waiter{ch: make(chan struct{})}
 	inLine := false
 	for {
-		now := s.now()
 		sh.mu.Lock()
+		now := s.now() // once locked: a lock that expired meanwhile is free
 		e := sh.locks[resource]
 		if w.woken || e == nil || !e.live(now) {
 			if inLine && !w.woken {
