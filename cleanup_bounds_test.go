@@ -140,6 +140,13 @@ func TestMultiLockRaiseIsBounded(t *testing.T) {
 			wantNil(t, "Release", mems[0].Release(ctx, "r", "old"))
 		}
 		l := mustMulti(t, stores, nil)
+		// The others answer a moment later, so that the first store's
+		// fence decides the lock's: while faults are injected, memory
+		// stores answer from goroutines of their own, and two others
+		// answering first would grant the lock at once, with no raise.
+		for _, m := range mems[1:] {
+			m.Inject(memory.Fault{Ops: memory.OpAcquire, Delay: time.Millisecond})
+		}
 		for _, m := range mems {
 			m.Inject(memory.Fault{Ops: memory.OpRaiseFence | memory.OpRelease, Delay: time.Hour})
 		}
