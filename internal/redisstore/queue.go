@@ -373,8 +373,26 @@ func (q *queued) leave(ctx context.Context) (uint64, error) {
 		}
 		return 0, lock.ErrNotAcquired
 	}
-	// Popped by a release: granted, and its message is on its way (or
-	// lost, if the subscription was renewed meanwhile).
+	// Out of line, not by this call: popped by a release, which set the
+	// lock to q's token (granted: its message is on its way, or lost if
+	// the subscription was renewed meanwhile), or the line was deleted
+	// (FLUSHDB, a DEL by hand), and then no handoff comes: a lock that
+	// does not hold q's token was not granted to q.
+	select {
+	case <-q.slot.c:
+		return q.slot.fence, nil
+	default:
+	}
+	switch g := q.s.do(ctx, cmd1("GET", q.key)); {
+	case g.Err != nil && !g.serverErr("WRONGTYPE"):
+		q.abandon()
+		return 0, q.s.failed(ctx, g.Err)
+	case g.Nil || g.Str != q.token:
+		if q.t.forget(q.token, q.slot) {
+			go q.t.returnGrant(q.token) // granted, and expired already
+		}
+		return 0, lock.ErrNotAcquired
+	}
 	select {
 	case <-q.slot.c:
 		return q.slot.fence, nil
