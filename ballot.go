@@ -56,9 +56,11 @@ import (
 // valid, on timers (no goroutine waits between rounds). A store that
 // failed and then refuses is done (another owner, or this lock's own
 // earlier write); one that refused is asked until the tries are spent.
-// Stores whose call ended because the caller's context did are not asked
-// again. It is safe for the reason repair is: while a quorum holds the
-// lock, no other owner can, and a store another owner holds refuses.
+// Stores whose call ended because the caller's context did, and stores
+// that refused the request itself (ErrInvalid: they refuse it again), are
+// not asked again. It is safe for the reason repair is: while a quorum
+// holds the lock, no other owner can, and a store another owner holds
+// refuses.
 // Unlock and Extend first halt this work and wait for the calls under way,
 // so that none overtakes a release or an extension.
 
@@ -82,7 +84,7 @@ type ballot struct {
 	granted, refused, failed int
 	received                 int
 	decided, met, ready      bool
-	atDecision               [3]int                 // granted, refused, failed when it decided
+	atDecision               [3]int                 // granted, refused, failed when it decided (a failure: once its kind was certain)
 	fence                    uint64                 // F, once the quorum is met
 	established, raising     int                    // granting stores above F, and raises under way
 	unfenced                 bool                   // met, but F could not be established
@@ -177,6 +179,11 @@ func (b *ballot) checkReady() {
 	case !b.met && q.Met(n-b.refused, n) && !q.Met(n-b.refused-pending, n):
 		return
 	}
+	if !b.met {
+		// A failure is decided on the answers that made its kind
+		// certain: the hook's EventQuorum says what the attempt ends with.
+		b.atDecision = [3]int{b.granted, b.refused, b.failed}
+	}
 	b.ready = true
 	close(b.readyc)
 }
@@ -224,7 +231,7 @@ func (b *ballot) raise(i int, f uint64) {
 
 // outcome waits until checkReady wakes the attempt; it returns whether
 // the quorum was met (and its fence established), the lock's fence, and
-// the counts the quorum was decided on.
+// the counts the outcome was decided on.
 func (b *ballot) outcome() (met bool, fence uint64, counts [3]int) {
 	<-b.readyc
 	b.mu.Lock()
@@ -332,7 +339,9 @@ func (g *grant) schedule(b *ballot) bool {
 	for i, err := range b.votes {
 		g.refused[i] = errors.Is(err, ErrNotAcquired)
 		caller := g.ctx.Err() != nil && errors.Is(err, g.ctx.Err())
-		if err != nil && !errors.Is(err, ErrNotHeld) && !caller {
+		// A store that refused the request itself (ErrInvalid) refuses
+		// it again: it is not asked again.
+		if err != nil && !errors.Is(err, ErrNotHeld) && !errors.Is(err, ErrInvalid) && !caller {
 			g.todo = append(g.todo, i)
 		}
 	}
@@ -373,7 +382,7 @@ func (b *ballot) backfill() {
 	for _, i := range todo {
 		err := errs[i]
 		switch {
-		case err == nil, errors.Is(err, ErrNotHeld):
+		case err == nil, errors.Is(err, ErrNotHeld), errors.Is(err, ErrInvalid):
 		case errors.Is(err, ErrNotAcquired):
 			if g.refused[i] {
 				g.todo = append(g.todo, i) // the competitor may still hold it

@@ -100,6 +100,12 @@ func (m *MultiLocker) fanout(ctx context.Context, op string, c Call, only func(i
 // nothing where ambiguous says an acquisition may yet land there, goes on
 // in the background (releaseLater). A store that refuses the request
 // itself (ErrInvalid) refuses it again: it is not asked again.
+//
+// A try that finds nothing (ErrNotHeld) after a try that failed is a
+// release, unless ambiguous: the failed try may have applied (its reply
+// lost), and the store holds nothing now either way. Reporting it as "not
+// held" would make an Unlock whose replies were lost report the lock
+// expired, although every store held it.
 func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, later, ambiguous bool, results chan<- storeResult) {
 	rctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
 	tries := 1
@@ -114,6 +120,9 @@ func (m *MultiLocker) releaseOn(ctx context.Context, op string, i int, c Call, l
 		cancel()
 		if later && err != nil && !errors.Is(err, ErrInvalid) && (!isOutcome(err) || ambiguous) {
 			m.releaseLater(ctx, op, c, i, ambiguous)
+		}
+		if tries > 1 && !ambiguous && errors.Is(err, ErrNotHeld) {
+			err = nil // an earlier try failed: it may have released the token
 		}
 		results <- storeResult{i, err}
 	}
@@ -187,9 +196,10 @@ func (m *MultiLocker) collect(results <-chan storeResult, wait []bool, patient b
 // may yet land there (see core.later): until it releases, or, unless
 // ambiguous, finds nothing.
 func (m *MultiLocker) releaseLater(ctx context.Context, op string, c Call, i int, ambiguous bool) {
-	only := func(j int) bool { return j == i }
 	m.later(ctx, func(ctx context.Context) bool {
-		err := m.releaseAll(ctx, op, c, only, false, true)[i]
+		results := make(chan storeResult, 1)
+		m.releaseOn(ctx, op, i, c, false, ambiguous, results)
+		err := (<-results).err
 		if err == nil {
 			m.releasedLater(c, i)
 		}

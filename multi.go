@@ -25,7 +25,8 @@ import (
 // answering are released in the background once they answer.
 //
 // Once a lock is granted, the stores that did not grant it — those that
-// failed, and those that a competing attempt held — are asked again in the
+// failed (but not those that refused the request itself, ErrInvalid), and
+// those that a competing attempt held — are asked again in the
 // background, under the same token and for the TTL the others have left
 // (twice at most, a store timeout apart, while the lock is valid), and
 // each Extend re-takes the lock on stores that lost it: so the lock
@@ -284,9 +285,11 @@ func (m *MultiLocker) IsLocked(ctx context.Context, resource string) (bool, erro
 // Unlock implements [Locker]. It releases l on every store, and succeeds
 // if a quorum of them released it: the stores that failed (they may hold
 // their copy until it expires) are asked again in the background, and the
-// hook sees those calls. It reports ErrNotHeld if fewer than a quorum of
-// stores still held the lock, ErrInvalid if stores that refused the
-// request itself (an error matching ErrInvalid: they refuse it again)
+// hook sees those calls. A store whose release failed, and which finds
+// nothing when asked again, counts as released: the failed release may
+// have applied, its reply lost. It reports ErrNotHeld if fewer than a
+// quorum of stores still held the lock, ErrInvalid if stores that refused
+// the request itself (an error matching ErrInvalid: they refuse it again)
 // leave too few to make a quorum, and ErrUnavailable if failed stores
 // leave it undecided whether a quorum did. Retried after ErrUnavailable,
 // on the locker that took the lock, it counts the stores that the earlier
