@@ -20,7 +20,15 @@ import (
 // and a write that affects no row was stale (use fence < $2 if each lock
 // writes once). See the examples.
 //
-// It remembers one fence per key for its whole life.
+// It remembers one fence per key for its whole life, in memory: its
+// memory grows with the keys it has seen, and it forgets them all when
+// the process ends. A resource that outlives the process (a file) and
+// takes writes from holders that outlive it too (other processes, which
+// send their fences with their writes) must keep the fence of its last
+// write with it, as the row does in SQL: a guard of a new process would
+// let a stale write through. The fences given for one key must come from
+// locks on one resource taken over the same stores: fences of other
+// resources or stores need not be ordered with them.
 type FenceGuard struct {
 	mu   sync.Mutex
 	keys map[string]*guardedKey
@@ -36,11 +44,13 @@ type guardedKey struct {
 // matching ErrStaleFence and does not run write. Writes to one key run one
 // at a time, so that no write with a lower fence can land after one with a
 // higher fence; write must therefore not call Do for the same key, which
-// would wait for it for ever. A fence of 0 (a lock without fencing) and a
-// nil write are refused with an error matching ErrInvalid, and nothing is
-// recorded. Do returns write's error.
+// would wait for it for ever. A fence of 0 (a lock without fencing), a
+// nil write and a nil *FenceGuard are refused with an error matching
+// ErrInvalid, and nothing is recorded. Do returns write's error.
 func (g *FenceGuard) Do(key string, fence uint64, write func() error) error {
 	switch {
+	case g == nil:
+		return fmt.Errorf("%w: nil *FenceGuard", ErrInvalid)
 	case fence == 0:
 		return fmt.Errorf("%w: fence 0: the lock carries no fence", ErrInvalid)
 	case write == nil:

@@ -15,14 +15,19 @@ type Lock struct {
 	// ValidUntil is the time until which the holder may assume it holds the
 	// lock exclusively. It is already reduced by the time the acquisition
 	// took, the clock-drift allowance and the stores' TTL granularity.
-	// Within the acquiring process it carries a monotonic clock reading.
+	// Within the acquiring process it carries a monotonic clock reading,
+	// which JSON drops (as it keeps the time zone as an offset only): a
+	// round-tripped Lock has the same ValidUntil by Equal, not by ==.
 	ValidUntil time.Time `json:"validUntil"`
 	// Fence is a fencing token: strictly greater than the fence of every
 	// earlier lock on the same resource, so a resource guarded by the lock
 	// can refuse writes from a holder whose lock has expired (see
 	// [FenceGuard]). It is 0 with Options.NoFence, when the store cannot
 	// fence ([Fencer]), and for a MultiLocker unless every store can raise
-	// fences ([FenceRaiser]).
+	// fences ([FenceRaiser]). The permits of a [Semaphore] and the locks of
+	// an [RWLocker]'s Reader side, several of which hold a resource at
+	// once, are ordered less strictly (docs/semaphores.md): a lower fence
+	// there does not make its holder stale.
 	Fence uint64 `json:"fence,omitempty"`
 }
 

@@ -30,7 +30,11 @@ func MinInterval(d time.Duration) LockOption {
 // attempt (WithRetry is ignored) and, if job is held, returns an error
 // matching [ErrSkipped] (and ErrNotAcquired) at once. A failure of the
 // stores is reported as such (ErrUnavailable), never as a skip: whether
-// someone runs the job is then unknown.
+// someone runs the job is then unknown. A locker that lets several
+// holders in at once (a [Semaphore] of more than one permit, an
+// [RWLocker]'s Reader side), which would let several callers run the job
+// at once, is refused with an error matching ErrInvalid before anything
+// is sent, as [NewElection] refuses it.
 //
 // With [MinInterval], the lock is not released when fn returns before
 // the interval has passed since the run began: it is extended to the
@@ -64,6 +68,18 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	}
 	if err := checkRun(op, locker, job, ttl, o, 0); err != nil {
 		return err
+	}
+	if c, ok := locker.(argChecker); ok {
+		// What TryLock would refuse, refused first: the locker's reason.
+		if err := c.checkResource(op, job); err != nil {
+			return err
+		}
+		if err := c.checkTTL(op, job, ttl); err != nil {
+			return err
+		}
+	}
+	if what := sharedLocker(locker); what != "" {
+		return invalidf(op, job, "the locker is %s, which lets several holders in at once: want a Locker of one holder at a time", what)
 	}
 	began := time.Now()
 	held, err := locker.TryLock(ctx, job, ttl)

@@ -242,5 +242,7 @@
 //     lock.MultiLocker one Store per server (each with its own client):
 //     it holds a lock when a majority of them grant it.
 //   - CAS must be enabled (memcached's default; not -C). Without it every
-//     Release and Extend fails with an error saying so.
+//     Release and Extend that finds the lock held under the caller's token
+//     fails with an error saying so (one that finds the resource free or
+//     held under another token still reports lock.ErrNotHeld).
 package memcache

@@ -15,6 +15,7 @@ import (
 
 // Store is a lock store on a memcached server, reached through a
 // gomemcache client. Create it with New; it is safe for concurrent use.
+// The zero value is not usable (its methods panic).
 type Store struct {
 	client     *gomemcache.Client
 	prefix     string
