@@ -27,10 +27,16 @@ func TestAtLeastSurvivesLossOf2kMinusNMinus1(t *testing.T) {
 				for i := range stores {
 					stores[i] = memory.New(memory.WithName(fmt.Sprintf("store-%d", i+1)))
 				}
-				// The fifth store fails the first owner's acquisition: four
-				// stores grant it, the fewest AtLeast(4) takes.
-				stores[4].(*memory.Store).Inject(memory.Fault{Ops: memory.OpAcquire, Err: errors.New("connection reset")})
-				first, err := lock.NewMulti(stores, &lock.Options{Quorum: quorum.AtLeast(4)})
+				// The fifth store is unreachable to the first owner: four
+				// stores grant it, the fewest AtLeast(4) takes. (Its own
+				// store, failing every call, stands in for the fifth: a
+				// one-shot fault on the fifth could be taken by the second
+				// owner's call instead, as the first owner's background
+				// re-asks and late calls go on.)
+				unreachable := memory.New(memory.WithName("store-5"))
+				unreachable.Inject(memory.Fault{Err: errors.New("connection reset"), Times: memory.Always})
+				firstStores := append(append([]lock.Store(nil), stores[:4]...), unreachable)
+				first, err := lock.NewMulti(firstStores, &lock.Options{Quorum: quorum.AtLeast(4)})
 				if err != nil {
 					t.Fatal(err)
 				}
