@@ -73,21 +73,11 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	if err := positiveDuration("ttl", o.ttl); err != nil {
 		return err
 	}
-	specs, err := a.storeSpecs(o.stores, "")
-	if err != nil {
-		return err
-	}
-	if o.fenceEnv != "" && !specsFence(specs) {
-		return fenceEnvRefused(specs)
-	}
-	set, err := openStores(ctx, specs, o.stores, a.stderr)
+	set, err := a.openForFence(ctx, o.stores, o.fenceEnv != "")
 	if err != nil {
 		return err
 	}
 	defer set.Close()
-	if o.fenceEnv != "" && !set.fences() {
-		return fenceEnvRefused(specs)
-	}
 	if set.inProcess() {
 		fmt.Fprintln(a.stderr, "lockctl elect: warning: memory:// terms exist only inside this lockctl process: other processes are not kept out")
 	}

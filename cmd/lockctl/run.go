@@ -106,6 +106,29 @@ func fenceEnvRefused(specs []*storeSpec) error {
 	return usagef("--fence-env: %s; drop --fence-env, or use stores that fence", why)
 }
 
+// openForFence opens the stores of sf for run and elect. With fenced
+// (--fence-env), stores whose locks carry no fence are refused: from
+// their URLs before connecting, and as connected (a server may not
+// fence).
+func (a *app) openForFence(ctx context.Context, sf *storeFlags, fenced bool) (*storeSet, error) {
+	specs, err := a.storeSpecs(sf, "")
+	if err != nil {
+		return nil, err
+	}
+	if fenced && !specsFence(specs) {
+		return nil, fenceEnvRefused(specs)
+	}
+	set, err := openStores(ctx, specs, sf, a.stderr)
+	if err != nil {
+		return nil, err
+	}
+	if fenced && !set.fences() {
+		set.Close()
+		return nil, fenceEnvRefused(specs)
+	}
+	return set, nil
+}
+
 func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	if len(args) == 0 {
 		return usagef("missing RESOURCE and COMMAND")
@@ -133,21 +156,11 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	if err := o.mode.check(); err != nil {
 		return err
 	}
-	specs, err := a.storeSpecs(o.stores, "")
-	if err != nil {
-		return err
-	}
-	if o.fenceEnv != "" && !specsFence(specs) {
-		return fenceEnvRefused(specs)
-	}
-	set, err := openStores(ctx, specs, o.stores, a.stderr)
+	set, err := a.openForFence(ctx, o.stores, o.fenceEnv != "")
 	if err != nil {
 		return err
 	}
 	defer set.Close()
-	if o.fenceEnv != "" && !set.fences() {
-		return fenceEnvRefused(specs)
-	}
 	if set.inProcess() {
 		fmt.Fprintln(a.stderr, "lockctl run: warning: memory:// locks exist only inside this lockctl process: other processes are not kept out")
 	}
