@@ -16,6 +16,12 @@
 // resource taken, by nobody, until its TTL runs out; the files are not
 // written to survive a crash of the machine.
 //
+// [New] creates the directory with mode 0700 and the store creates each
+// lock file with mode 0600 (both less the umask), so processes that share
+// a directory must run as one user: another user's process cannot open
+// the files, and its calls fail. A relative directory is resolved when
+// New is called.
+//
 // # File format
 //
 // Each resource has a file named after the SHA-256 of its name, so every

@@ -33,12 +33,22 @@ var (
 	_ lock.Fencer    = (*Store)(nil)
 )
 
-// New returns a store over dir, creating it if needed.
+// New returns a store over dir, creating it (with mode 0700) if needed. A
+// relative dir is resolved against the working directory when New is
+// called, so that a later change of directory does not move the locks. An
+// empty dir is refused with an error wrapping lock.ErrInvalid.
 func New(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if dir == "" {
+		return nil, fmt.Errorf("filestore: %w: empty directory name", lock.ErrInvalid)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
-	return &Store{dir: dir}, nil
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	return &Store{dir: abs}, nil
 }
 
 // String names the store in lockers' errors.
