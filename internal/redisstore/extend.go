@@ -66,7 +66,9 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 // with lock.ErrLost), and until then it may go on as if it held the lock
 // while another owner takes it. Fences are kept: later ones still
 // increase. A key of another type is a WRONGTYPE error, as in Acquire,
-// and is left alone.
+// and is left alone; so is a waiters' queue key (the lock key and
+// WaitersSuffix) of another type than a list, whose error names that key,
+// and the lock is then left to its holder.
 func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error) {
 	if err := s.check(ctx, resource, "-", 1); err != nil {
 		return false, err
@@ -74,6 +76,8 @@ func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error)
 	lockKey, waitersKey := LockAndWaiters(s.prefix, resource)
 	r := s.eval(ctx, forceReleaseScript, []string{lockKey, waitersKey, s.counterKey(lockKey)})
 	switch {
+	case r.serverErr(waitersWrongType):
+		return false, fmt.Errorf("%s: WRONGTYPE: waiters' key %q holds a value that is not a queue of waiters", s.kind, waitersKey)
 	case r.serverErr("WRONGTYPE"):
 		return false, s.wrongType(lockKey)
 	case r.Err != nil:
@@ -81,3 +85,7 @@ func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error)
 	}
 	return r.Int == 1, nil
 }
+
+// waitersWrongType begins the error force_release.lua answers when the
+// waiters' queue key holds a value of another type.
+const waitersWrongType = "WRONGTYPE the waiters key"

@@ -35,9 +35,11 @@ import (
 // of the queue, which expires a second after the lock would. Expiry wakes
 // every caller.
 //
-// If the subscription breaks (the connection is lost, the slot moves),
-// waiting callers get an error at once; the lockers then fall back to
-// their retry delay. Sharded pub/sub needs Redis 7; on older servers
+// If the subscription breaks or ends (the connection is lost, the slot
+// moves, or a queued acquisition of the process finds it off the lock's
+// master and ends it), waiting callers get an error at once, never nil:
+// the lock may still be held; the lockers then fall back to their retry
+// delay. Sharded pub/sub needs Redis 7; on older servers
 // WaitRelease returns an error matching errors.ErrUnsupported.
 func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	if err := s.check(ctx, resource, "-", 1); err != nil {
@@ -119,7 +121,7 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 			s.noShardedPubSub.Store(true)
 			return s.errNoShardedPubSub(t.err)
 		}
-		return t.err
+		return t.ended() // never nil: the lock may still be held
 	}
 
 	var expiry *time.Timer
@@ -182,7 +184,15 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		case <-w.C:
 			return nil
 		case <-t.done:
-			return t.err
+			select {
+			case <-w.C: // a release woke this caller as the subscription ended
+				return nil
+			default:
+			}
+			// Ended without a release (broken, or ended by the process
+			// with no error of its own: see AcquireQueued): never a
+			// release, as the lock may still be held.
+			return t.ended()
 		case <-ctx.Done():
 			t.line.Leave(w, true, t.handOn)
 			return ctx.Err()
