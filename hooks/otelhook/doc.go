@@ -23,9 +23,12 @@
 //     on one meter provider add up; Hook.Close withdraws a hook's count
 //     (and lets the provider drop the hook).
 //   - lock.store.duration (histogram, seconds): store calls, by lock.store,
-//     lock.store.op and lock.outcome.
-//   - lock.store.errors (counter): store calls that failed, by lock.store
-//     and lock.store.op.
+//     lock.store.op and lock.outcome. A store call's outcome is canceled
+//     only when the caller's context ended: a store's error that wraps
+//     context.DeadlineExceeded while that context is alive (a client's
+//     own timeout, say) is a failure.
+//   - lock.store.errors (counter): store calls that failed (outcome
+//     unavailable, invalid or error), by lock.store and lock.store.op.
 //
 // Resource names are span attributes only: as metric attributes they
 // would make unbounded cardinality.

@@ -170,7 +170,7 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 }
 
 func (h *Hook) storeCall(ctx context.Context, parent trace.Span, e lock.Event) {
-	o := outcome(e.Err)
+	o := storeOutcome(ctx, e.Err)
 	store := attribute.String("lock.store", e.Store)
 	storeOp := attribute.String("lock.store.op", e.StoreOp)
 	h.storeDuration.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(store, storeOp, attribute.String("lock.outcome", o)))
@@ -203,8 +203,24 @@ func end(span trace.Span, err error, o string) {
 
 func isFailure(o string) bool { return o == "unavailable" || o == "invalid" || o == "error" }
 
-// outcome classifies an error for attributes.
+// outcome classifies the error of a locker call for attributes. The
+// lockers' errors match context.Canceled or context.DeadlineExceeded only
+// when the caller's context ended.
 func outcome(err error) string {
+	return classify(err, true)
+}
+
+// storeOutcome classifies the error of a store call observed in ctx, the
+// call's context, for attributes. A store's error is the store's own: one
+// that wraps a context error is "canceled" only if ctx ended; while ctx
+// is alive (a client's own timeout, say) it is a failure.
+func storeOutcome(ctx context.Context, err error) string {
+	return classify(err, ctx.Err() != nil)
+}
+
+// classify classifies err for attributes; a context error in err's chain
+// is "canceled" only if ctxEnded.
+func classify(err error, ctxEnded bool) string {
 	switch {
 	case err == nil:
 		return "ok"
@@ -212,7 +228,7 @@ func outcome(err error) string {
 		return "contention"
 	case errors.Is(err, lock.ErrNotHeld):
 		return "not_held"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case ctxEnded && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return "canceled"
 	case errors.Is(err, lock.ErrUnavailable):
 		return "unavailable"

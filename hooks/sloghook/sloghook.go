@@ -28,7 +28,7 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	level := Level(e)
+	level := LevelContext(ctx, e)
 	if !logger.Enabled(ctx, level) {
 		return
 	}
@@ -60,14 +60,31 @@ func (h *Hook) Observe(ctx context.Context, e lock.Event) {
 	logger.LogAttrs(ctx, level, "lock "+e.Kind.String(), attrs...)
 }
 
-// Level returns the level at which Hook logs e.
-func Level(e lock.Event) slog.Level {
+// Level returns the level at which Hook logs e, taking a failed store
+// call whose error wraps context.Canceled or context.DeadlineExceeded for
+// the end of the call's context, which e does not carry: Observe, which
+// has the context, uses LevelContext.
+func Level(e lock.Event) slog.Level { return level(e, true) }
+
+// LevelContext returns the level at which Hook logs e observed in ctx, the
+// context Observe is given. A store call that failed because ctx ended
+// (ctx.Err() is not nil, and the store's error wraps context.Canceled or
+// context.DeadlineExceeded) is logged at Debug, as the call's end rather
+// than a store failure; a store's error that wraps a context error while
+// ctx is alive (a client's own timeout, say) is a store failure, logged at
+// Warn.
+func LevelContext(ctx context.Context, e lock.Event) slog.Level {
+	return level(e, ctx.Err() != nil)
+}
+
+// level is LevelContext for a context that ended if ended.
+func level(e lock.Event, ended bool) slog.Level {
 	failed := e.Err != nil && !errors.Is(e.Err, lock.ErrNotAcquired) && !errors.Is(e.Err, lock.ErrNotHeld)
 	switch e.Kind {
 	case lock.EventLost:
 		return slog.LevelError
 	case lock.EventStoreCall:
-		if failed && !errors.Is(e.Err, context.Canceled) && !errors.Is(e.Err, context.DeadlineExceeded) {
+		if failed && !(ended && contextError(e.Err)) {
 			return slog.LevelWarn
 		}
 	case lock.EventReleased, lock.EventExtended:
@@ -81,4 +98,9 @@ func Level(e lock.Event) slog.Level {
 		return slog.LevelInfo
 	}
 	return slog.LevelDebug
+}
+
+// contextError reports whether err wraps a context's error.
+func contextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
