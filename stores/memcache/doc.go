@@ -17,7 +17,7 @@
 //
 //	client := memcache.New("10.0.0.1:11211")
 //	store, err := memcachestore.New(client, memcachestore.WithPrefix("myapp:lock:"),
-//		memcachestore.WithServer("10.0.0.1:11211")) // fenced locks in one round trip
+//		memcachestore.WithServer("10.0.0.1:11211")) // a lock and its release in two round trips
 //
 // # How it works
 //
@@ -34,6 +34,11 @@
 //     caller's (another Extend of the same lock, from another goroutine or
 //     process), Release and Extend read it again and retry, for at most
 //     8 rounds of gets and cas in all.
+//   - With WithServer (on memcached 1.6.18 or later), Acquire and
+//     AcquireFenced take the lock with a meta set in add mode that
+//     returns the item's CAS id, and the Release of that lock is one meta
+//     delete by that id (see Own connections below); whatever the id
+//     cannot tell, Release tells by gets and cas as above.
 //   - Exists is a get.
 //   - AcquireFenced is Acquire's add and then, once the lock is held, an
 //     incr of the store's fence counter, shared by the acquisitions that
@@ -123,11 +128,33 @@
 // round trips keep, without the wait between them. An add that is refused
 // still runs its incr, which only raises the counter. If the counter is
 // missing, the acquisition draws its fence as without WithServer, which
-// creates the counter again. The store's connections follow the client's
-// Timeout, MaxIdleConns and DialContext; every other request goes through
-// the client. Name the server only for a client with that one server:
-// the lock and the counter must live on it. lockctl names it for every
-// memcache:// store.
+// creates the counter again. If the add took the lock but the incr's
+// answer is lost, the store gives the lock back and returns the failure.
+// Name the server only for a client with that one server: the lock and
+// the counter must live on it. lockctl names it for every memcache://
+// store.
+//
+// # Own connections
+//
+// The store's own connections (WithServer) follow the client's Timeout,
+// MaxIdleConns and DialContext; each asks the server for its stats once,
+// when dialed, to learn which run of the server it reached (its pid and
+// start time) and its version. On memcached 1.6.18 or later the store's
+// add is a meta set in add mode ("ms <key> <size> T<exp> ME c") that
+// answers with the new item's CAS id, and the store keeps that id, with
+// the run, until the lock's Release, which then deletes the item with one
+// "md <key> C<id>": a lock and its release cost two round trips where the
+// client's add, gets and cas cost three. CAS ids come from one counter
+// per run of memcached, so within a run the id names that item and no
+// other: a lock that expired and was taken again, or that an Extend
+// rewrote, holds another id, the delete changes nothing, and Release
+// looks again by gets and cas, by token. The id is never sent to another
+// run (memcached counts CAS ids from 1 again when it restarts), and a
+// delete whose answer is lost and that finds the item gone when sent
+// again is reported as the failure, not as lock.ErrNotHeld. The store
+// forgets an id at the lock's Release or Extend, or once the lock's TTL
+// has passed. Every other request, and everything on an older server or
+// one that does not answer stats, goes through the client or as before.
 //
 // Why fences increase strictly for every resource:
 //

@@ -153,10 +153,16 @@ func TestNoEvictionKeepsLock(t *testing.T) {
 // Unlock reports the lock not held — not the failure of an idle connection
 // to the old process, of which the client keeps several here — and
 // another owner can take it.
+// With WithServer, the same holds of the store's own idle connections,
+// on which it releases by CAS id.
 func TestRestartLosesLock(t *testing.T) {
 	t.Parallel()
+	eachWay(t, testRestartLosesLock)
+}
+
+func testRestartLosesLock(t *testing.T, withServer bool) {
 	srv := memcachetest.Start(t, nil)
-	s := newStore(t, srv.Client(t), memcache.WithPrefix("p:"))
+	s, _ := fenceStore(t, srv, srv.Client(t), withServer)
 	locker, err := lock.NewSingle(s, nil)
 	if err != nil {
 		t.Fatal(err)

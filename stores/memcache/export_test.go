@@ -19,3 +19,12 @@ func QueuedFences(s *Store) int {
 	defer s.fences.mu.Unlock()
 	return s.fences.n
 }
+
+// RecordedCAS returns the CAS id s recorded for resource's lock under
+// token, if it recorded one, without forgetting it.
+func RecordedCAS(s *Store, resource, token string) (uint64, bool) {
+	s.cas.mu.Lock()
+	defer s.cas.mu.Unlock()
+	r, ok := s.cas.held[casKey{s.key(resource), token}]
+	return r.cas, ok
+}

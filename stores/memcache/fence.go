@@ -63,9 +63,9 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 	}
 	item := s.lockItem(resource, token, exp)
 	if ctx.Done() == nil {
-		return s.addFenced(item)
+		return s.addFenced(item, ttl)
 	}
-	c := detach(func(c *call) { c.fence, c.err = s.addFenced(item) })
+	c := detach(func(c *call) { c.fence, c.err = s.addFenced(item, ttl) })
 	err = c.wait(ctx)
 	if c.running() {
 		s.pending.add(item.Key, token, c.done)
@@ -74,8 +74,15 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 	return c.fence, err
 }
 
-func (s *Store) addFenced(item *gomemcache.Item) (uint64, error) {
-	fence, drawn, err := s.addDrawing(item)
+func (s *Store) addFenced(item *gomemcache.Item, ttl time.Duration) (uint64, error) {
+	var fence uint64
+	var drawn bool
+	var err error
+	if s.pipe == nil {
+		err = s.add(item)
+	} else {
+		fence, drawn, err = s.addPiped(item, ttl, s.fenceKey)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -83,32 +90,43 @@ func (s *Store) addFenced(item *gomemcache.Item) (uint64, error) {
 		fence, err = s.drawFence()
 	}
 	if err != nil {
-		// The lock is held but carries no fence: give it back. Not by
-		// swap: if this add was abandoned, swap would wait for its end.
-		if rerr := s.swapNow(context.Background(), item.Key, string(item.Value), -1); rerr != nil && !errors.Is(rerr, lock.ErrNotHeld) {
-			err = fmt.Errorf("%w (and the lock could not be released: %v)", err, rerr)
-		}
-		return 0, err
+		return 0, s.giveBack(item, err)
 	}
 	return fence, nil
 }
 
-// addDrawing takes the lock with add and, through the store's own
-// connections (WithServer), draws its fence in the same round trip; drawn
-// is false when it did not (no such connections, or the counter is
-// missing), and the caller draws it then.
-func (s *Store) addDrawing(item *gomemcache.Item) (fence uint64, drawn bool, err error) {
-	if s.pipe == nil {
-		return 0, false, s.add(item)
+// giveBack releases the lock of item, which the store took but cannot
+// hand over because of err, and returns err, with the release's failure
+// if it failed. Not by swap: if the add was abandoned, swap would wait
+// for its end.
+func (s *Store) giveBack(item *gomemcache.Item, err error) error {
+	if rerr := s.swapNow(context.Background(), item.Key, string(item.Value), -1); rerr != nil && !errors.Is(rerr, lock.ErrNotHeld) {
+		return fmt.Errorf("%w (and the lock could not be released: %v)", err, rerr)
 	}
-	stored, fence, drawn, err := s.pipe.addIncr(item.Key, item.Value, item.Expiration, s.fenceKey)
+	return err
+}
+
+// addPiped takes the lock of item, whose TTL is ttl, with an add through
+// the store's own connections (WithServer), and remembers its CAS id for
+// the Release. Unless counter is "", it draws a fence from counter in the
+// same round trip; drawn is false when it did not (the counter is
+// missing), and the caller draws it then. If the add took the lock but
+// the incr's answer was lost, it gives the lock back and returns the
+// error.
+func (s *Store) addPiped(item *gomemcache.Item, ttl time.Duration, counter string) (fence uint64, drawn bool, err error) {
+	a, err := s.pipe.add(item.Key, item.Value, item.Expiration, counter)
+	if a.stored && a.cas != 0 {
+		s.cas.record(item.Key, tokenOf(item), a.cas, a.server, ttl)
+	}
 	switch {
+	case err != nil && a.stored:
+		return 0, false, s.giveBack(item, requestError("incr", err))
 	case err != nil:
 		return 0, false, requestError("add", err)
-	case !stored:
+	case !a.stored:
 		return 0, false, lock.ErrNotAcquired
 	}
-	return fence, drawn, nil
+	return a.fence, a.drawn, nil
 }
 
 // nextFence adds delta+1 to the counter and returns its new value: the

@@ -26,6 +26,7 @@ type Store struct {
 	fences     fenceQueue    // acquisitions waiting to share an incr
 	server     *string       // see WithServer
 	pipe       *pipe         // connections of the store's own to server, if named
+	cas        casBook       // the CAS ids of the locks taken through pipe
 
 	// beforeCAS, when set (by tests only), runs in Release and Extend
 	// between the gets and the cas, to open the race window at will.
@@ -71,13 +72,15 @@ func WithName(name string) Option { return func(s *Store) { s.name = name } }
 
 // WithServer names the address of the client's one memcached server
 // ("host:port", or a Unix socket's path), as given to gomemcache. The
-// store then takes a fenced lock in one round trip instead of two: it
-// sends the add and the incr that draws the fence together, on a
-// connection of its own to addr (see the package documentation on
-// fences); every other request goes through the client. Name it only
-// when the client has that one server, which must hold both the locks
-// and the fence counter. The store's connections follow the client's
-// Timeout, MaxIdleConns and DialContext; Close closes them. New resolves
+// store then takes locks on a connection of its own to addr: a fenced
+// lock in one round trip instead of two (the add and the incr that draws
+// the fence sent together), and, on memcached 1.6.18 or later, a lock's
+// Release in one round trip instead of two (a delete by the CAS id its
+// acquisition returned); see the package documentation on fences and on
+// own connections. Every other request goes through the client. Name it
+// only when the client has that one server, which must hold both the
+// locks and the fence counter. The store's connections follow the
+// client's Timeout, MaxIdleConns and DialContext; Close closes them. New resolves
 // addr once, as gomemcache resolves the client's servers when the client
 // is made, and the store dials that address from then on, as the client
 // does.
@@ -144,8 +147,9 @@ func (s *Store) String() string { return s.name }
 // TTLGranularity implements [lock.Granular]: it returns Granularity.
 func (s *Store) TTLGranularity() time.Duration { return Granularity }
 
-// Acquire implements [lock.Store] with memcached's add: the key is stored
-// with the token as its value only if it is absent (or expired).
+// Acquire implements [lock.Store] with memcached's add (with WithServer,
+// on memcached 1.6.18 or later, a meta set in add mode): the key is
+// stored with the token as its value only if it is absent (or expired).
 // The TTL is rounded up to whole seconds.
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
 	if err := check(ctx, resource, token, ttl); err != nil {
@@ -157,9 +161,9 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 	}
 	item := s.lockItem(resource, token, exp)
 	if ctx.Done() == nil {
-		return s.add(item)
+		return s.addLock(item, ttl)
 	}
-	c := detach(func(c *call) { c.err = s.add(item) })
+	c := detach(func(c *call) { c.err = s.addLock(item, ttl) })
 	err = c.wait(ctx)
 	if c.running() {
 		s.pending.add(item.Key, token, c.done)
@@ -173,6 +177,22 @@ func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Du
 // it.
 func (s *Store) lockItem(resource, token string, exp int32) *gomemcache.Item {
 	return &gomemcache.Item{Key: s.key(resource), Value: unsafe.Slice(unsafe.StringData(token), len(token)), Expiration: exp}
+}
+
+// tokenOf returns the token of a lock item made by lockItem: the token's
+// own bytes, without a copy.
+func tokenOf(item *gomemcache.Item) string {
+	return unsafe.String(unsafe.SliceData(item.Value), len(item.Value))
+}
+
+// addLock takes the lock of item, whose TTL is ttl, with an add through
+// the store's own connections if it has them, or else through the client.
+func (s *Store) addLock(item *gomemcache.Item, ttl time.Duration) error {
+	if s.pipe == nil {
+		return s.add(item)
+	}
+	_, _, err := s.addPiped(item, ttl, "")
+	return err
 }
 
 func (s *Store) add(item *gomemcache.Item) error {
@@ -189,9 +209,11 @@ func (s *Store) add(item *gomemcache.Item) error {
 // Release implements [lock.Store]: gets reads the token and the item's CAS
 // id, and if the token matches, a cas with a negative expiration replaces
 // the item by one that is already expired — an atomic compare-and-delete.
-// If the item changed in between, the store reads it again. A Release
-// whose context ends still goes on in the background, so the lock is freed
-// once memcached answers.
+// If the item changed in between, the store reads it again. A store made
+// WithServer releases a lock it took itself with one delete by the item's
+// CAS id instead, where the server allows (see the package documentation
+// on own connections). A Release whose context ends still goes on in the
+// background, so the lock is freed once memcached answers.
 func (s *Store) Release(ctx context.Context, resource, token string) error {
 	if err := check(ctx, resource, token, 1); err != nil {
 		return err
@@ -234,6 +256,13 @@ func (s *Store) swap(ctx context.Context, key, token string, exp int32) error {
 // swapNow is swap without waiting for an abandoned add of key under token:
 // for the add's own cleanup, which would otherwise wait for itself.
 func (s *Store) swapNow(ctx context.Context, key, token string, exp int32) error {
+	if exp < 0 {
+		if done, err := s.releaseByCAS(key, token); done {
+			return err
+		}
+	} else {
+		s.cas.take(key, token) // the cas below gives the item another CAS id
+	}
 	for range casAttempts {
 		item, err := s.get(key)
 		switch {

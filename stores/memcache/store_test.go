@@ -19,11 +19,16 @@ import (
 // after Acquire and Extend, with the TTL asked for. Sent as relative
 // seconds, memcached would read them as a time in 1970 and drop the item
 // at once, as the raw add below shows.
+// With WithServer, the store's own add (a meta set) does the same.
 func TestLongTTL(t *testing.T) {
 	t.Parallel()
+	eachWay(t, testLongTTL)
+}
+
+func testLongTTL(t *testing.T, withServer bool) {
 	srv := memcachetest.Start(t, nil)
 	client := srv.Client(t)
-	s := newStore(t, client, memcache.WithPrefix("p:"))
+	s, _ := fenceStore(t, srv, client, withServer)
 	const day = 24 * time.Hour
 
 	if err := client.Add(&gomemcache.Item{Key: "raw", Value: []byte("x"), Expiration: int32((31 * day).Seconds())}); err != nil {
@@ -64,8 +69,12 @@ func TestLongTTL(t *testing.T) {
 // the TTL sent; rounded down, it could never show 3.
 func TestTTLRoundsUp(t *testing.T) {
 	t.Parallel()
+	eachWay(t, testTTLRoundsUp)
+}
+
+func testTTLRoundsUp(t *testing.T, withServer bool) {
 	srv := memcachetest.Start(t, nil)
-	s := newStore(t, srv.Client(t), memcache.WithPrefix("p:"))
+	s, _ := fenceStore(t, srv, srv.Client(t), withServer)
 	seen := map[int64]int{}
 	for i := range 20 {
 		tok := "a" + string(rune('a'+i))
