@@ -21,7 +21,8 @@ func Example() {
 	client.MaxIdleConns = 64 // at least the number of concurrent lock calls
 
 	// WithServer: the client's one server, so that a fenced lock takes one
-	// round trip; Close closes the connections the store opens to it.
+	// round trip and its release one more; Close closes the connections
+	// the store opens to it.
 	store, err := memcache.New(client, memcache.WithPrefix("myapp:lock:"), memcache.WithServer(server))
 	if err != nil {
 		log.Fatal(err)
