@@ -37,7 +37,7 @@ func init() {
 			rule:  "PermitExpiredDeadline", wants: []string{"AcquirePermit(full, b, limit 3) with an expired context = lock: not acquired: held by another owner; want context.DeadlineExceeded, not ErrNotAcquired"},
 		},
 		"permit-wait-ignores-expiry": {
-			store: func() lock.Store { return permitWaitIgnoresExpiry() },
+			store: func() lock.Store { return brokenstore.PermitWaitIgnoresExpiry() },
 			rule:  "WaitPermitWakesOnExpiry", wants: []string{"WaitPermit(r) still blocked", "want it to return nil once they expire"},
 		},
 		"permit-extend-never-shortens": {
@@ -112,57 +112,6 @@ func permitContentionOnTimeout() *brokenstore.PermitStore {
 				return lock.ErrNotHeld
 			}
 			return nil
-		}
-	})
-}
-
-// permitWaitIgnoresExpiry wakes a WaitPermit on a release of its
-// resource only, as a store that notifies releases and forgets that
-// permits expire: a waiting semaphore sleeps past a crashed holder's TTL.
-func permitWaitIgnoresExpiry() *brokenstore.PermitStore {
-	var mu sync.Mutex
-	limits := make(map[string]int)
-	released := make(map[string]chan struct{})
-	return brokenstore.NewPermitStore(func(mem *memory.Store, f *brokenstore.PermitFuncs) {
-		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
-			fence, err := mem.AcquirePermit(ctx, resource, token, limit, ttl)
-			if err == nil {
-				mu.Lock()
-				limits[resource] = limit
-				mu.Unlock()
-			}
-			return fence, err
-		}
-		f.ReleasePermit = func(ctx context.Context, resource, token string) error {
-			err := mem.ReleasePermit(ctx, resource, token)
-			if err == nil {
-				mu.Lock()
-				if ch := released[resource]; ch != nil {
-					close(ch)
-					delete(released, resource)
-				}
-				mu.Unlock()
-			}
-			return err
-		}
-		f.WaitPermit = func(ctx context.Context, resource string) error {
-			mu.Lock()
-			ch := released[resource]
-			if ch == nil {
-				ch = make(chan struct{})
-				released[resource] = ch
-			}
-			limit := limits[resource]
-			mu.Unlock()
-			if held, err := mem.Permits(ctx, resource); err != nil || held < max(limit, 1) {
-				return err
-			}
-			select {
-			case <-ch:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
 		}
 	})
 }

@@ -162,44 +162,47 @@ func setCalls(t *testing.T, srv *redistest.Server) int {
 	return 0
 }
 
-// TestReleaseAfterAbandonedAcquire: on a client that does not bound
-// commands by their context, an Acquire whose context is canceled while
-// its SET is on its way returns at once; a Release of its token whose
-// context ends while it waits for that SET must still be sent once the
-// SET has ended, or nothing releases the lock it takes.
-func TestReleaseAfterAbandonedAcquire(t *testing.T) {
-	srv, s, _, g := gated(t, false)
-	ctx := redissuite.CtxFor(t, 30*time.Second)
-	g.arm("tok-abandoned")
-	actx, cancel := context.WithCancel(ctx)
-	acquired := make(chan error, 1)
-	go func() { acquired <- s.Acquire(actx, "r", "tok-abandoned", time.Minute) }()
-	<-g.held
-	cancel()
-	if err := <-acquired; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Acquire(r) canceled while its SET is held = %v; want context.Canceled", err)
+// TestReleaseAfterCanceledAcquire: an acquisition whose context is
+// canceled while its SET is on its way is answered at once; a Release of
+// its token whose context ends while it waits for that SET must still be
+// sent once the SET has ended, or nothing releases the lock it takes.
+func TestReleaseAfterCanceledAcquire(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		ctxTimeouts bool   // whether the client bounds commands by their context's deadline
+		token, call string // call: the acquisition, as its failure names it
+		start       func(ctx context.Context, s *redisstore.Store, token string, answered chan<- error)
+	}{
+		// An Acquire on a client that does not bound commands by their
+		// context returns at once.
+		{"AbandonedAcquire", false, "tok-abandoned", "Acquire(r) canceled while its SET is held",
+			func(ctx context.Context, s *redisstore.Store, token string, answered chan<- error) {
+				go func() { answered <- s.Acquire(ctx, "r", token, time.Minute) }()
+			}},
+		// A started acquisition (lock.Starter, as a MultiLocker makes them,
+		// and as acquisitions under load go out) is answered by its own
+		// context while its batch is still on its way, also on a client that
+		// bounds commands by their context's deadline.
+		{"StartedAcquireAnsweredByContext", true, "tok-started", "Start(acquire r) canceled while its batch is held",
+			func(ctx context.Context, s *redisstore.Store, token string, answered chan<- error) {
+				s.Start(ctx, lock.Call{Op: lock.CallAcquire, Resource: "r", Token: token, TTL: time.Minute}, func(_ uint64, err error) { answered <- err })
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, s, _, g := gated(t, c.ctxTimeouts)
+			ctx := redissuite.CtxFor(t, 30*time.Second)
+			g.arm(c.token)
+			actx, cancel := context.WithCancel(ctx)
+			answered := make(chan error, 1)
+			c.start(actx, s, c.token, answered)
+			<-g.held
+			cancel()
+			if err := <-answered; !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s = %v; want context.Canceled", c.call, err)
+			}
+			releaseWhileHeld(t, srv, s, g, "r", c.token, 1)
+		})
 	}
-	releaseWhileHeld(t, srv, s, g, "r", "tok-abandoned", 1)
-}
-
-// TestReleaseAfterStartedAcquireAnsweredByContext: a started acquisition
-// (lock.Starter, as a MultiLocker makes them, and as acquisitions under
-// load go out) is answered by its own context while its batch is still on
-// its way, also on a client that bounds commands by their context's
-// deadline: the Release that cleans up after it must wait for the batch.
-func TestReleaseAfterStartedAcquireAnsweredByContext(t *testing.T) {
-	srv, s, _, g := gated(t, true)
-	ctx := redissuite.CtxFor(t, 30*time.Second)
-	g.arm("tok-started")
-	actx, cancel := context.WithCancel(ctx)
-	answered := make(chan error, 1)
-	s.Start(actx, lock.Call{Op: lock.CallAcquire, Resource: "r", Token: "tok-started", TTL: time.Minute}, func(_ uint64, err error) { answered <- err })
-	<-g.held
-	cancel()
-	if err := <-answered; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Start(acquire r) canceled while its batch is held = %v; want context.Canceled", err)
-	}
-	releaseWhileHeld(t, srv, s, g, "r", "tok-started", 1)
 }
 
 // TestReleaseAfterAbandonedPipeline: a pipeline abandoned by its caller is

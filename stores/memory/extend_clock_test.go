@@ -43,17 +43,8 @@ func TestCallWaitingForTheMutexSeesExpiry(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := New()
-			set := time.Now()
-			if err := c.take(s); err != nil {
-				t.Fatalf("taking r under a for %v = %v", ttl, err)
-			}
-			sh := s.shard("r")
-			sh.mu.Lock()
 			done := make(chan error, 1)
-			go func() { done <- c.extend(s) }()
-			waitBlockedOnMutex(t, c.fn)
-			time.Sleep(time.Until(set.Add(2 * ttl))) // the lock has expired
-			sh.mu.Unlock()
+			holdShardPastExpiry(t, s, ttl, c.take, c.fn, func() { done <- c.extend(s) })
 			switch err := <-done; {
 			case c.want == nil && err != nil:
 				t.Fatalf("%s(r, b, 1h), begun while a held r and let through after r expired = %v; want nil: an expired permit does not count", c.name, err)
@@ -62,6 +53,25 @@ func TestCallWaitingForTheMutexSeesExpiry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdShardPastExpiry takes r in s with take, for ttl, and starts call
+// in a goroutine while it holds r's shard mutex; once call is blocked on
+// that mutex in fn and r has expired, it lets call through and returns.
+// It waits for r's expiry in real time, for the reason
+// TestCallWaitingForTheMutexSeesExpiry gives.
+func holdShardPastExpiry(t *testing.T, s *Store, ttl time.Duration, take func(*Store) error, fn string, call func()) {
+	t.Helper()
+	set := time.Now()
+	if err := take(s); err != nil {
+		t.Fatalf("taking r under a for %v = %v", ttl, err)
+	}
+	sh := s.shard("r")
+	sh.mu.Lock()
+	go call()
+	waitBlockedOnMutex(t, fn)
+	time.Sleep(time.Until(set.Add(2 * ttl))) // r has expired
+	sh.mu.Unlock()
 }
 
 // waitBlockedOnMutex waits until a goroutine is blocked on a mutex in fn.

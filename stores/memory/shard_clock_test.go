@@ -47,17 +47,9 @@ func TestWaitWaitingForTheMutexSeesExpiry(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := New()
-			set := time.Now()
-			if err := c.take(s); err != nil {
-				t.Fatalf("taking r under a for %v = %v", ttl, err)
-			}
-			sh := s.shard("r")
-			sh.mu.Lock()
 			done := make(chan error, 1)
-			go func() { done <- c.wait(s) }()
-			waitBlockedOnMutex(t, c.fn)
-			time.Sleep(time.Until(set.Add(2 * ttl))) // r has expired
-			sh.mu.Unlock()
+			holdShardPastExpiry(t, s, ttl, c.take, c.fn, func() { done <- c.wait(s) })
+			sh := s.shard("r")
 			for {
 				select {
 				case err := <-done:
@@ -85,17 +77,9 @@ func TestWaitWaitingForTheMutexSeesExpiry(t *testing.T) {
 func TestResourcesWaitingForTheMutexSeesExpiry(t *testing.T) {
 	const ttl = 50 * time.Millisecond
 	s := New()
-	set := time.Now()
-	if err := s.Acquire(context.Background(), "r", "a", ttl); err != nil {
-		t.Fatalf("Acquire(r, a, %v) = %v", ttl, err)
-	}
-	sh := s.shard("r")
-	sh.mu.Lock()
+	take := func(s *Store) error { return s.Acquire(context.Background(), "r", "a", ttl) }
 	done := make(chan []string, 1)
-	go func() { done <- s.Resources() }()
-	waitBlockedOnMutex(t, "Resources")
-	time.Sleep(time.Until(set.Add(2 * ttl))) // r has expired
-	sh.mu.Unlock()
+	holdShardPastExpiry(t, s, ttl, take, "Resources", func() { done <- s.Resources() })
 	if got := <-done; len(got) != 0 {
 		t.Fatalf("Resources(), let through r's shard after r expired = %q; want none", got)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/testing/pgtest"
+	"github.com/lockkit/lock/stores/postgres"
 )
 
 // A server restarted (killed and started again on its data and port)
@@ -24,24 +25,7 @@ import (
 // committed before the restart are still held, statements are prepared
 // again, and a new waiter is woken by a release.
 func TestRestartedServer(t *testing.T) {
-	srv := pgtest.Start(t)
-	pool := poolOf(t, srv.URL(""), func(c *pgxpool.Config) { c.MaxConns = 4 })
-	s := newStore(t, pool)
-	ctx := ctxFor(t, 2*time.Minute)
-	// Every connection of the pool prepares the statements.
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			r := fmt.Sprintf("warm%d", i)
-			if err := s.Acquire(ctx, r, "t", time.Minute); err != nil {
-				t.Error(err)
-			}
-			if err := s.Release(ctx, r, "t"); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	srv, s, ctx := warmStore(t, false)
 	if err := s.Acquire(ctx, "held", "a", time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -115,20 +99,7 @@ func TestRestartedServer(t *testing.T) {
 // is sent again on another connection when the first one it was given is
 // dead, rather than the waiter getting the dead connection's error.
 func TestWaitAfterRestartListensOnALiveConnection(t *testing.T) {
-	srv := pgtest.Start(t)
-	pool := poolOf(t, srv.URL(""), func(c *pgxpool.Config) { c.MaxConns = 4 })
-	s := newStore(t, pool)
-	ctx := ctxFor(t, 2*time.Minute)
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			r := fmt.Sprintf("warm%d", i)
-			if err := s.Acquire(ctx, r, "t", time.Minute); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	srv, s, ctx := warmStore(t, true)
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +123,34 @@ func TestWaitAfterRestartListensOnALiveConnection(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Errorf("WaitRelease(warm0) across Release = %v; want nil", err)
 	}
+}
+
+// warmStore starts a server and a store on a pool of 4 connections, and
+// has every connection prepare the statements, taking warm0 to warm3
+// under t at once, and releasing them again unless keep.
+func warmStore(t *testing.T, keep bool) (*pgtest.Server, *postgres.Store, context.Context) {
+	t.Helper()
+	srv := pgtest.Start(t)
+	pool := poolOf(t, srv.URL(""), func(c *pgxpool.Config) { c.MaxConns = 4 })
+	s := newStore(t, pool)
+	ctx := ctxFor(t, 2*time.Minute)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			r := fmt.Sprintf("warm%d", i)
+			if err := s.Acquire(ctx, r, "t", time.Minute); err != nil {
+				t.Error(err)
+			}
+			if keep {
+				return
+			}
+			if err := s.Release(ctx, r, "t"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	return srv, s, ctx
 }
 
 // waitingFor returns a channel closed once a caller of s is in line for

@@ -156,19 +156,13 @@ func RaiseFenceRefreshesLock() *Store {
 // Exists looks for that record: a resource never locked, once raised,
 // reads as held until someone takes it.
 func RaiseFenceLeavesRecord() *Store {
-	var mu sync.Mutex
-	records := make(map[string]bool) // raised while free, not taken since
+	var recs records // raised while free, not taken since
 	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
-		taken := func(resource string, err error) {
-			if err == nil {
-				mu.Lock()
-				delete(records, resource)
-				mu.Unlock()
-			}
-		}
 		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 			fence, err := mem.AcquireFenced(ctx, resource, token, ttl)
-			taken(resource, err)
+			if err == nil {
+				recs.set(resource, false)
+			}
 			return fence, err
 		}
 		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
@@ -180,21 +174,11 @@ func RaiseFenceLeavesRecord() *Store {
 				return err
 			}
 			if held, err := mem.Exists(ctx, resource); err == nil && !held {
-				mu.Lock()
-				records[resource] = true
-				mu.Unlock()
+				recs.set(resource, true)
 			}
 			return nil
 		}
-		f.Exists = func(ctx context.Context, resource string) (bool, error) {
-			held, err := mem.Exists(ctx, resource)
-			if err != nil || held {
-				return held, err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			return records[resource], nil
-		}
+		recs.exists(mem, f)
 	})
 }
 
@@ -203,35 +187,57 @@ func RaiseFenceLeavesRecord() *Store {
 // for the record: a resource released after a fenced acquisition reads as
 // held until someone takes it again.
 func FencedLocksLinger() *Store {
-	var mu sync.Mutex
-	records := make(map[string]bool) // taken with AcquireFenced last
+	var recs records // taken with AcquireFenced last
 	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
 		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 			fence, err := mem.AcquireFenced(ctx, resource, token, ttl)
 			if err == nil {
-				mu.Lock()
-				records[resource] = true
-				mu.Unlock()
+				recs.set(resource, true)
 			}
 			return fence, err
 		}
 		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
 			err := mem.Acquire(ctx, resource, token, ttl)
 			if err == nil {
-				mu.Lock()
-				delete(records, resource)
-				mu.Unlock()
+				recs.set(resource, false)
 			}
 			return err
 		}
-		f.Exists = func(ctx context.Context, resource string) (bool, error) {
-			held, err := mem.Exists(ctx, resource)
-			if err != nil || held {
-				return held, err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			return records[resource], nil
-		}
+		recs.exists(mem, f)
 	})
+}
+
+// records is the set of resources of which a broken store keeps a record
+// that its Exists finds, held or not.
+type records struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+// set keeps a record of resource, or deletes it.
+func (r *records) set(resource string, kept bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !kept {
+		delete(r.m, resource)
+		return
+	}
+	if r.m == nil {
+		r.m = make(map[string]bool)
+	}
+	r.m[resource] = true
+}
+
+// exists replaces f.Exists by the memory store's, reading a free resource
+// with a record as held.
+func (r *records) exists(mem *memory.Store, f *Funcs) {
+	f.Exists = func(ctx context.Context, resource string) (bool, error) {
+		held, err := mem.Exists(ctx, resource)
+		if err != nil || held {
+			return held, err
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.m[resource], nil
+	}
 }

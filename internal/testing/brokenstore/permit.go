@@ -247,12 +247,7 @@ func PermitWaitWakesOnAnyRelease() *PermitStore {
 			mu.Lock()
 			next := released
 			mu.Unlock()
-			select {
-			case <-next:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return closedOrDone(ctx, next)
 		}
 	})
 }
@@ -261,24 +256,12 @@ func PermitWaitWakesOnAnyRelease() *PermitStore {
 // once every permit is held, as a store that forgot to notify on release:
 // a waiting semaphore sleeps until its deadline.
 func PermitWaitMissesRelease() *PermitStore {
-	var mu sync.Mutex
-	limits := make(map[string]int)
+	var l limits
 	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
-		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
-			fence, err := mem.AcquirePermit(ctx, resource, token, limit, ttl)
-			if err == nil {
-				mu.Lock()
-				limits[resource] = limit
-				mu.Unlock()
-			}
-			return fence, err
-		}
+		l.track(mem, f)
 		f.WaitPermit = func(ctx context.Context, resource string) error {
 			held, err := mem.Permits(ctx, resource)
-			mu.Lock()
-			limit := limits[resource]
-			mu.Unlock()
-			if err != nil || held < max(limit, 1) {
+			if err != nil || held < max(l.get(resource), 1) {
 				return err
 			}
 			<-ctx.Done()
@@ -303,56 +286,75 @@ func (locksUnseen) Exists(context.Context, string) (bool, error) { return false,
 // semaphore with a free place sleeps until someone leaves. With every
 // permit held, or none, it waits as it should.
 func PermitWaitBlocksWhilePartlyHeld() *PermitStore {
-	var mu sync.Mutex
-	limits := make(map[string]int)
-	released := make(map[string]chan struct{})
-	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
-		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
-			fence, err := mem.AcquirePermit(ctx, resource, token, limit, ttl)
-			if err == nil {
-				mu.Lock()
-				limits[resource] = limit
-				mu.Unlock()
-			}
-			return fence, err
-		}
-		f.ReleasePermit = func(ctx context.Context, resource, token string) error {
-			err := mem.ReleasePermit(ctx, resource, token)
-			if err == nil {
-				mu.Lock()
-				if ch, ok := released[resource]; ok {
-					close(ch)
-					delete(released, resource)
-				}
-				mu.Unlock()
-			}
+	return permitWaitOnRelease(func(ctx context.Context, mem *memory.Store, l *limits, n *notifier, resource string) error {
+		held, err := mem.Permits(ctx, resource)
+		if err != nil {
 			return err
 		}
+		if held == 0 || held >= l.get(resource) {
+			return mem.WaitPermit(ctx, resource)
+		}
+		return closedOrDone(ctx, n.next(resource))
+	})
+}
+
+// PermitWaitIgnoresExpiry wakes a WaitPermit on a release of its
+// resource only, as a store that notifies releases and forgets that
+// permits expire: a waiting semaphore sleeps past a crashed holder's TTL.
+func PermitWaitIgnoresExpiry() *PermitStore {
+	return permitWaitOnRelease(func(ctx context.Context, mem *memory.Store, l *limits, n *notifier, resource string) error {
+		ch := n.next(resource)
+		limit := l.get(resource)
+		if held, err := mem.Permits(ctx, resource); err != nil || held < max(limit, 1) {
+			return err
+		}
+		return closedOrDone(ctx, ch)
+	})
+}
+
+// permitWaitOnRelease returns a store whose WaitPermit is wait, given the
+// limit each resource's permits were last taken under (l) and a notifier
+// of each resource whose permit is released (n).
+func permitWaitOnRelease(wait func(ctx context.Context, mem *memory.Store, l *limits, n *notifier, resource string) error) *PermitStore {
+	var l limits
+	var n notifier
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		l.track(mem, f)
+		n.releasePermit(mem, f)
 		f.WaitPermit = func(ctx context.Context, resource string) error {
-			held, err := mem.Permits(ctx, resource)
-			mu.Lock()
-			limit := limits[resource]
-			if err != nil || held == 0 || held >= limit {
-				mu.Unlock()
-				if err != nil {
-					return err
-				}
-				return mem.WaitPermit(ctx, resource)
-			}
-			ch, ok := released[resource]
-			if !ok {
-				ch = make(chan struct{})
-				released[resource] = ch
-			}
-			mu.Unlock()
-			select {
-			case <-ch:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return wait(ctx, mem, &l, &n, resource)
 		}
 	})
+}
+
+// limits records the limit under which each resource's permits were
+// last taken, for broken stores that need to know whether all are held.
+type limits struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (l *limits) get(resource string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[resource]
+}
+
+// track replaces f.AcquirePermit by the memory store's, recording the
+// limit of each permit taken in l.
+func (l *limits) track(mem *memory.Store, f *PermitFuncs) {
+	f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+		fence, err := mem.AcquirePermit(ctx, resource, token, limit, ttl)
+		if err == nil {
+			l.mu.Lock()
+			if l.m == nil {
+				l.m = make(map[string]int)
+			}
+			l.m[resource] = limit
+			l.mu.Unlock()
+		}
+		return fence, err
+	}
 }
 
 // PermitDeadContextSucceeds answers ReleasePermit and ExtendPermit with

@@ -80,6 +80,18 @@ func (n *notifier) release(mem *memory.Store, f *Funcs, topic func(string) strin
 	}
 }
 
+// releasePermit replaces f.ReleasePermit by the memory store's,
+// notifying the resource of each permit released.
+func (n *notifier) releasePermit(mem *memory.Store, f *PermitFuncs) {
+	f.ReleasePermit = func(ctx context.Context, resource, token string) error {
+		err := mem.ReleasePermit(ctx, resource, token)
+		if err == nil {
+			n.notify(resource)
+		}
+		return err
+	}
+}
+
 // notify wakes the waiters of topic.
 func (n *notifier) notify(topic string) {
 	n.mu.Lock()
@@ -87,6 +99,31 @@ func (n *notifier) notify(topic string) {
 	if ch, ok := n.topics[topic]; ok {
 		close(ch)
 		delete(n.topics, topic)
+	}
+}
+
+// next returns a channel closed at the next notification of topic.
+func (n *notifier) next(topic string) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.topics == nil {
+		n.topics = make(map[string]chan struct{})
+	}
+	ch, ok := n.topics[topic]
+	if !ok {
+		ch = make(chan struct{})
+		n.topics[topic] = ch
+	}
+	return ch
+}
+
+// closedOrDone waits until ch is closed (nil) or ctx ends (its error).
+func closedOrDone(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -100,16 +137,7 @@ func (n *notifier) wait(ctx context.Context, mem *memory.Store, resource, topic 
 			return err
 		}
 		time.Sleep(gap)
-		n.mu.Lock()
-		if n.topics == nil {
-			n.topics = make(map[string]chan struct{})
-		}
-		ch, ok := n.topics[topic]
-		if !ok {
-			ch = make(chan struct{})
-			n.topics[topic] = ch
-		}
-		n.mu.Unlock()
+		ch := n.next(topic)
 		t := time.NewTimer(left)
 		select {
 		case <-ch:
@@ -165,26 +193,12 @@ func WaitIgnoresExpiry() *Store {
 	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
 		n.release(mem, f, func(r string) string { return r })
 		f.WaitRelease = func(ctx context.Context, resource string) error {
-			n.mu.Lock()
-			if n.topics == nil {
-				n.topics = make(map[string]chan struct{})
-			}
-			ch, ok := n.topics[resource]
-			if !ok {
-				ch = make(chan struct{})
-				n.topics[resource] = ch
-			}
-			n.mu.Unlock()
+			ch := n.next(resource)
 			held, err := mem.Exists(ctx, resource)
 			if err != nil || !held {
 				return err
 			}
-			select {
-			case <-ch:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return closedOrDone(ctx, ch)
 		}
 	})
 }
@@ -217,22 +231,7 @@ func WaitMissesEarlierExpiry() *Store {
 				return nil
 			}
 			// The record of a lock that expired unreleased.
-			n.mu.Lock()
-			if n.topics == nil {
-				n.topics = make(map[string]chan struct{})
-			}
-			ch, ok := n.topics[resource]
-			if !ok {
-				ch = make(chan struct{})
-				n.topics[resource] = ch
-			}
-			n.mu.Unlock()
-			select {
-			case <-ch:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return closedOrDone(ctx, n.next(resource))
 		}
 	})
 }
