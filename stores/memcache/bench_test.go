@@ -23,7 +23,8 @@ import (
 // through a SingleLocker (token generation, validation, held-lock
 // bookkeeping), fenced as by default, and "locker/nofence" with
 // Options.NoFence. The "/server" rows use a store made WithServer, which
-// sends a fenced acquisition's add and incr together.
+// sends a fenced acquisition's add and incr together and releases a lock
+// it took by the item's CAS id.
 func BenchmarkLockUnlock(b *testing.B) {
 	srv := memcachetest.Start(b, nil)
 	client := srv.Client(b)
