@@ -40,6 +40,10 @@ func allBackends(t *testing.T) []backendCase {
 			b, _ := s.memcacheBackend("memcache", s.memcacheServers(1, nil))
 			return b
 		}},
+		{"memcache-server", 3 * time.Second, func(s *scenario) *backend {
+			b, _ := s.memcacheServerBackend("memcache-server", s.memcacheServers(1, nil))
+			return b
+		}},
 		{"memcache-quorum-3", 3 * time.Second, func(s *scenario) *backend {
 			b, _ := s.memcacheBackend("memcache-quorum-3", s.memcacheServers(3, nil))
 			return b

@@ -528,16 +528,31 @@ func (s *scenario) clusterBackend(c *redistest.Cluster, opts ...redis.Option) (*
 
 // memcacheBackend is a single memcached store or a quorum over several.
 func (s *scenario) memcacheBackend(name string, servers []*memcachetest.Server) (*backend, string) {
+	return s.memcacheBackendWith(name, servers, false)
+}
+
+// memcacheServerBackend is memcacheBackend with stores made WithServer:
+// locks taken on the stores' own connections, released by CAS id.
+func (s *scenario) memcacheServerBackend(name string, servers []*memcachetest.Server) (*backend, string) {
+	return s.memcacheBackendWith(name, servers, true)
+}
+
+func (s *scenario) memcacheBackendWith(name string, servers []*memcachetest.Server, withServer bool) (*backend, string) {
 	prefix := s.prefix()
 	b := &backend{
 		name: name, quorum: len(servers)/2 + 1,
 		stores: func(int) []lock.Store {
 			stores := make([]lock.Store, len(servers))
 			for i, srv := range servers {
-				st, err := memcache.New(s.memcacheClient(srv.Addr()), memcache.WithPrefix(prefix), memcache.WithName(fmt.Sprintf("memcached-%d", i)))
+				opts := []memcache.Option{memcache.WithPrefix(prefix), memcache.WithName(fmt.Sprintf("memcached-%d", i))}
+				if withServer {
+					opts = append(opts, memcache.WithServer(srv.Addr()))
+				}
+				st, err := memcache.New(s.memcacheClient(srv.Addr()), opts...)
 				if err != nil {
 					s.t.Fatalf("memcache.New: %v", err)
 				}
+				s.onClose(func() { _ = st.Close() })
 				stores[i] = st
 			}
 			return stores
