@@ -41,6 +41,12 @@ func newNativeSemaphore(base *SingleLocker, p Permitter, limit int) (*nativeSema
 	// and one built on base once it is shut refuses to take anything.
 	l.gate.follow(&base.gate)
 	base.dependents.add(&l.core)
+	// Built on a base shut already (or being shut: its gate is shut before
+	// it reads its dependents), it is shut too, so that its Extend is
+	// refused with ErrClosed as base's is, not only its Lock.
+	if base.gate.isShut() {
+		l.gate.shut(context.Background(), 0)
+	}
 	return &nativeSemaphore{SingleLocker: l, p: p}, nil
 }
 
