@@ -36,9 +36,10 @@
 //     (lock.Options.Holder).
 //   - [lock.Fencer]: AcquireFenced; the fence is the revision at which the
 //     lock's key was created.
-//   - [lock.Waiter]: WaitRelease, woken by an etcd watch on the
-//     resource's keys: one watch per resource and store, whatever the
-//     number of waiters, and one waiter woken per release.
+//   - [lock.Waiter]: WaitRelease, a read of the resource's keys and, if
+//     one exists, a wait woken by an etcd watch on them: one watch per
+//     resource and store, whatever the number of waiters, and one waiter
+//     woken per release.
 //   - [lock.Granular]: TTLGranularity returns zero, as etcd never expires
 //     a lease early (see TTLs).
 //

@@ -34,6 +34,9 @@ type watch struct {
 	err     error         // why the watch failed to start or ended
 	ended   bool          // no longer in the hub: waiters must not join
 	held    bool          // a lock's key existed at the last revision seen
+	rev     int64         // the revision the watch started after: that of the read that started it
+	held0   bool          // whether a lock's key existed at rev
+	deleted int64         // the revision of the last deletion seen
 	waiters []*waiter     // in arrival order
 	stop    context.CancelFunc
 	idle    *time.Timer // ends the watch when it finds no waiter (see expire)
@@ -41,7 +44,9 @@ type watch struct {
 
 // waiter is one caller of WaitRelease.
 type waiter struct {
-	wake chan error // buffered: nil for a release, or why the watch ended
+	wake  chan error // buffered: nil for a release, or why the watch ended
+	after int64      // the revision of the read that found the resource held: older deletions do not wake it
+	woke  int64      // the revision of the deletion that woke it (guarded by the hub's mutex)
 }
 
 var errWatchEnded = errors.New("etcd wait: the watch ended")
@@ -67,7 +72,11 @@ func (h *hub) init(s *Store) {
 // one resource share one watch of its scope, which starts at the revision
 // at which the scope was read, so no release after that read is missed; each deletion
 // wakes one caller, the longest waiting (a caller that leaves passes a
-// wake it received on to the next). The watch requires a leader: on a
+// wake it received on to the next). Each caller reads the scope (the
+// caller that starts the watch, with the read the watch starts from),
+// and waits only if the read finds a key, for a deletion after it: a
+// watch that has not yet seen a lock taken a moment ago does not make
+// the call return while the resource is held. The watch requires a leader: on a
 // member cut off from the cluster it ends, and the callers get an error.
 func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	if err := check(ctx, resource, "-"); err != nil {
@@ -75,11 +84,25 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	}
 	h := &s.hub
 	me := &waiter{wake: make(chan error, 1)}
+	scope := s.scope(resource)
 	var w *watch
 	for w == nil {
+		var mine bool
 		var err error
-		if w, err = h.open(ctx, s.scope(resource)); err != nil {
+		if w, mine, err = h.open(ctx, scope); err != nil {
 			return err
+		}
+		// The watch's view of the scope may lag behind etcd: a lock taken
+		// a moment ago may not have reached it yet. Only a read made
+		// within this call tells whether the resource is held now.
+		rev, held := w.rev, w.held0
+		if !mine {
+			if rev, held, err = s.count(ctx, scope); err != nil {
+				return err
+			}
+		}
+		if !held {
+			return nil
 		}
 		if opened != nil {
 			opened()
@@ -96,10 +119,12 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		case w.ended:
 			h.mu.Unlock()
 			return w.err
-		case !w.held:
+		case w.deleted > rev:
+			// Released after the read, before this caller joined.
 			h.mu.Unlock()
 			return nil
 		}
+		me.after = rev
 		w.waiters = append(w.waiters, me)
 		h.mu.Unlock()
 	}
@@ -113,18 +138,21 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 	if i := slices.Index(w.waiters, me); i >= 0 {
 		w.waiters = slices.Delete(w.waiters, i, i+1)
 	} else if err := <-me.wake; err == nil {
-		w.wakeOne() // woken as ctx ended: the wake is the next waiter's
+		w.wakeOne(me.woke) // woken as ctx ended: the wake is the next waiter's
 	}
 	h.mu.Unlock()
 	return ctx.Err()
 }
 
-// open returns the running watch of scope, starting it if there is none.
-func (h *hub) open(ctx context.Context, scope string) (*watch, error) {
+// open returns the running watch of scope, starting it if there is none;
+// mine reports whether this call started it, with a read made within
+// the call (the watch's rev and held0).
+func (h *hub) open(ctx context.Context, scope string) (_ *watch, mine bool, _ error) {
 	for {
 		h.mu.Lock()
 		w := h.watches[scope]
-		if w == nil {
+		mine = w == nil
+		if mine {
 			w = &watch{ready: make(chan struct{})}
 			h.watches[scope] = w
 			h.mu.Unlock()
@@ -135,7 +163,7 @@ func (h *hub) open(ctx context.Context, scope string) (*watch, error) {
 		select {
 		case <-w.ready:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 		h.mu.Lock()
 		err := w.err
@@ -143,9 +171,21 @@ func (h *hub) open(ctx context.Context, scope string) (*watch, error) {
 		// A watch that another caller failed to start because its own
 		// context ended says nothing about this caller's: start again.
 		if err == nil || !isContextErr(err) {
-			return w, err
+			return w, mine, err
 		}
 	}
+}
+
+// count reads, linearizably, whether a lock's key exists in scope, and
+// the revision of that read; the store's timeout bounds it.
+func (s *Store) count(ctx context.Context, scope string) (rev int64, held bool, err error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	resp, err := s.client.Get(ctx, scope, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, false, s.fail(ctx, "wait", err)
+	}
+	return resp.Header.Revision, resp.Count > 0, nil
 }
 
 // start reads whether a key exists in scope, and watches the scope from
@@ -165,6 +205,7 @@ func (h *hub) start(ctx context.Context, scope string, w *watch) {
 	events := h.s.client.Watch(wctx, scope, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	h.mu.Lock()
 	w.held = resp.Count > 0
+	w.rev, w.held0 = resp.Header.Revision, w.held
 	w.stop = stop
 	w.idle = time.AfterFunc(h.linger, func() { h.expire(scope, w) })
 	h.mu.Unlock()
@@ -186,7 +227,8 @@ func (h *hub) follow(scope string, w *watch, events clientv3.WatchChan) {
 			switch ev.Type {
 			case mvccpb.DELETE:
 				w.held = false
-				w.wakeOne()
+				w.deleted = ev.Kv.ModRevision
+				w.wakeOne(ev.Kv.ModRevision)
 			case mvccpb.PUT:
 				w.held = true
 			}
@@ -253,14 +295,19 @@ func (h *hub) end(scope string, w *watch, err error) {
 	w.waiters = nil
 }
 
-// wakeOne wakes the longest-waiting caller, if any. Called with the hub's
+// wakeOne wakes, for the deletion at revision rev, the longest-waiting
+// caller that found the resource held before rev, if any: a caller whose
+// read came after that deletion waits for the next. Called with the hub's
 // mutex held.
-func (w *watch) wakeOne() {
-	if len(w.waiters) == 0 {
-		return
+func (w *watch) wakeOne(rev int64) {
+	for i, wt := range w.waiters {
+		if wt.after < rev {
+			wt.woke = rev
+			wt.wake <- nil
+			w.waiters = slices.Delete(w.waiters, i, i+1)
+			return
+		}
 	}
-	w.waiters[0].wake <- nil
-	w.waiters = w.waiters[1:]
 }
 
 func isContextErr(err error) bool {
