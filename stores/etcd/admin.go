@@ -12,7 +12,9 @@ import (
 // (lockctl release --force), not applications: the holder is not told,
 // and may go on working. It never revokes a lease before the deletion
 // of its key: the holder's store may release the lock meanwhile and lend
-// the lease to another of its locks.
+// the lease to another of its locks. A key that changes between the read
+// and the deletion every time, three times in a row, is reported as an
+// error: the lock was held, and is left as it is.
 func (s *Store) ForceRelease(ctx context.Context, resource string) (bool, error) {
 	ctx, cancel, err := s.begin(ctx, resource, "-")
 	if err != nil {

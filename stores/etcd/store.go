@@ -407,9 +407,10 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 // holder's store may release the lock meanwhile and lend its lease to
 // another lock of its own, which revoking that lease would delete. A key
 // that changed (an Extend with another TTL moves a lock to a new lease)
-// is read again, a few times.
+// is read again, a few times; if it changed every time, the answer is an
+// error, not "not held".
 func (s *Store) deleteHolder(ctx context.Context, op, scope string, holds func(*mvccpb.KeyValue) bool) (bool, error) {
-	for range 3 {
+	for range deleteAttempts {
 		kv, err := s.holder(ctx, scope)
 		switch {
 		case err != nil:
@@ -435,8 +436,13 @@ func (s *Store) deleteHolder(ctx context.Context, op, scope string, holds func(*
 		}
 		return true, nil
 	}
-	return false, nil
+	// The key existed at every read, so "not held" would be false.
+	return false, fmt.Errorf("etcd %s: the lock's key changed between the read and the delete %d times in a row: try again", op, deleteAttempts)
 }
+
+// deleteAttempts bounds the rounds of read and conditional delete of
+// deleteHolder while the key keeps changing.
+const deleteAttempts = 3
 
 // Extend implements [lock.Extender]. It reads the lock's key (token's
 // own) and, if it exists, renews the lease it is attached to. A lease
