@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,6 +20,26 @@ import (
 // errClientTimeout is a store failure that wraps context.DeadlineExceeded
 // while the caller's context is alive: a client's own timeout.
 var errClientTimeout = fmt.Errorf("read tcp: i/o timeout: %w", context.DeadlineExceeded)
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use: a locker's
+// background cleanup (the release after a failed acquisition) may log
+// while the test reads what was logged.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // acquireRecords returns the records of a JSON log that report a store's
 // acquire call.
@@ -39,7 +60,7 @@ func acquireRecords(out string) []string {
 func TestStoreCallDeadlineLevelFollowsTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tryLock := func(ctx context.Context, f memory.Fault) (string, error) {
-			var buf bytes.Buffer
+			var buf lockedBuffer
 			h := sloghook.New(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 			m := memory.New(memory.WithName("mem"))
 			m.Inject(f)
