@@ -29,17 +29,16 @@ const margin = 500 * time.Millisecond
 // pool keeps the leases of released locks, by TTL, and the leases lent to
 // locks. A lease is kept only when the store knows that no key is attached
 // to it — its key was deleted, with the deletion reporting that lease, or
-// the transaction that would have attached one did not — and is taken by
-// one acquisition at a time, so no two keys are ever attached to one
-// lease at once.
+// the transaction that would have attached one did not — and only by the
+// lock it was lent to, and is taken by one acquisition at a time, so no
+// two keys are ever attached to one lease at once.
 type pool struct {
 	mu     sync.Mutex
 	max    int
-	idle   map[int64][]lease // by TTL in seconds, the most recently kept last
-	size   int               // leases in idle, all TTLs together
-	lent   map[int64]lease   // by ID: leases attached, or about to be, to one lock each
-	byKey  map[string]int64  // the lent leases by the key of their lock
-	sweep  int               // len(lent) at which to forget the lent leases that expired
+	idle   map[int64][]lease  // by TTL in seconds, the most recently kept last
+	kept   map[int64]struct{} // the IDs in idle
+	lent   map[int64]lease    // by ID: leases attached, or about to be, to one lock each
+	sweep  int                // len(lent) at which to forget the lent leases that expired
 	closed bool
 }
 
@@ -53,8 +52,8 @@ type lease struct {
 
 func (p *pool) init() {
 	p.idle = make(map[int64][]lease)
+	p.kept = make(map[int64]struct{})
 	p.lent = make(map[int64]lease)
-	p.byKey = make(map[string]int64)
 	p.sweep = 64
 }
 
@@ -71,7 +70,7 @@ func (p *pool) take(key string, secs int64, now time.Time, ttl time.Duration) (l
 	for len(kept) > 0 {
 		l := kept[len(kept)-1]
 		kept = kept[:len(kept)-1]
-		p.size--
+		delete(p.kept, l.id)
 		if l.expires.Sub(now) > margin {
 			p.idle[secs] = kept
 			l.key = key
@@ -91,32 +90,12 @@ func (p *pool) lend(l lease) {
 		now := time.Now()
 		for _, l := range p.lent {
 			if now.After(l.expires) {
-				p.unlend(l.id)
+				delete(p.lent, l.id)
 			}
 		}
 		p.sweep = max(64, 2*len(p.lent))
 	}
 	p.lent[l.id] = l
-	p.byKey[l.key] = l.id
-}
-
-// unlend forgets the lent lease id.
-func (p *pool) unlend(id int64) {
-	if l, ok := p.lent[id]; ok {
-		delete(p.lent, id)
-		if p.byKey[l.key] == id {
-			delete(p.byKey, l.key)
-		}
-	}
-}
-
-// leaseOf returns the lease the store lent to the lock of key, if it
-// knows it.
-func (p *pool) leaseOf(key string) (int64, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	id, ok := p.byKey[key]
-	return id, ok
 }
 
 // granted lends a lease the store has just been granted.
@@ -137,32 +116,43 @@ func (p *pool) renewed(id, secs int64, start time.Time) {
 	}
 }
 
-// keep keeps the lent lease id, to which no key is attached now, and
-// reports whether it did; it does not when the lease is not one the store
-// lent (the caller revokes it), or the pool is full or closed.
-func (p *pool) keep(id int64) bool {
+// keep keeps the lease id, which was attached to the lock of key and
+// holds no key now, for another lock, and reports whether the caller
+// must revoke it instead: when the pool is full or closed, or the store
+// did not lend the lease (another store took the lock, or the lock
+// expired and the pool forgot it). A lease the store lent to another
+// lock since, or keeps already, is not the caller's to keep or revoke:
+// it is left alone.
+func (p *pool) keep(id int64, key string) (revoke bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l, ok := p.lent[id]
-	if !ok {
+	switch {
+	case !ok:
+		_, kept := p.kept[id]
+		return !kept
+	case l.key != key:
 		return false
 	}
-	p.unlend(id)
+	delete(p.lent, id)
 	l.key = ""
-	if p.closed || p.size >= p.max {
-		return false
+	if p.closed || len(p.kept) >= p.max {
+		return true
 	}
 	p.idle[l.secs] = append(p.idle[l.secs], l)
-	p.size++
-	return true
+	p.kept[id] = struct{}{}
+	return false
 }
 
-// forget forgets the lent lease id, whose key, if any, is in a state the
-// store does not know: it is never kept.
-func (p *pool) forget(id int64) {
+// forget forgets the lease id lent to the lock of key, whose key is in a
+// state the store does not know: it is never kept. A lease lent to
+// another lock since is left alone.
+func (p *pool) forget(id int64, key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.unlend(id)
+	if l, ok := p.lent[id]; ok && l.key == key {
+		delete(p.lent, id)
+	}
 }
 
 // close stops keeping leases and returns the kept ones.
@@ -174,7 +164,7 @@ func (p *pool) close() []lease {
 	for _, ls := range p.idle {
 		kept = append(kept, ls...)
 	}
-	p.idle, p.size = make(map[int64][]lease), 0
+	p.idle, p.kept = make(map[int64][]lease), make(map[int64]struct{})
 	return kept
 }
 

@@ -269,13 +269,13 @@ func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lea
 	wg.Wait()
 	switch {
 	case errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound):
-		s.pool.forget(l.id)
+		s.pool.forget(l.id, key)
 		return 0, errLeaseGone
 	case err != nil:
 		// The key may have been put. Revoking the lease undoes whatever
 		// the transaction did; if that fails too, the caller releases
 		// by token.
-		s.pool.forget(l.id)
+		s.pool.forget(l.id, key)
 		_ = s.revoke(ctx, l.id)
 		return 0, s.fail(ctx, "acquire", err)
 	case !resp.Succeeded:
@@ -286,9 +286,9 @@ func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lea
 			if renew {
 				s.pool.renewed(l.id, l.secs, start)
 			}
-			s.drop(ctx, l.id)
+			s.drop(ctx, l.id, key)
 		} else {
-			s.pool.forget(l.id)
+			s.pool.forget(l.id, key)
 			_ = s.revoke(ctx, l.id)
 		}
 		return 0, lock.ErrNotAcquired
@@ -297,7 +297,7 @@ func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lea
 		// or already has (a lease found gone took its key with it).
 		// Revoking it deletes the key; if that fails, the caller
 		// releases by token.
-		s.pool.forget(l.id)
+		s.pool.forget(l.id, key)
 		_ = s.revoke(ctx, l.id)
 		return 0, s.fail(ctx, "acquire: renew the lease", renewed)
 	}
@@ -336,11 +336,12 @@ func (s *Store) grant(ctx context.Context, key string, secs int64, ttl time.Dura
 	return lease{}, errors.New("etcd: grant a lease: two random lease IDs were both taken")
 }
 
-// drop keeps the lease id, which holds no key now, for another lock, or
-// revokes it if the store did not lend it or keeps enough. If revoking
-// fails, the lease expires by itself.
-func (s *Store) drop(ctx context.Context, id int64) {
-	if !s.pool.keep(id) {
+// drop keeps the lease id, which was attached to the lock of key and
+// holds no key now, for another lock, or revokes it if the store did not
+// lend it or keeps enough (see pool.keep). If revoking fails, the lease
+// expires by itself.
+func (s *Store) drop(ctx context.Context, id int64, key string) {
+	if s.pool.keep(id, key) {
 		_ = s.revoke(ctx, id)
 	}
 }
@@ -368,10 +369,10 @@ func raise(v *atomic.Int64, n int64) {
 // Release implements [lock.Store]: one deletion of the lock's key, which
 // is token's alone, so that the deletion needs no condition: it deleted
 // a key if and only if token held resource. The lease the key was
-// attached to holds nothing now: the store keeps it for another lock
-// (see WithIdleLeases), or revokes it. The deletion reports that lease
-// only for a lock this store did not take, as the store knows the leases
-// of its own.
+// attached to, as the deletion reports it, holds nothing now: the store
+// keeps it for another lock (see WithIdleLeases), or revokes it. It asks
+// the deletion rather than its own record, which an Extend racing the
+// Release may have changed.
 func (s *Store) Release(ctx context.Context, resource, token string) error {
 	ctx, cancel, err := s.begin(ctx, resource, token)
 	if err != nil {
@@ -379,12 +380,7 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	}
 	defer cancel()
 	key := s.key(resource, token)
-	id, lent := s.pool.leaseOf(key)
-	var opts []clientv3.OpOption
-	if !lent {
-		opts = append(opts, clientv3.WithPrevKV())
-	}
-	resp, err := s.client.Delete(ctx, key, opts...)
+	resp, err := s.client.Delete(ctx, key, clientv3.WithPrevKV())
 	switch {
 	case err != nil:
 		return s.fail(ctx, "release", err)
@@ -392,10 +388,9 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 		return lock.ErrNotHeld
 	}
 	for _, kv := range resp.PrevKvs {
-		id = kv.Lease
-	}
-	if id != 0 {
-		s.drop(ctx, id)
+		if kv.Lease != 0 {
+			s.drop(ctx, kv.Lease, key)
+		}
 	}
 	return nil
 }
@@ -490,15 +485,15 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 		Commit()
 	if err != nil {
 		// Either lease may hold the key: neither is kept.
-		s.pool.forget(l.id)
-		s.pool.forget(kv.Lease)
+		s.pool.forget(l.id, key)
+		s.pool.forget(kv.Lease, key)
 		return s.fail(ctx, "extend", err)
 	}
 	if !resp.Succeeded {
-		s.drop(ctx, l.id)
+		s.drop(ctx, l.id, key)
 		return lock.ErrNotHeld
 	}
-	s.drop(ctx, kv.Lease) // the old lease holds nothing now
+	s.drop(ctx, kv.Lease, key) // the old lease holds nothing now
 	return nil
 }
 

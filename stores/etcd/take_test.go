@@ -30,7 +30,7 @@ func TestTakeRenewsUnlessLongEnough(t *testing.T) {
 		p.init()
 		p.max = 1
 		p.granted(lease{id: 1, secs: 2, expires: now.Add(c.left), key: "k"})
-		p.keep(1)
+		p.keep(1, "k")
 		l, ok, renew := p.take("k", 2, now, ttl)
 		if !ok || l.id != 1 || renew != c.renew {
 			t.Errorf("take(2s, now, %v) of a lease with %v left = %x, %v, renew %v; want it, renew %v", ttl, c.left, l.id, ok, renew, c.renew)
@@ -40,7 +40,7 @@ func TestTakeRenewsUnlessLongEnough(t *testing.T) {
 	p.init()
 	p.max = 1
 	p.granted(lease{id: 1, secs: 2, expires: now.Add(margin), key: "k"})
-	p.keep(1)
+	p.keep(1, "k")
 	if _, ok, _ := p.take("k", 2, now, ttl); ok {
 		t.Errorf("take(2s) of a lease with %v left = ok; want it dropped, as it may expire before its renewal arrives", margin)
 	}

@@ -1,0 +1,41 @@
+package etcd
+
+import (
+	"testing"
+	"time"
+)
+
+// keep and forget act on a lease only for the lock it is lent to: a
+// caller whose idea of its lock's lease is stale (an Extend moved the lock
+// meanwhile, and the old lease went to another lock) neither keeps nor
+// revokes another lock's lease, nor keeps a lease twice.
+func TestKeepActsOnlyForTheLockTheLeaseIsLentTo(t *testing.T) {
+	var p pool
+	p.init()
+	p.max = 4
+	p.granted(lease{id: 1, secs: 2, expires: time.Now().Add(time.Minute), key: "a"})
+	if revoke := p.keep(1, "b"); revoke {
+		t.Errorf("keep(1, b) of a lease lent to a = revoke; want it left alone")
+	}
+	p.forget(1, "b")
+	if l, ok := p.lent[1]; !ok || l.key != "a" {
+		t.Fatalf("after keep(1, b) and forget(1, b), lease 1 lent = %+v, %v; want lent to a still", l, ok)
+	}
+	if revoke := p.keep(1, "a"); revoke {
+		t.Errorf("keep(1, a) of a lease lent to a, the pool not full = revoke; want it kept")
+	}
+	if revoke := p.keep(1, "a"); revoke {
+		t.Errorf("keep(1, a) of a lease kept already = revoke; want it left alone (it is the pool's)")
+	}
+	if n := len(p.idle[2]); n != 1 {
+		t.Errorf("%d leases of 2s kept after keeping lease 1 twice; want 1", n)
+	}
+	if revoke := p.keep(7, "a"); !revoke {
+		t.Errorf("keep(7, a) of a lease the store never lent = keep; want revoke")
+	}
+	p.granted(lease{id: 2, secs: 2, expires: time.Now().Add(time.Minute), key: "c"})
+	p.forget(2, "c")
+	if _, ok := p.lent[2]; ok {
+		t.Errorf("forget(2, c) of a lease lent to c left it lent")
+	}
+}
