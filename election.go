@@ -79,6 +79,15 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 	return &Election{locker: locker, role: role, ttl: ttl, opts: slices.Clone(opts), o: o}, nil // not the caller's slice: the options checked
 }
 
+// Exclusive reports whether locker lets one holder at a time hold a
+// resource. It is false for a [Semaphore] of more than one permit and for
+// an [RWLocker]'s reader side, which [RunOnce] and [NewElection] refuse,
+// and true for every other Locker (those of other packages included: it
+// cannot look inside them). A package that takes a lock per job or per
+// term can refuse such a locker when it is configured, rather than at
+// every run.
+func Exclusive(locker Locker) bool { return sharedLocker(locker) == "" }
+
 // sharedLocker says what locker is if it lets several holders hold a
 // resource at once (a Semaphore of more than one permit, a read-write
 // lock's reader side), and "" otherwise.

@@ -95,3 +95,30 @@ func TestElectionLeaderErrorNamesLeader(t *testing.T) {
 		}
 	}
 }
+
+// Exclusive tells the lockers that let several holders in at once from
+// those of one holder at a time.
+func TestExclusive(t *testing.T) {
+	base, err := lock.NewSingle(memory.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sem, _ := lock.NewSemaphore(base, 3)
+	one, _ := lock.NewSemaphore(base, 1)
+	rw, _ := lock.NewRWLocker(base)
+	for _, c := range []struct {
+		name string
+		l    lock.Locker
+		want bool
+	}{
+		{"a SingleLocker", base, true},
+		{"a Semaphore of 3", sem, false},
+		{"a Semaphore of 1", one, true},
+		{"a reader side", rw.Reader(), false},
+		{"a writer side", rw.Writer(), true},
+	} {
+		if got := lock.Exclusive(c.l); got != c.want {
+			t.Errorf("Exclusive(%s) = %v; want %v", c.name, got, c.want)
+		}
+	}
+}

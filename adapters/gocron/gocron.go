@@ -60,8 +60,10 @@ func WithMinInterval(d time.Duration) Option {
 
 // NewLocker returns a gocron.Locker that takes each job's lock with
 // locker for ttl, extended in the background while the job runs. It
-// refuses a nil locker (a nil pointer to one too) and a ttl outside
-// (0, lock.MaxTTL] with an error matching lock.ErrInvalid. A ttl that
+// refuses a nil locker (a nil pointer to one too), a locker that lets
+// several holders in at once (see lock.Exclusive: lock.RunOnce would
+// refuse it at every run), and a ttl outside (0, lock.MaxTTL] with an
+// error matching lock.ErrInvalid. A ttl that
 // only locker itself refuses — one that leaves no validity (or too
 // little to keep extended) after its clock-drift allowance (a few
 // milliseconds), or no room for its Options.LockDelay under
@@ -70,6 +72,9 @@ func WithMinInterval(d time.Duration) Option {
 func NewLocker(locker lock.Locker, ttl time.Duration, opts ...Option) (*Locker, error) {
 	if locker == nil || isNilPointer(locker) {
 		return nil, fmt.Errorf("%w: gocronlock: nil Locker", lock.ErrInvalid)
+	}
+	if !lock.Exclusive(locker) {
+		return nil, fmt.Errorf("%w: gocronlock: the Locker lets several holders in at once (a Semaphore of more than one permit, or a read-write lock's reader side): a job's lock must have one holder at a time", lock.ErrInvalid)
 	}
 	if ttl <= 0 || ttl > lock.MaxTTL {
 		return nil, fmt.Errorf("%w: gocronlock: ttl is %v: want a duration in (0, %v]", lock.ErrInvalid, ttl, lock.MaxTTL)
