@@ -34,6 +34,8 @@ func TestSemaphoreLockNotAPermit(t *testing.T) {
 			{"token naming slot -1", lock.Lock{Resource: "jobs", Token: "-1/2:abc"}},
 			{"token naming slot 0 with nothing after", lock.Lock{Resource: "jobs", Token: "0/2:"}},
 			{"token naming slot 0 with no limit", lock.Lock{Resource: "jobs", Token: "0:abc"}},
+			{"the permit's token, its slot written 0-padded", lock.Lock{Resource: "jobs", Token: "0" + p.Token}},
+			{"the permit's token, its slot written with a sign", lock.Lock{Resource: "jobs", Token: "+" + p.Token}},
 		} {
 			wantIs(t, "sem.Unlock("+c.name+")", sem.Unlock(ctx, c.l), lock.ErrNotHeld)
 			_, err := sem.Extend(ctx, c.l, time.Minute)

@@ -236,7 +236,9 @@ func (s *slotSemaphore) slotLock(op string, l Lock) (Lock, error) {
 	slot, err := strconv.Atoi(slotPart)
 	limit, err2 := strconv.Atoi(limitPart)
 	switch {
-	case !ok || !ok2 || err != nil || err2 != nil || slot < 0 || token == "":
+	case !ok || !ok2 || err != nil || err2 != nil || slot < 0 || token == "" || permitToken(slot, limit, token) != l.Token:
+		// The last: the numbers as permitToken writes them, so that one
+		// permit has one token ("01/4:t" is not "1/4:t").
 		return Lock{}, notPermit(op, l.Resource, "the Lock's token names no slot of a semaphore built from plain locks")
 	case limit != s.limit:
 		return Lock{}, notPermit(op, l.Resource, "the Lock's token names a permit of a semaphore of limit %d, not %d", limit, s.limit)
