@@ -28,18 +28,20 @@ const margin = 500 * time.Millisecond
 
 // pool keeps the leases of released locks, by TTL, and the leases lent to
 // locks. A lease is kept only when the store knows that no key is attached
-// to it — its key was deleted, with the deletion reporting that lease, or
-// the transaction that would have attached one did not — and only by the
-// lock it was lent to, and is taken by one acquisition at a time, so no
-// two keys are ever attached to one lease at once.
+// to it — its key was deleted, with the deletion reporting that lease or
+// the lease known attached to it, or the transaction that would have
+// attached one did not — and only by the lock it was lent to, and is taken
+// by one acquisition at a time, so no two keys are ever attached to one
+// lease at once.
 type pool struct {
-	mu     sync.Mutex
-	max    int
-	idle   map[int64][]lease  // by TTL in seconds, the most recently kept last
-	kept   map[int64]struct{} // the IDs in idle
-	lent   map[int64]lease    // by ID: leases attached, or about to be, to one lock each
-	sweep  int                // len(lent) at which to forget the lent leases that expired
-	closed bool
+	mu       sync.Mutex
+	max      int
+	idle     map[int64][]lease  // by TTL in seconds, the most recently kept last
+	kept     map[int64]struct{} // the IDs in idle
+	lent     map[int64]lease    // by ID: leases attached, or about to be, to one lock each
+	attached map[string]int64   // by key: the lent lease a transaction attached to it
+	sweep    int                // len(lent) at which to forget the lent leases that expired
+	closed   bool
 }
 
 // lease is a lease of the store's own.
@@ -54,6 +56,7 @@ func (p *pool) init() {
 	p.idle = make(map[int64][]lease)
 	p.kept = make(map[int64]struct{})
 	p.lent = make(map[int64]lease)
+	p.attached = make(map[string]int64)
 	p.sweep = 64
 }
 
@@ -90,12 +93,41 @@ func (p *pool) lend(l lease) {
 		now := time.Now()
 		for _, l := range p.lent {
 			if now.After(l.expires) {
-				delete(p.lent, l.id)
+				p.unlend(l)
 			}
 		}
 		p.sweep = max(64, 2*len(p.lent))
 	}
 	p.lent[l.id] = l
+}
+
+// unlend forgets the lent lease l.
+func (p *pool) unlend(l lease) {
+	delete(p.lent, l.id)
+	if p.attached[l.key] == l.id {
+		delete(p.attached, l.key)
+	}
+}
+
+// confirm records that a transaction attached the lease id, lent to the
+// lock of key, to that key.
+func (p *pool) confirm(id int64, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l, ok := p.lent[id]; ok && l.key == key {
+		p.attached[key] = id
+	}
+}
+
+// attachedTo returns the lease that the last transaction of the store to
+// attach one to key attached, if it is still lent to that key. The key
+// may have moved to another lease since (an Extend racing the caller):
+// keep and forget leave a lease lent to another lock alone.
+func (p *pool) attachedTo(key string) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id, ok := p.attached[key]
+	return id, ok
 }
 
 // granted lends a lease the store has just been granted.
@@ -134,7 +166,7 @@ func (p *pool) keep(id int64, key string) (revoke bool) {
 	case l.key != key:
 		return false
 	}
-	delete(p.lent, id)
+	p.unlend(l)
 	l.key = ""
 	if p.closed || len(p.kept) >= p.max {
 		return true
@@ -151,7 +183,7 @@ func (p *pool) forget(id int64, key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if l, ok := p.lent[id]; ok && l.key == key {
-		delete(p.lent, id)
+		p.unlend(l)
 	}
 }
 

@@ -39,3 +39,28 @@ func TestKeepActsOnlyForTheLockTheLeaseIsLentTo(t *testing.T) {
 		t.Errorf("forget(2, c) of a lease lent to c left it lent")
 	}
 }
+
+// The lease known attached to a key is the one a transaction attached,
+// while it is lent to that key: not one lent and not yet attached, and
+// not once it is kept or forgotten.
+func TestAttachedToFollowsTheLease(t *testing.T) {
+	var p pool
+	p.init()
+	p.max = 4
+	p.granted(lease{id: 1, secs: 2, expires: time.Now().Add(time.Minute), key: "a"})
+	if id, ok := p.attachedTo("a"); ok {
+		t.Errorf("attachedTo(a) of a lease lent and not attached = %d, true; want none", id)
+	}
+	p.confirm(1, "b")
+	if id, ok := p.attachedTo("b"); ok {
+		t.Errorf("attachedTo(b) after confirm(1, b) of a lease lent to a = %d, true; want none", id)
+	}
+	p.confirm(1, "a")
+	if id, ok := p.attachedTo("a"); !ok || id != 1 {
+		t.Errorf("attachedTo(a) after confirm(1, a) = %d, %v; want 1, true", id, ok)
+	}
+	p.keep(1, "a")
+	if id, ok := p.attachedTo("a"); ok {
+		t.Errorf("attachedTo(a) after its lease was kept = %d, true; want none", id)
+	}
+}

@@ -304,6 +304,7 @@ func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lea
 	if renew {
 		s.pool.renewed(l.id, l.secs, start)
 	}
+	s.pool.confirm(l.id, key)
 	return uint64(resp.Header.Revision), nil
 }
 
@@ -369,10 +370,12 @@ func raise(v *atomic.Int64, n int64) {
 // Release implements [lock.Store]: one deletion of the lock's key, which
 // is token's alone, so that the deletion needs no condition: it deleted
 // a key if and only if token held resource. The lease the key was
-// attached to, as the deletion reports it, holds nothing now: the store
-// keeps it for another lock (see WithIdleLeases), or revokes it. It asks
-// the deletion rather than its own record, which an Extend racing the
-// Release may have changed.
+// attached to holds nothing now: the store keeps it for another lock (see
+// WithIdleLeases), or revokes it. The deletion reports that lease only for
+// a lock whose lease the store does not know (another store took it); the
+// lease the store knows may be one an Extend racing the Release moved the
+// lock from, and the pool then keeps it only if no other lock took it
+// meanwhile, and never revokes one that another lock took.
 func (s *Store) Release(ctx context.Context, resource, token string) error {
 	ctx, cancel, err := s.begin(ctx, resource, token)
 	if err != nil {
@@ -380,7 +383,12 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 	}
 	defer cancel()
 	key := s.key(resource, token)
-	resp, err := s.client.Delete(ctx, key, clientv3.WithPrevKV())
+	id, known := s.pool.attachedTo(key)
+	var opts []clientv3.OpOption
+	if !known {
+		opts = append(opts, clientv3.WithPrevKV())
+	}
+	resp, err := s.client.Delete(ctx, key, opts...)
 	switch {
 	case err != nil:
 		return s.fail(ctx, "release", err)
@@ -388,9 +396,10 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 		return lock.ErrNotHeld
 	}
 	for _, kv := range resp.PrevKvs {
-		if kv.Lease != 0 {
-			s.drop(ctx, kv.Lease, key)
-		}
+		id = kv.Lease
+	}
+	if id != 0 {
+		s.drop(ctx, id, key)
 	}
 	return nil
 }
@@ -493,6 +502,7 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 		s.drop(ctx, l.id, key)
 		return lock.ErrNotHeld
 	}
+	s.pool.confirm(l.id, key)
 	s.drop(ctx, kv.Lease, key) // the old lease holds nothing now
 	return nil
 }
