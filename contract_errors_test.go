@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -82,54 +83,57 @@ func TestContractErrorsNameTheirCall(t *testing.T) {
 // "held by another" too), a SingleLocker its store when it failed, not
 // when it answered with a lock outcome (the error's cause says it all).
 func TestContractErrorStores(t *testing.T) {
-	ctx := t.Context()
-	stores := func(err error) []lock.StoreError {
-		var e *lock.Error
-		if !errors.As(err, &e) {
-			t.Fatalf("error %v (%T) is not a *lock.Error", err, err)
+	// In a bubble: the MultiLocker's store timeouts run on its fake clock.
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		stores := func(err error) []lock.StoreError {
+			var e *lock.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v (%T) is not a *lock.Error", err, err)
+			}
+			return e.Stores
 		}
-		return e.Stores
-	}
 
-	m := memory.New(memory.WithName("m"))
-	s := mustSingle(t, m, nil)
-	_, err := s.TryLock(ctx, "r", time.Minute)
-	wantNil(t, "TryLock(r)", err)
-	_, err = s.TryLock(ctx, "r", time.Minute)
-	wantIs(t, "TryLock(r) held", err, lock.ErrNotAcquired)
-	if got := stores(err); len(got) != 0 {
-		t.Errorf("SingleLocker TryLock(r) held: Stores = %v; want none", got)
-	}
-	m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset})
-	_, err = s.TryLock(ctx, "q", time.Minute)
-	wantIs(t, "TryLock(q) with a failing store", err, lock.ErrUnavailable)
-	if got := stores(err); len(got) != 1 || got[0].Index != 0 || got[0].Store != "m" || !errors.Is(got[0].Err, errConnReset) {
-		t.Errorf("SingleLocker TryLock(q) with a failing store: Stores = %v; want [m: %v]", got, errConnReset)
-	}
-
-	// m0 held by another owner, m1 failing, m2 granting: the attempt is
-	// decided by the last answer, and the outcome on m1 is unknown.
-	ms, ls := memStores(3)
-	ml := mustMulti(t, ls, nil)
-	wantNil(t, "m0.Acquire(r, other)", ms[0].Acquire(ctx, "r", "other", time.Minute))
-	ms[1].Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset})
-	_, err = ml.TryLock(ctx, "r", time.Minute)
-	wantIs(t, "MultiLocker TryLock(r) held on m0, m1 failing", err, lock.ErrUnavailable)
-	wantIs(t, "MultiLocker TryLock(r) held on m0, m1 failing", err, errConnReset)
-	if errors.Is(err, lock.ErrNotAcquired) {
-		t.Errorf("MultiLocker TryLock(r) held on m0, m1 failing = %v; want no match for ErrNotAcquired: the outcome on m1 is unknown", err)
-	}
-	got := stores(err)
-	if len(got) != 2 {
-		t.Fatalf("MultiLocker TryLock(r) held on m0, m1 failing: Stores = %v; want m0 and m1, in store order", got)
-	}
-	for i, want := range []error{lock.ErrNotAcquired, errConnReset} {
-		if got[i].Index != i || got[i].Store != ms[i].String() || !errors.Is(got[i].Err, want) {
-			t.Errorf("Stores[%d] = %d %q %v; want %d %q %v", i, got[i].Index, got[i].Store, got[i].Err, i, ms[i], want)
+		m := memory.New(memory.WithName("m"))
+		s := mustSingle(t, m, nil)
+		_, err := s.TryLock(ctx, "r", time.Minute)
+		wantNil(t, "TryLock(r)", err)
+		_, err = s.TryLock(ctx, "r", time.Minute)
+		wantIs(t, "TryLock(r) held", err, lock.ErrNotAcquired)
+		if got := stores(err); len(got) != 0 {
+			t.Errorf("SingleLocker TryLock(r) held: Stores = %v; want none", got)
 		}
-	}
-	wantNil(t, "m0.Release(r, other)", ms[0].Release(ctx, "r", "other"))
-	noResidue(t, ms...)
+		m.Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset})
+		_, err = s.TryLock(ctx, "q", time.Minute)
+		wantIs(t, "TryLock(q) with a failing store", err, lock.ErrUnavailable)
+		if got := stores(err); len(got) != 1 || got[0].Index != 0 || got[0].Store != "m" || !errors.Is(got[0].Err, errConnReset) {
+			t.Errorf("SingleLocker TryLock(q) with a failing store: Stores = %v; want [m: %v]", got, errConnReset)
+		}
+
+		// m0 held by another owner, m1 failing, m2 granting: the attempt is
+		// decided by the last answer, and the outcome on m1 is unknown.
+		ms, ls := memStores(3)
+		ml := mustMulti(t, ls, nil)
+		wantNil(t, "m0.Acquire(r, other)", ms[0].Acquire(ctx, "r", "other", time.Minute))
+		ms[1].Inject(memory.Fault{Ops: memory.OpAcquire, Err: errConnReset})
+		_, err = ml.TryLock(ctx, "r", time.Minute)
+		wantIs(t, "MultiLocker TryLock(r) held on m0, m1 failing", err, lock.ErrUnavailable)
+		wantIs(t, "MultiLocker TryLock(r) held on m0, m1 failing", err, errConnReset)
+		if errors.Is(err, lock.ErrNotAcquired) {
+			t.Errorf("MultiLocker TryLock(r) held on m0, m1 failing = %v; want no match for ErrNotAcquired: the outcome on m1 is unknown", err)
+		}
+		got := stores(err)
+		if len(got) != 2 {
+			t.Fatalf("MultiLocker TryLock(r) held on m0, m1 failing: Stores = %v; want m0 and m1, in store order", got)
+		}
+		for i, want := range []error{lock.ErrNotAcquired, errConnReset} {
+			if got[i].Index != i || got[i].Store != ms[i].String() || !errors.Is(got[i].Err, want) {
+				t.Errorf("Stores[%d] = %d %q %v; want %d %q %v", i, got[i].Index, got[i].Store, got[i].Err, i, ms[i], want)
+			}
+		}
+		wantNil(t, "m0.Release(r, other)", ms[0].Release(ctx, "r", "other"))
+		noResidue(t, ms...)
+	})
 }
 
 // A store whose own error wraps lock.ErrClosed (a third-party store

@@ -279,21 +279,23 @@ func TestMultiExtend(t *testing.T) {
 
 func TestMultiIsLocked(t *testing.T) {
 	eachPath(t, func(t *testing.T, memStores storesFunc) {
-		ctx := context.Background()
-		ms, ls := memStores(3)
-		l := mustMulti(t, ls, nil)
-		if locked, err := l.IsLocked(ctx, "res"); locked || err != nil {
-			t.Fatalf("IsLocked(res) = %v, %v; want false, nil", locked, err)
-		}
-		holdElsewhere(t, ms[2], "res", time.Minute)
-		if locked, err := l.IsLocked(ctx, "res"); !locked || err != nil {
-			t.Fatalf("IsLocked(res) held on 1 of 3 stores = %v, %v; want true (any store)", locked, err)
-		}
-		ms[2].Expire("res")
-		ms[1].Inject(memory.Fault{Ops: memory.OpExists, Err: errConnReset})
-		if _, err := l.IsLocked(ctx, "res"); !errors.Is(err, lock.ErrUnavailable) {
-			t.Fatalf("IsLocked(res) with a store failing and none holding = %v; want ErrUnavailable", err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			ctx := t.Context()
+			ms, ls := memStores(3)
+			l := mustMulti(t, ls, nil)
+			if locked, err := l.IsLocked(ctx, "res"); locked || err != nil {
+				t.Fatalf("IsLocked(res) = %v, %v; want false, nil", locked, err)
+			}
+			holdElsewhere(t, ms[2], "res", time.Minute)
+			if locked, err := l.IsLocked(ctx, "res"); !locked || err != nil {
+				t.Fatalf("IsLocked(res) held on 1 of 3 stores = %v, %v; want true (any store)", locked, err)
+			}
+			ms[2].Expire("res")
+			ms[1].Inject(memory.Fault{Ops: memory.OpExists, Err: errConnReset})
+			if _, err := l.IsLocked(ctx, "res"); !errors.Is(err, lock.ErrUnavailable) {
+				t.Fatalf("IsLocked(res) with a store failing and none holding = %v; want ErrUnavailable", err)
+			}
+		})
 	})
 }
 
