@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +22,32 @@ const (
 	OpWait                      // WaitRelease and WaitPermit
 	OpRaiseFence                // RaiseFence
 )
+
+var opNames = [...]string{"acquire", "release", "extend", "exists", "ttl", "wait", "raisefence"}
+
+// String names the operations of o, such as "acquire|release"; "0" for
+// none (as Fault.Ops, all of them).
+func (o Op) String() string {
+	if o == 0 {
+		return "0"
+	}
+	var b strings.Builder
+	for i, name := range opNames {
+		if o&(1<<i) != 0 {
+			if b.Len() > 0 {
+				b.WriteByte('|')
+			}
+			b.WriteString(name)
+		}
+	}
+	if rest := o &^ (1<<len(opNames) - 1); rest != 0 {
+		if b.Len() > 0 {
+			b.WriteByte('|')
+		}
+		fmt.Fprintf(&b, "Op(%#x)", uint8(rest))
+	}
+	return b.String()
+}
 
 // Fault describes how the next calls of a Store misbehave.
 type Fault struct {
