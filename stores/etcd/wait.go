@@ -192,20 +192,17 @@ func (s *Store) count(ctx context.Context, scope string) (rev int64, held bool, 
 // the next revision.
 func (h *hub) start(ctx context.Context, scope string, w *watch) {
 	defer close(w.ready)
-	ctx, cancel := h.s.bound(ctx)
-	defer cancel()
-	resp, err := h.s.client.Get(ctx, scope, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	rev, held, err := h.s.count(ctx, scope)
 	if err != nil {
 		h.mu.Lock()
-		h.end(scope, w, h.s.fail(ctx, "wait", err))
+		h.end(scope, w, err)
 		h.mu.Unlock()
 		return
 	}
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
-	events := h.s.client.Watch(wctx, scope, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	events := h.s.client.Watch(wctx, scope, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	h.mu.Lock()
-	w.held = resp.Count > 0
-	w.rev, w.held0 = resp.Header.Revision, w.held
+	w.held, w.rev, w.held0 = held, rev, held
 	w.stop = stop
 	w.idle = time.AfterFunc(h.linger, func() { h.expire(scope, w) })
 	h.mu.Unlock()

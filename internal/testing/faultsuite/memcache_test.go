@@ -150,10 +150,7 @@ func TestMemcacheRestart(t *testing.T) {
 			s := begin(t, name, backend)
 			s.control = n == 1
 			servers := s.memcacheServers(n, nil)
-			b, _ := s.memcacheBackend(backend, servers)
-			if backend == "memcache-server" {
-				b, _ = s.memcacheServerBackend(backend, servers)
-			}
+			b, _ := s.memcacheBackendWith(backend, servers, backend == "memcache-server")
 			rec := contention.NewRecorder()
 			first, second := rec.Locker(0, b.locker(t, 0)), rec.Locker(1, b.locker(t, 1))
 			const ttl = 10 * time.Second
