@@ -396,7 +396,7 @@ var errTokens = errors.New("token generator")
 func (c *core) token() (string, *Error) {
 	t, err := c.tokens.Token()
 	if err != nil {
-		return "", &Error{Err: fmt.Errorf("%w: %w: %w", ErrUnavailable, errTokens, err)}
+		return "", &Error{Err: fmt.Errorf("%w: %w: %w", ErrUnavailable, errTokens, foreign{err})}
 	}
 	if t == "" {
 		return "", &Error{Err: fmt.Errorf("%w: token generator returned an empty token", ErrInvalid)}

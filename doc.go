@@ -117,7 +117,12 @@
 //     over — the critical section outlived its lock.
 //   - context.Canceled, context.DeadlineExceeded: the caller's context
 //     ended. Never reported as ErrNotAcquired, so cancellation is always
-//     distinguishable from contention.
+//     distinguishable from contention. The context's cause
+//     ([context.Cause]) is in the chain, where it matches what it matches
+//     alone except this package's sentinels and the context errors: a
+//     context canceled with another call's ErrNotAcquired (as errgroup
+//     cancels with the group's first error) ends a call with an error
+//     that matches context.Canceled, not ErrNotAcquired.
 //   - [ErrUnavailable]: stores failed. A store's own error (a connection
 //     reset, say) is part of the chain, where it matches what it matches
 //     alone except the outcomes (ErrNotAcquired, ErrNotHeld,

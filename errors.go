@@ -173,16 +173,47 @@ func (e screened) Error() string { return e.s.Error() }
 // Is reports whether the store's error matches target, unless target is
 // an outcome or a context error.
 func (e screened) Is(target error) bool {
-	switch target {
-	case ErrNotAcquired, ErrNotHeld, ErrUnavailable, ErrClosed, ErrLost, ErrMaxHold,
-		context.Canceled, context.DeadlineExceeded:
-		return false
-	}
-	return errors.Is(e.s.Err, target)
+	return !isOutcomeSentinel(target) && errors.Is(e.s.Err, target)
 }
 
 // As finds target in the StoreError's chain.
 func (e screened) As(target any) bool { return errors.As(e.s, target) }
+
+// isOutcomeSentinel reports whether target is one of the errors that only
+// an Error's Err matches: the outcomes and the context errors.
+func isOutcomeSentinel(target error) bool {
+	switch target {
+	case ErrNotAcquired, ErrNotHeld, ErrUnavailable, ErrClosed, ErrLost, ErrMaxHold,
+		context.Canceled, context.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// foreign is an error from outside the lockers and their stores inside an
+// Error's Err: a context's cause (context.Cause), a TokenGenerator's
+// error. It matches what it matches alone except this package's sentinels
+// and the context errors, so that it cannot make a call read as another
+// outcome: a context canceled with another call's ErrNotAcquired as its
+// cause (as errgroup does) ends a Lock with an error that matches
+// context.Canceled and not ErrNotAcquired. errors.As still finds anything
+// in its chain.
+type foreign struct{ err error }
+
+func (e foreign) Error() string { return e.err.Error() }
+
+// Is reports whether the error matches target, unless target is a
+// sentinel of this package or a context error.
+func (e foreign) Is(target error) bool {
+	switch target {
+	case ErrInvalid, ErrLimitMismatch, ErrStaleFence, ErrResigned, errors.ErrUnsupported:
+		return false
+	}
+	return !isOutcomeSentinel(target) && errors.Is(e.err, target)
+}
+
+// As finds target in the error's chain.
+func (e foreign) As(target any) bool { return errors.As(e.err, target) }
 
 // shutDown reports whether err is a locker's own ErrClosed, as opposed to
 // a store error that wraps ErrClosed (a failure like any other).

@@ -67,7 +67,8 @@ type Quorum interface {
 // '~': what follows the last '~' is the public holder part ([HolderOf],
 // [HolderReader]; see Options.Holder), which the stores tell anyone. An
 // error of Token fails the Lock with ErrUnavailable, the error in its
-// chain.
+// chain, where errors.Is finds what it wraps except this package's
+// sentinels and the context errors.
 type TokenGenerator interface {
 	Token() (string, error)
 }

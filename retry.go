@@ -293,11 +293,13 @@ func canceled(ctx context.Context, last *Error) *Error {
 	return e
 }
 
-// ctxErr returns ctx's error, with its cause when the cause says more.
+// ctxErr returns ctx's error, with its cause when the cause says more;
+// the cause matches neither an outcome nor another context error (see
+// foreign).
 func ctxErr(ctx context.Context) error {
 	err := ctx.Err()
 	if cause := context.Cause(ctx); cause != nil && cause != err {
-		return fmt.Errorf("%w: %w", err, cause)
+		return fmt.Errorf("%w: %w", err, foreign{cause})
 	}
 	return err
 }
