@@ -1,10 +1,12 @@
 package etcd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -454,6 +456,8 @@ const deleteAttempts = 3
 // whole seconds) moves the lock to a new lease of that TTL, in a
 // transaction that checks that the key is still attached to the old
 // lease, and then drops the old one: four round trips instead of two.
+// If another Extend of the lock moved it to a new lease meanwhile, it
+// reads the key again and extends the lock on its new lease.
 func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Duration) error {
 	secs, err := s.seconds(ttl)
 	if err != nil {
@@ -466,27 +470,47 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	defer cancel()
 	key := s.key(resource, token)
 	kv, err := s.get(ctx, key)
-	if err != nil {
-		return s.fail(ctx, "extend", err)
+	for range moveAttempts {
+		switch {
+		case err != nil:
+			return s.fail(ctx, "extend", err)
+		case kv == nil || kv.Lease == 0:
+			return lock.ErrNotHeld
+		}
+		var moved bool
+		if moved, err = s.extend(ctx, key, kv, secs, ttl); !moved {
+			return err
+		}
+		kv, err = s.get(ctx, key)
 	}
-	if kv == nil || kv.Lease == 0 {
-		return lock.ErrNotHeld
-	}
+	// The key existed at every read, so "not held" would be false.
+	return fmt.Errorf("etcd extend: the lock's lease changed under the extension %d times in a row: try again", moveAttempts)
+}
+
+// moveAttempts bounds the rounds of Extend and TTL while other Extends of
+// the lock keep moving it to new leases.
+const moveAttempts = 3
+
+// extend extends the lock of key, read as kv, for secs seconds. It
+// returns true, to read the key again, if the key was moved from kv's
+// lease to another (by another Extend) before it could be.
+func (s *Store) extend(ctx context.Context, key string, kv *mvccpb.KeyValue, secs int64, ttl time.Duration) (moved bool, err error) {
 	start := time.Now()
 	renewed, err := s.renewer.renew(ctx, kv.Lease)
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		// Expired, and never brought back; unless the leader lags.
-		return s.leaseGone(ctx, "extend", kv.Key, kv)
+		// Expired, and never brought back; unless the leader lags, or the
+		// key was moved to another lease, which was then revoked.
+		return s.leaseGone(ctx, "extend", kv)
 	case err != nil:
-		return s.fail(ctx, "extend", err)
+		return false, s.fail(ctx, "extend", err)
 	case renewed == secs:
 		s.pool.renewed(kv.Lease, secs, start)
-		return nil
+		return false, nil
 	}
 	l, err := s.grant(ctx, key, secs, ttl)
 	if err != nil {
-		return err
+		return false, err
 	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.LeaseValue(key), "=", kv.Lease)).
@@ -496,15 +520,16 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 		// Either lease may hold the key: neither is kept.
 		s.pool.forget(l.id, key)
 		s.pool.forget(kv.Lease, key)
-		return s.fail(ctx, "extend", err)
+		return false, s.fail(ctx, "extend", err)
 	}
 	if !resp.Succeeded {
+		// The key is gone (not held), or on another lease: read it again.
 		s.drop(ctx, l.id, key)
-		return lock.ErrNotHeld
+		return true, nil
 	}
 	s.pool.confirm(l.id, key)
 	s.drop(ctx, kv.Lease, key) // the old lease holds nothing now
-	return nil
+	return false, nil
 }
 
 // Exists implements [lock.Store].
@@ -531,31 +556,43 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 		return 0, false, err
 	}
 	defer cancel()
-	kv, err := s.holder(ctx, s.scope(resource))
-	if err != nil {
-		return 0, false, s.fail(ctx, "ttl", err)
-	}
-	if kv == nil {
-		return 0, false, nil
-	}
-	if kv.Lease == 0 {
-		return 0, false, fmt.Errorf("etcd: ttl: key %q has no lease: not a lock of this package", kv.Key)
-	}
-	resp, err := s.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
-	if err != nil {
-		return 0, false, s.fail(ctx, "ttl", err)
-	}
-	if resp.TTL < 0 {
-		if err := s.leaseGone(ctx, "ttl", kv.Key, kv); err != lock.ErrNotHeld {
-			return 0, false, err
+	for range moveAttempts {
+		kv, err := s.holder(ctx, s.scope(resource))
+		if err != nil {
+			return 0, false, s.fail(ctx, "ttl", err)
 		}
-		return 0, false, nil // expired since the key was read
+		if kv == nil {
+			return 0, false, nil
+		}
+		if kv.Lease == 0 {
+			return 0, false, fmt.Errorf("etcd: ttl: key %q has no lease: not a lock of this package", kv.Key)
+		}
+		// The lease's keys tell whether an Extend moved the lock to
+		// another lease since the read: the old one may live on, idle.
+		resp, err := s.client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease), clientv3.WithAttachedKeys())
+		if err != nil {
+			return 0, false, s.fail(ctx, "ttl", err)
+		}
+		if resp.TTL < 0 {
+			moved, err := s.leaseGone(ctx, "ttl", kv)
+			if moved {
+				continue
+			}
+			if err != lock.ErrNotHeld {
+				return 0, false, err
+			}
+			return 0, false, nil // expired since the key was read
+		}
+		if !slices.ContainsFunc(resp.Keys, func(k []byte) bool { return bytes.Equal(k, kv.Key) }) {
+			continue // moved to another lease
+		}
+		left := resp.TTL
+		if secs, err := strconv.ParseInt(string(kv.Value), 10, 64); err == nil {
+			left = min(left, secs) // a lease lasts longer than its lock by its slack
+		}
+		return time.Duration(left) * time.Second, true, nil
 	}
-	left := resp.TTL
-	if secs, err := strconv.ParseInt(string(kv.Value), 10, 64); err == nil {
-		left = min(left, secs) // a lease lasts longer than its lock by its slack
-	}
-	return time.Duration(left) * time.Second, true, nil
+	return 0, false, fmt.Errorf("etcd ttl: the lock's lease changed under the reading %d times in a row: try again", moveAttempts)
 }
 
 // leaseGone is called when the leader did not find the lease of kv, the
@@ -563,16 +600,20 @@ func (s *Store) TTL(ctx context.Context, resource string) (time.Duration, bool, 
 // key still has that lease, the leader has not yet applied the lease's
 // grant (a leader elected a moment ago, on etcd before 3.5, answers
 // before it has caught up): it returns an error, as the outcome is not
-// known. Otherwise the lock has expired: lock.ErrNotHeld.
-func (s *Store) leaseGone(ctx context.Context, op string, key []byte, kv *mvccpb.KeyValue) error {
-	now, err := s.get(ctx, string(key))
+// known. If the key is there on another lease (an Extend moved it, and
+// the old lease was revoked), it returns true: read the key again.
+// Otherwise the lock has expired: lock.ErrNotHeld.
+func (s *Store) leaseGone(ctx context.Context, op string, kv *mvccpb.KeyValue) (moved bool, err error) {
+	now, err := s.get(ctx, string(kv.Key))
 	switch {
 	case err != nil:
-		return s.fail(ctx, op, err)
-	case now != nil && now.Lease == kv.Lease && now.CreateRevision == kv.CreateRevision:
-		return fmt.Errorf("etcd %s: the leader does not know the lease of %q yet: try again", op, key)
+		return false, s.fail(ctx, op, err)
+	case now == nil:
+		return false, lock.ErrNotHeld
+	case now.Lease == kv.Lease && now.CreateRevision == kv.CreateRevision:
+		return false, fmt.Errorf("etcd %s: the leader does not know the lease of %q yet: try again", op, kv.Key)
 	}
-	return lock.ErrNotHeld
+	return true, nil
 }
 
 // get reads key, linearizably; it returns nil if the key does not exist.
