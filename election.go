@@ -65,8 +65,8 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 	if err := checkRun(op, locker, role, ttl, o, termMargin); err != nil {
 		return nil, err
 	}
-	if what := sharedLocker(locker); what != "" {
-		return nil, invalidf(op, role, "the locker is %s, which lets several holders in at once: want a Locker of one holder at a time", what)
+	if err := checkExclusive(op, role, locker); err != nil {
+		return nil, err
 	}
 	if c, ok := locker.(argChecker); ok {
 		if err := c.checkResource(op, role); err != nil {
@@ -81,12 +81,22 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 
 // Exclusive reports whether locker lets one holder at a time hold a
 // resource. It is false for a [Semaphore] of more than one permit and for
-// an [RWLocker]'s reader side, which [RunOnce] and [NewElection] refuse,
-// and true for every other Locker (those of other packages included: it
-// cannot look inside them). A package that takes a lock per job or per
+// an [RWLocker]'s reader side, which [RunOnce], [NewElection],
+// [NewSemaphore] and [NewRWLocker] refuse (so a semaphore or a read-write
+// lock is never built over them), and true for every other Locker (those
+// of other packages included: it cannot look inside them). A package that takes a lock per job or per
 // term can refuse such a locker when it is configured, rather than at
 // every run.
 func Exclusive(locker Locker) bool { return sharedLocker(locker) == "" }
+
+// checkExclusive refuses, for op on resource, a locker that lets several
+// holders in at once.
+func checkExclusive(op, resource string, locker Locker) error {
+	if what := sharedLocker(locker); what != "" {
+		return invalidf(op, resource, "the locker is %s, which lets several holders in at once: want a Locker of one holder at a time", what)
+	}
+	return nil
+}
 
 // sharedLocker says what locker is if it lets several holders hold a
 // resource at once (a Semaphore of more than one permit, a read-write
@@ -206,7 +216,8 @@ type holderReader interface {
 // (it has a Holder method, as [SingleLocker] and [MultiLocker] do over
 // stores that keep the holder), who. Otherwise it asks IsLocked and the
 // leader is unknown: Holder is "". With a MultiLocker, a role held on
-// some stores only counts as led.
+// some stores only counts as led; over an [RWLocker]'s writer side, a
+// campaigner still waiting for readers to leave does not lead.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.check("leader"); err != nil {
 		return Leader{}, err
@@ -227,6 +238,13 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		// IsLocked (any store) counts as led.
 	}
 	held, err := e.locker.IsLocked(ctx, e.role)
+	if w, ok := e.locker.(*rwSide); ok && w.write && err == nil && held {
+		// The writer side's IsLocked counts a writer still waiting for
+		// readers to leave: it leads once they have.
+		var readers bool
+		readers, err = w.rw.reader.IsLocked(ctx, e.role)
+		held = !readers
+	}
 	if err != nil {
 		return Leader{}, leaderError(err)
 	}

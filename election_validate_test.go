@@ -116,6 +116,8 @@ func TestExclusive(t *testing.T) {
 		{"a Semaphore of 1", one, true},
 		{"a reader side", rw.Reader(), false},
 		{"a writer side", rw.Writer(), true},
+		{"a zero RWLocker's writer side", new(lock.RWLocker).Writer(), true},
+		{"a zero RWLocker's reader side", new(lock.RWLocker).Reader(), false},
 	} {
 		if got := lock.Exclusive(c.l); got != c.want {
 			t.Errorf("Exclusive(%s) = %v; want %v", c.name, got, c.want)

@@ -78,8 +78,8 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 			return err
 		}
 	}
-	if what := sharedLocker(locker); what != "" {
-		return invalidf(op, job, "the locker is %s, which lets several holders in at once: want a Locker of one holder at a time", what)
+	if err := checkExclusive(op, job, locker); err != nil {
+		return err
 	}
 	began := time.Now()
 	held, err := locker.TryLock(ctx, job, ttl)

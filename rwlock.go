@@ -71,10 +71,15 @@ const (
 )
 
 // NewRWLocker returns a read-write lock over locker: many readers or one
-// writer. It returns an error matching ErrInvalid for a nil locker.
+// writer. It returns an error matching ErrInvalid for a nil locker, or a
+// locker that lets several holders in at once (see [Exclusive]: it would
+// let several writers in).
 func NewRWLocker(locker Locker) (*RWLocker, error) {
 	if locker == nil || isNilPointer(locker) {
 		return nil, invalidf("new", "", "nil Locker")
+	}
+	if err := checkExclusive("new", "", locker); err != nil {
+		return nil, err
 	}
 	limit := maxSlotReaders
 	if s, ok := locker.(*SingleLocker); ok {
@@ -104,14 +109,14 @@ func NewRWLocker(locker Locker) (*RWLocker, error) {
 // a reader's, and only the store can tell that no reader holds it.
 func (rw *RWLocker) Reader() Locker {
 	if rw.reader == nil {
-		return unmadeSide // refuses every call (ErrInvalid)
+		return unmadeReader // refuses every call (ErrInvalid)
 	}
 	return rw.reader
 }
 
-// unmadeSide is each side of a zero RWLocker: a zero locker, which
-// refuses every call with ErrInvalid.
-var unmadeSide = &rwSide{}
+// unmadeReader and unmadeWriter are the sides of a zero RWLocker: zero
+// lockers, which refuse every call with ErrInvalid.
+var unmadeReader, unmadeWriter = &rwSide{}, &rwSide{write: true}
 
 // Writer returns the exclusive side: its lock is held by one writer, and
 // only while no reader holds the resource (flock -x). A writer waiting for
@@ -121,7 +126,7 @@ var unmadeSide = &rwSide{}
 // Reader): the error matches [ErrNotHeld].
 func (rw *RWLocker) Writer() Locker {
 	if rw.writer == nil {
-		return unmadeSide
+		return unmadeWriter
 	}
 	return rw.writer
 }

@@ -43,6 +43,7 @@ type Semaphore struct {
 type permitLocker interface {
 	Locker
 	engine
+	argChecker
 	permits(ctx context.Context, resource string) (int, error)
 	validity(ttl time.Duration) time.Duration
 	validityKnown() bool
@@ -54,8 +55,9 @@ var _ Locker = (*Semaphore)(nil)
 
 // NewSemaphore returns a semaphore over locker: its Lock takes one of
 // limit permits on a resource. It returns an error matching ErrInvalid
-// for a nil locker, a limit below 1, or, for a semaphore of plain locks
-// (below), a limit above 1024.
+// for a nil locker, a locker that lets several holders in at once (see
+// [Exclusive]: its locks would not bound the permits), a limit below 1,
+// or, for a semaphore of plain locks (below), a limit above 1024.
 //
 // When locker is a [*SingleLocker] whose store is a [Permitter], permits
 // are the store's own (one call per acquisition whatever the limit),
@@ -108,6 +110,9 @@ func NewSemaphore(locker Locker, limit int) (*Semaphore, error) {
 	case limit < 1:
 		return nil, invalidf(op, "", "semaphore limit is %d: want >= 1", limit)
 	}
+	if err := checkExclusive(op, "", locker); err != nil {
+		return nil, err
+	}
 	if s, ok := locker.(*SingleLocker); ok {
 		if p, ok := s.store.Store.(Permitter); ok {
 			impl, err := newNativeSemaphore(s, p, limit)
@@ -126,6 +131,22 @@ func NewSemaphore(locker Locker, limit int) (*Semaphore, error) {
 // maxSlots bounds the limit of a semaphore made of plain locks: an
 // acquisition may try every slot.
 const maxSlots = 1024
+
+// checkResource and checkTTL check a resource and a ttl as the
+// semaphore's Lock does (see argChecker); a zero Semaphore checks none.
+func (s *Semaphore) checkResource(op, resource string) error {
+	if s.impl == nil {
+		return nil
+	}
+	return s.impl.checkResource(op, resource)
+}
+
+func (s *Semaphore) checkTTL(op, resource string, ttl time.Duration) error {
+	if s.impl == nil {
+		return nil
+	}
+	return s.impl.checkTTL(op, resource, ttl)
+}
 
 // Limit returns the semaphore's limit.
 func (s *Semaphore) Limit() int { return s.limit }
