@@ -22,10 +22,16 @@ import (
 // calls before(method) before each unary call it sends.
 func hookedClient(t *testing.T, before func(method string), endpoints ...string) *clientv3.Client {
 	t.Helper()
-	intercept := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return interceptedClient(t, func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		before(method)
 		return invoker(ctx, method, req, reply, cc, opts...)
-	}
+	}, endpoints...)
+}
+
+// interceptedClient returns a client of endpoints, closed when t ends,
+// whose unary calls go through intercept.
+func interceptedClient(t *testing.T, intercept grpc.UnaryClientInterceptor, endpoints ...string) *clientv3.Client {
+	t.Helper()
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: 2 * time.Second,
