@@ -22,7 +22,7 @@ func TestElectionLeadNilContextNamesLead(t *testing.T) {
 // NewElection refuses, before anything is sent, a role or a ttl that the
 // locker's Lock would refuse on every Campaign: a role its store cannot
 // hold (ResourceValidator), a ttl that leaves no room for Options.LockDelay
-// under MaxTTL.
+// under MaxTTL; over a Semaphore of one permit as over its locker.
 func TestNewElectionRefusesWhatEveryCampaignWould(t *testing.T) {
 	c := newCounting("picky")
 	picked := mustSingle(t, picky{c}, nil)
@@ -35,6 +35,8 @@ func TestNewElectionRefusesWhatEveryCampaignWould(t *testing.T) {
 	}{
 		{"a role the store refuses", picked, "much-too-long", time.Second},
 		{"a ttl past MaxTTL with the lock delay", delayed, "leader", 300 * 24 * time.Hour},
+		{"a Semaphore of 1, a role the store refuses", mustSemaphore(t, picked, 1), "much-too-long", time.Second},
+		{"a Semaphore of 1, a ttl past MaxTTL with the lock delay", mustSemaphore(t, delayed, 1), "leader", 300 * 24 * time.Hour},
 	} {
 		e, err := lock.NewElection(tc.locker, tc.role, tc.ttl)
 		if !errors.Is(err, lock.ErrInvalid) || e != nil {

@@ -43,33 +43,6 @@ func TestSemaphoreAndRWLockerRefuseSharedLockers(t *testing.T) {
 	}
 }
 
-// NewElection over a Semaphore of one permit refuses, as over the locker
-// under it, a role or a ttl that every campaign's Lock would refuse.
-func TestNewElectionOverSemaphoreChecksRoleAndTTL(t *testing.T) {
-	c := newCounting("picky")
-	picked := mustSingle(t, picky{c}, nil)
-	delayed := mustSingle(t, c, &lock.Options{LockDelay: 100 * 24 * time.Hour})
-	for _, tc := range []struct {
-		name string
-		base lock.Locker
-		role string
-		ttl  time.Duration
-	}{
-		{"a role the store refuses", picked, "much-too-long", time.Second},
-		{"a ttl that leaves no room for the lock delay", delayed, "leader", 300 * 24 * time.Hour},
-	} {
-		if _, err := lock.NewElection(tc.base, tc.role, tc.ttl); !errors.Is(err, lock.ErrInvalid) {
-			t.Errorf("%s: NewElection(the locker) = %v; want ErrInvalid (the control)", tc.name, err)
-		}
-		if _, err := lock.NewElection(mustSemaphore(t, tc.base, 1), tc.role, tc.ttl); !errors.Is(err, lock.ErrInvalid) {
-			t.Errorf("%s: NewElection(a Semaphore of 1 over the locker) = %v; want ErrInvalid", tc.name, err)
-		}
-	}
-	if n := c.calls.Load(); n != 0 {
-		t.Errorf("the store saw %d calls; want none", n)
-	}
-}
-
 // Over an RWLocker's writer side, a campaigner waiting for a reader to
 // leave does not lead yet: Leader says nobody does until it is admitted.
 func TestLeaderOverWriterSideWaitsForReaders(t *testing.T) {
