@@ -149,6 +149,14 @@ var controls = map[string]control{
 		store: func() lock.Store { return brokenstore.TTLTooSmall() },
 		rule:  "TTL", wants: []string{"after Acquire(r, a, 30s): TTL(r) = 30ms, true, nil; want 29.999s ≤ remaining ≤ 30s, true, nil"},
 	},
+	"ttl-rounded-up": {
+		store: func() lock.Store { return brokenstore.TTLRoundedUp() },
+		rule:  "TTL", wants: []string{"after Acquire(expires, a, 200ms): TTL(expires) = 1s, true, nil; want 199ms ≤ remaining ≤ 200ms, true, nil"},
+	},
+	"ttl-as-set": {
+		store: func() lock.Store { return brokenstore.TTLAsSet() },
+		rule:  "TTL", wants: []string{"TTL(expires) = 200ms, true, nil 100ms after Acquire(expires, a, 200ms) returned (granularity 0s, tolerance 1ms); want at most 101ms: TTL is the time remaining, not the TTL set"},
+	},
 	"long-tokens-truncated": {
 		store: func() lock.Store { return brokenstore.LongTokensTruncated(250) },
 		rule:  "LongTokens", wants: []string{"Release(r, b) while a holds r, b differing from a in its last byte = nil; want ErrNotHeld"},

@@ -52,7 +52,9 @@
 //     (or refused with ErrInvalid); Extend (owner, shorter TTL, wrong
 //     token, after expiry, after takeover, and racing the lock's expiry
 //     and a new owner's Acquire without touching the new owner's TTL);
-//     TTL read from below and above, and free once released or expired.
+//     TTL read from below and above (not rounded up past the
+//     granularity, and counting down: halfway through a lock's life, at
+//     most what is left of it), and free once released or expired.
 //   - Holder: the public part of the holder's token (after its last '~'),
 //     never its secret; "" for a token without one; free once released
 //     or expired.

@@ -260,6 +260,9 @@ func raiseFenceLeavesLock(t *testing.T, h *harness) {
 	start = time.Now()
 	fs.acquire(fmt.Sprintf("AcquireFenced(short, b, %v)", h.ttl), short, h.ttl, 0)
 	set := time.Now()
+	if msg := h.checkTTL(short, start, h.ttl); msg != "" {
+		t.Fatalf("after AcquireFenced(short, b, %v), before any raise: %s", h.ttl, msg) // the TTL rule's to report
+	}
 	floor = fs.last + 1000
 	h.must(fmt.Sprintf("RaiseFence(short, %d) while b holds short", floor), raiser.RaiseFence(h.ctx(), short, floor))
 	if msg := h.checkTTL(short, start, h.ttl); msg != "" {

@@ -344,7 +344,9 @@ func extendAfterTakeover(t *testing.T, h *harness) {
 }
 
 // ttlQuery: TTL says free for a resource never locked, released or
-// expired, and tells a held lock's remaining time from above and below.
+// expired, and tells a held lock's remaining time from above and below:
+// not rounded up past the granularity, and counting down (a store that
+// answers the TTL last set, or rounds a short one up to a second, fails).
 func ttlQuery(t *testing.T, h *harness) {
 	tr := h.store.(lock.TTLReader)
 	free := func(r, when string) {
@@ -364,8 +366,24 @@ func ttlQuery(t *testing.T, h *harness) {
 	free(r, "after Release(r, a)")
 
 	r = h.res("expires")
+	start = time.Now()
 	h.must(fmt.Sprintf("Acquire(expires, a, %v)", h.ttl), h.store.Acquire(h.ctx(), r, h.tok("a"), h.ttl))
-	h.waitExpired(r, time.Now(), h.ttl)
+	set := time.Now()
+	if msg := h.checkTTL(r, start, h.ttl); msg != "" {
+		t.Fatalf("after Acquire(expires, a, %v): %s", h.ttl, msg)
+	}
+	// Halfway through the lock's life, at most what is left of it (which
+	// may outlast its TTL by the granularity and the tolerance, as its
+	// expiry may): the store set it by the time Acquire returned, and
+	// reads it after the TTL call is sent.
+	time.Sleep(h.ttl / 2)
+	asked := time.Now()
+	left, held, err := tr.TTL(h.ctx(), r)
+	if hi := h.ttl + h.gran + h.opts.Tolerance - asked.Sub(set); err == nil && held && left > hi {
+		t.Fatalf("TTL(expires) = %v, true, nil %v after Acquire(expires, a, %v) returned (granularity %v, tolerance %v); want at most %v: TTL is the time remaining, not the TTL set",
+			left, asked.Sub(set).Round(time.Millisecond), h.ttl, h.gran, h.opts.Tolerance, hi.Round(time.Millisecond))
+	}
+	h.waitExpired(r, set, h.ttl)
 	free(r, "once Exists(r) says the lock expired")
 }
 

@@ -210,6 +210,61 @@ func TTLTooSmall() *Store {
 	})
 }
 
+// TTLRoundedUp reports the time a lock has left rounded up to whole
+// seconds: a lock of 200ms reads 1s.
+func TTLRoundedUp() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.TTL = func(ctx context.Context, resource string) (time.Duration, bool, error) {
+			left, held, err := mem.TTL(ctx, resource)
+			if held && left%time.Second != 0 {
+				left = left.Truncate(time.Second) + time.Second
+			}
+			return left, held, err
+		}
+	})
+}
+
+// TTLAsSet reports, for a held lock, the TTL it was last set with by
+// Acquire or Extend, not the time it has left.
+func TTLAsSet() *Store {
+	var (
+		mu  sync.Mutex
+		set = map[string]time.Duration{}
+	)
+	note := func(resource string, ttl time.Duration, err error) {
+		if err == nil {
+			mu.Lock()
+			set[resource] = ttl
+			mu.Unlock()
+		}
+	}
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		f.AcquireFenced = func(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+			fence, err := mem.AcquireFenced(ctx, resource, token, ttl)
+			note(resource, ttl, err)
+			return fence, err
+		}
+		f.Acquire = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			_, err := f.AcquireFenced(ctx, resource, token, ttl)
+			return err
+		}
+		f.Extend = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			err := mem.Extend(ctx, resource, token, ttl)
+			note(resource, ttl, err)
+			return err
+		}
+		f.TTL = func(ctx context.Context, resource string) (time.Duration, bool, error) {
+			left, held, err := mem.TTL(ctx, resource)
+			mu.Lock()
+			defer mu.Unlock()
+			if ttl, ok := set[resource]; ok && held {
+				left = ttl
+			}
+			return left, held, err
+		}
+	})
+}
+
 // LongTokensTruncated compares only the first n bytes of tokens: two
 // owners whose tokens share those bytes release each other's locks.
 func LongTokensTruncated(n int) *Store {
