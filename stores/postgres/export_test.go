@@ -12,6 +12,20 @@ func (s *Store) Waiting(resource string) int {
 	return int(wl.blocked.Load())
 }
 
+// Notes returns how many notifications the store has dispatched to its
+// callers waiting for resource, while any is.
+func (s *Store) Notes(resource string) uint64 {
+	s.wait.mu.Lock()
+	wl := s.wait.lines[resource]
+	s.wait.mu.Unlock()
+	if wl == nil {
+		return 0
+	}
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	return wl.notes
+}
+
 // Listening reports whether the store has a listening connection.
 func (s *Store) Listening() bool {
 	s.wait.mu.Lock()

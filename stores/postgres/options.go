@@ -54,7 +54,9 @@ func newConfig(opts []Option) (config, error) {
 // and must be valid UTF-8: the server would refuse every statement naming
 // it. A table name is 1 to 57 bytes (the sequence's name adds 6, and
 // PostgreSQL keeps 63) and a schema at most 63. Each refusal gives an
-// error wrapping lock.ErrInvalid.
+// error wrapping lock.ErrInvalid. Stores sharing a table must spell it
+// alike, schema and all: release notifications go to a channel named
+// after the spelling (see Waiting in the package documentation).
 func WithTable(schema, table string) Option {
 	return func(c *config) error {
 		// The sequence's name adds 6 bytes, and names are at most 63.

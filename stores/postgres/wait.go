@@ -95,6 +95,7 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 			}
 			// Woken by a notification of a release of the resource:
 			// of the lock this caller found, or of another.
+			wl.checking(p)
 			h, err := s.run(ctx, &s.q.holder, args{resource: resource, n: 1})
 			switch {
 			case err != nil:
@@ -104,8 +105,10 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 				wl.leave(p, false)
 				return nil
 			}
-			wl.rearm(p, token)
-			woken = false
+			// Still held: the wake was of another lock. If another
+			// notification came during the check, it may be of this
+			// lock's release, after the check read it: check again.
+			woken = wl.rearm(p, token)
 		}
 		wl.relook(p)
 	}
@@ -143,6 +146,7 @@ func (wl *waitLine) block(ctx context.Context, p *place, ln *listener, expired <
 // way, and waits on in its place.
 type waitLine struct {
 	mu      sync.Mutex
+	notes   uint64 // notifications dispatched to the line
 	places  []*place
 	refs    int          // callers using it; guarded by waiting.mu
 	blocked atomic.Int32 // callers in line that have marked the lock (for tests)
@@ -155,6 +159,7 @@ type place struct {
 	woken   bool
 	looking bool   // a look at the lock is under way
 	token   string // the holder found by the last look
+	seen    uint64 // the line's notes when the caller last checked the holder
 }
 
 func (wl *waitLine) join() *place {
@@ -188,15 +193,29 @@ func (wl *waitLine) woken(p *place) <-chan struct{} {
 	return p.c
 }
 
-// rearm puts p, woken by the release of a lock other than the one held
-// under token (which it found still held), back to waiting in its place,
-// and hands the wake to the first caller that found another lock or is
-// looking.
-func (wl *waitLine) rearm(p *place, token string) {
+// checking records that p, woken, checks the lock's holder now.
+func (wl *waitLine) checking(p *place) {
+	wl.mu.Lock()
+	p.seen = wl.notes
+	wl.mu.Unlock()
+}
+
+// rearm hands the wake of p, woken by the release of a lock other than
+// the one held under token (which it found still held), to the first
+// caller that found another lock or is looking, and puts p back to
+// waiting in its place — unless a notification came while p checked
+// (which found every caller woken, p included, and woke none, if it was
+// of this lock's release): then p stays woken, and rearm reports that it
+// must check again.
+func (wl *waitLine) rearm(p *place, token string) (again bool) {
 	wl.mu.Lock()
 	defer wl.mu.Unlock()
-	p.woken, p.c = false, make(chan struct{})
 	wl.wakeLocked(func(q *place) bool { return q != p && (q.looking || q.token != token) })
+	if wl.notes != p.seen {
+		return true
+	}
+	p.woken, p.c = false, make(chan struct{})
+	return false
 }
 
 // leave takes p out of the line. A caller woken but leaving without
@@ -216,10 +235,12 @@ func (wl *waitLine) leave(p *place, passOn bool) {
 	}
 }
 
-// wake wakes the caller that has waited longest and is not woken yet.
+// wake wakes, for a notification, the caller that has waited longest
+// and is not woken yet.
 func (wl *waitLine) wake() {
 	wl.mu.Lock()
 	defer wl.mu.Unlock()
+	wl.notes++
 	wl.wakeLocked(nil)
 }
 
