@@ -265,7 +265,9 @@
 // acquisition first in line), and LastFence reads the fence counter of a
 // resource, which it shares with the others of its server or cluster slot:
 // no fence handed out for it so far is greater, and every fenced
-// acquisition of any of them, a refused one too, moves it on. They
+// acquisition of any of them moves it on — a refused one too, unless it
+// was refused under WithRestartGuard or was a permit's (those scripts
+// draw a fence only for a lock they grant). They
 // serve administrative tools such as lockctl (its release --force and
 // status commands), not applications.
 //

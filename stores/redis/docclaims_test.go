@@ -72,8 +72,8 @@ func TestDocKeys(t *testing.T) {
 }
 
 // LastFence: no fence handed out so far is greater, and every fenced
-// acquisition of any resource of the server, a refused one too, moves it
-// on.
+// acquisition of any resource of the server, a refused one too (without
+// the restart guard), moves it on.
 func TestDocLastFenceMovesOnWithEveryFencedAcquisition(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newStore(t, srv.NewClient(t))
