@@ -39,6 +39,10 @@ type core struct {
 	dependents   dependents // lockers built on this one that hold locks of their own (native semaphores)
 	clock        inproc.Clock
 	obs          observer
+	// unextendable, if set, refuses an Extend that the stores cannot make
+	// (errors.ErrUnsupported), before anything is sent: the locker's own,
+	// or for a locker built on another, that one's.
+	unextendable func(op, resource string) error
 }
 
 // engine is the half of a locker that talks to its stores.

@@ -215,3 +215,48 @@ func TestHookToldNothingOfRefusedCalls(t *testing.T) {
 		}
 	})
 }
+
+// So it is for a semaphore of plain locks and a read-write lock's sides,
+// whose Extend the locker underneath refuses, shut down or over stores
+// that cannot extend: no event, and no span for a hook that makes them.
+func TestHookToldNothingOfRefusedExtendsOfDerivedLockers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		for _, base := range []struct {
+			name    string
+			stores  func() []lock.Store
+			refusal error
+		}{
+			{"over stores that cannot extend", func() []lock.Store {
+				return []lock.Store{basic{memory.New()}, basic{memory.New()}, basic{memory.New()}}
+			}, errors.ErrUnsupported},
+			{"shut down", func() []lock.Store { return []lock.Store{memory.New(), memory.New(), memory.New()} }, lock.ErrClosed},
+		} {
+			for _, side := range []string{"a Semaphore of 2", "a writer side", "a reader side"} {
+				name := side + ", its locker " + base.name
+				r := &recorder{}
+				under := mustMulti(t, base.stores(), &lock.Options{Hook: r})
+				var l lock.Locker = mustSemaphore(t, under, 2)
+				if side != "a Semaphore of 2" {
+					rw, err := lock.NewRWLocker(under)
+					wantNil(t, "NewRWLocker", err)
+					l = rw.Writer()
+					if side == "a reader side" {
+						l = rw.Reader()
+					}
+				}
+				held, err := l.TryLock(ctx, "res", time.Minute)
+				wantNil(t, name+": TryLock(res)", err)
+				synctest.Wait()
+				if base.refusal == lock.ErrClosed {
+					wantNil(t, name+": Shutdown of the locker underneath", under.Shutdown(ctx))
+					synctest.Wait()
+				}
+				r.take()
+				_, err = l.Extend(ctx, held, time.Minute)
+				wantIs(t, name+": Extend(res)", err, base.refusal)
+				wantEvents(t, name+": a refused Extend", r.take())
+			}
+		}
+	})
+}

@@ -73,7 +73,6 @@ type MultiLocker struct {
 	stores    []storeRef
 	quorum    Quorum
 	fenced    bool // every store is a FenceRaiser, and NoFence is off
-	extenders int  // how many stores are Extenders
 	unlocks   unlockLine
 }
 
@@ -113,7 +112,11 @@ func NewMulti(stores []Store, opts *Options) (*MultiLocker, error) {
 			extenders++
 		}
 	}
-	m.extenders = extenders
+	if n := len(refs); !q.Met(extenders, n) {
+		m.unextendable = func(op, resource string) error {
+			return &Error{Op: op, Resource: resource, Err: fmt.Errorf("%d of %d stores can extend locks, short of a quorum: %w", extenders, n, errors.ErrUnsupported)}
+		}
+	}
 	return m, nil
 }
 
@@ -416,8 +419,8 @@ func (m *MultiLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lo
 		return Lock{}, err
 	}
 	defer m.gate.leave()
-	if n := len(m.stores); !m.quorum.Met(m.extenders, n) {
-		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%d of %d stores can extend locks, short of a quorum: %w", m.extenders, n, errors.ErrUnsupported)}
+	if m.unextendable != nil {
+		return Lock{}, m.unextendable(op, l.Resource)
 	}
 	ctx = m.obs.begin(ctx, op, l.Resource)
 	t0 := m.obs.start()

@@ -97,6 +97,16 @@ func (d *derived) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lock, 
 	if err != nil {
 		return Lock{}, err
 	}
+	if d.gate.isShut() || d.unextendable != nil {
+		// The locker underneath is shut down or cannot extend: it refuses
+		// the call before anything is sent (or finds that l is not its
+		// lock), and the hook is told nothing, as of its own refusals.
+		_, err := under.Extend(ctx, inner, ttl)
+		if errors.Is(err, ErrNotHeld) {
+			d.held.remove(l)
+		}
+		return Lock{}, renamed(err, l.Resource)
+	}
 	ctx = d.obs.begin(ctx, op, l.Resource)
 	start := inproc.Now()
 	extended, err := under.Extend(ctx, inner, ttl)
@@ -155,6 +165,7 @@ func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name 
 	c.driftFactor, c.granularity, c.storeTimeout = base.driftFactor, base.granularity, base.storeTimeout
 	c.lockDelay = base.lockDelay
 	c.obs = base.obs
+	c.unextendable = base.unextendable
 	if !c.canWait {
 		waitFor = nil
 	}

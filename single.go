@@ -37,6 +37,11 @@ func NewSingle(store Store, opts *Options) (*SingleLocker, error) {
 		return nil, err
 	}
 	s.store = refs[0]
+	if s.store.ext == nil {
+		s.unextendable = func(op, resource string) error {
+			return &Error{Op: op, Resource: resource, Err: fmt.Errorf("%s cannot extend locks: %w", s.store.name, errors.ErrUnsupported)}
+		}
+	}
 	if s.local = inproc.Of(store); s.local != nil {
 		s.owner = owners.Add(1)
 	}
@@ -339,8 +344,8 @@ func (s *SingleLocker) Extend(ctx context.Context, l Lock, ttl time.Duration) (L
 		return Lock{}, err
 	}
 	defer s.gate.leave()
-	if s.store.ext == nil {
-		return Lock{}, &Error{Op: op, Resource: l.Resource, Err: fmt.Errorf("%s cannot extend locks: %w", s.store.name, errors.ErrUnsupported)}
+	if s.unextendable != nil {
+		return Lock{}, s.unextendable(op, l.Resource)
 	}
 	ctx = s.obs.begin(ctx, op, l.Resource)
 	start := inproc.Now()
