@@ -70,10 +70,10 @@ import (
 // error matching [ErrInvalid].
 type MultiLocker struct {
 	core
-	stores    []storeRef
-	quorum    Quorum
-	fenced    bool // every store is a FenceRaiser, and NoFence is off
-	unlocks   unlockLine
+	stores  []storeRef
+	quorum  Quorum
+	fenced  bool // every store is a FenceRaiser, and NoFence is off
+	unlocks unlockLine
 }
 
 var _ Locker = (*MultiLocker)(nil)
