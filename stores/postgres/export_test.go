@@ -3,21 +3,24 @@ package postgres
 // Waiting returns how many callers of the store are in line for
 // resource, blocked once they have marked the lock as waited for.
 func (s *Store) Waiting(resource string) int {
-	s.wait.mu.Lock()
-	wl := s.wait.lines[resource]
-	s.wait.mu.Unlock()
+	wl := s.line(resource)
 	if wl == nil {
 		return 0
 	}
 	return int(wl.blocked.Load())
 }
 
+// line returns the line of callers waiting for resource, or nil.
+func (s *Store) line(resource string) *waitLine {
+	s.wait.mu.Lock()
+	defer s.wait.mu.Unlock()
+	return s.wait.lines[resource]
+}
+
 // Notes returns how many notifications the store has dispatched to its
 // callers waiting for resource, while any is.
 func (s *Store) Notes(resource string) uint64 {
-	s.wait.mu.Lock()
-	wl := s.wait.lines[resource]
-	s.wait.mu.Unlock()
+	wl := s.line(resource)
 	if wl == nil {
 		return 0
 	}
