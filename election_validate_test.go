@@ -120,6 +120,7 @@ func TestExclusive(t *testing.T) {
 		{"a writer side", rw.Writer(), true},
 		{"a zero RWLocker's writer side", new(lock.RWLocker).Writer(), true},
 		{"a zero RWLocker's reader side", new(lock.RWLocker).Reader(), false},
+		{"a nil *Semaphore", (*lock.Semaphore)(nil), true},
 	} {
 		if got := lock.Exclusive(c.l); got != c.want {
 			t.Errorf("Exclusive(%s) = %v; want %v", c.name, got, c.want)

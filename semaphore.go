@@ -148,8 +148,13 @@ func (s *Semaphore) checkTTL(op, resource string, ttl time.Duration) error {
 	return s.impl.checkTTL(op, resource, ttl)
 }
 
-// Limit returns the semaphore's limit.
-func (s *Semaphore) Limit() int { return s.limit }
+// Limit returns the semaphore's limit (0 for a nil or zero Semaphore).
+func (s *Semaphore) Limit() int {
+	if s == nil {
+		return 0
+	}
+	return s.limit
+}
 
 // Lock implements [Locker]: it takes one permit on resource for ttl.
 func (s *Semaphore) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...LockOption) (Lock, error) {
