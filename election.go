@@ -29,6 +29,9 @@ type Election struct {
 	ttl    time.Duration
 	opts   []LockOption
 	o      callOptions
+
+	mu         sync.Mutex
+	yieldUntil time.Time // after a term that MaxHold ended, when Campaign may try again (see rotated)
 }
 
 // NewElection returns an election for role over locker, whose terms are
@@ -154,12 +157,52 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if ctx == nil {
 		return nil, invalidf("campaign", e.role, "nil context")
 	}
+	if err := e.yield(ctx); err != nil {
+		return nil, err
+	}
 	held, err := e.locker.Lock(ctx, e.role, e.ttl, e.opts...)
 	if err != nil {
 		return nil, err
 	}
 	h := hold(context.WithoutCancel(ctx), "campaign", e.locker, held, e.ttl, e.o, termMargin)
-	return &Term{h: h, fence: held.Fence}, nil
+	return &Term{h: h, fence: held.Fence, e: e}, nil
+}
+
+// rotated gives the other campaigners a head start on this Election's
+// next Campaign, after a term that MaxHold ended and whose resignation
+// took took: without it, the former leader's Campaign, sent as soon as it
+// resigned, would mostly beat those that learn of the release from the
+// store (a watch, a notification) and then ask for the role, and the
+// leaders would not rotate. The head start is four times the
+// resignation's time, at least headStartMin, at most a quarter of the
+// ttl.
+func (e *Election) rotated(took time.Duration) {
+	d := min(max(4*took, headStartMin), e.ttl/4)
+	e.mu.Lock()
+	e.yieldUntil = time.Now().Add(d)
+	e.mu.Unlock()
+}
+
+// headStartMin is the least head start rotated gives.
+const headStartMin = 10 * time.Millisecond
+
+// yield waits for the head start rotated gave the other campaigners, if
+// any is left; it returns Lock's error for ctx if ctx ends first.
+func (e *Election) yield(ctx context.Context) error {
+	e.mu.Lock()
+	d := time.Until(e.yieldUntil)
+	e.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return &Error{Op: "lock", Resource: e.role, Err: ctxErr(ctx)}
+	}
 }
 
 // Lead campaigns within ctx, runs fn while the caller leads, and resigns
@@ -270,6 +313,7 @@ func leaderError(err error) error {
 type Term struct {
 	h     *holding
 	fence uint64
+	e     *Election // that elected it
 
 	mu         sync.Mutex // serialises Resign
 	resigned   bool
@@ -379,8 +423,12 @@ func (t *Term) resign(ctx context.Context) (cause, releaseErr error) {
 	if !t.resigned {
 		t.h.catchUp() // a term whose end or hold limit passed has ended
 		t.h.cancel(fmt.Errorf("%w: %q", ErrResigned, t.h.k.current().Resource))
+		start := time.Now()
 		t.cause, t.releaseErr = t.h.release(ctx)
 		t.resigned = true
+		if errors.Is(t.cause, ErrMaxHold) && t.e != nil {
+			t.e.rotated(time.Since(start))
+		}
 	}
 	return t.cause, t.releaseErr
 }

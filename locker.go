@@ -180,7 +180,11 @@ func WithRetry(r Retry) LockOption {
 // acquisition it stops extending it and cancels the function's context
 // with cause [ErrMaxHold]; the lock is left to run out, which is no loss
 // (no [ErrLost], no [EventLost]). [RunOnce] and an [Election]'s terms take it
-// too; once RunOnce's function has returned, [MinInterval] still keeps
+// too (an Election whose term it ended gives the other campaigners a head
+// start before its next Campaign — four times its resignation's time, from
+// 10ms to a quarter of the ttl — so that leaders rotate on every store,
+// not only where a release hands the lock to the next in line); once
+// RunOnce's function has returned, [MinInterval] still keeps
 // the lock, if it is still held, to the interval's end, even past d.
 // Lock ignores it.
 func MaxHold(d time.Duration) LockOption {
