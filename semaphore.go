@@ -81,7 +81,10 @@ var _ Locker = (*Semaphore)(nil)
 // the marker or, finding it held, extends it under its own limit's
 // token, which succeeds only if the marker was taken under the same
 // limit; otherwise it releases its slot, and the markers it took on
-// other stores of a MultiLocker, and reports ErrLimitMismatch; an
+// other stores of a MultiLocker, and reports ErrLimitMismatch (and
+// ErrUnavailable if the marker could not be checked on its store, or on
+// a quorum of a MultiLocker's: a store that failed may hold another
+// limit's marker); an
 // attempt that finds every slot held checks the marker the same way
 // (refreshing its own limit's, taking none). The marker lives for the
 // TTL of the latest acquisition or extension of a permit, so a mismatch

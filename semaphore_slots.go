@@ -24,6 +24,7 @@ type slotSemaphore struct {
 	locker  Locker
 	limit   int
 	stores  []storeRef // the locker's stores, for the limit marker: nil if not one of ours
+	quorum  Quorum     // a MultiLocker's, of stores that must confirm the marker (nil: every store)
 	waitFor func(ctx context.Context, op, name string) bool
 }
 
@@ -34,6 +35,9 @@ func newSlotSemaphore(locker Locker, limit int) *slotSemaphore {
 	s := &slotSemaphore{locker: locker, limit: limit}
 	var validators []ResourceValidator
 	s.waitFor, s.stores, validators = s.initDerived(s, locker)
+	if m, ok := locker.(*MultiLocker); ok {
+		s.quorum = m.quorum
+	}
 	s.mark = func(op string, l Lock) (Locker, Lock, error) {
 		inner, err := s.slotLock(op, l)
 		return locker, inner, err
@@ -63,9 +67,9 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 		if err != nil {
 			return Lock{}, start, inproc.Since(start), asError(err)
 		}
-		if err := s.markLimit(ctx, resource, ttl); err != nil {
+		if e := s.markLimit(ctx, resource, ttl); e != nil {
 			s.giveBack(ctx, s.locker, l)
-			return Lock{}, start, inproc.Since(start), &Error{Err: asLimitError(err)}
+			return Lock{}, start, inproc.Since(start), e
 		}
 		elapsed := inproc.Since(start)
 		p := Lock{Resource: resource, Token: permitToken(slot, s.limit, l.Token), ValidUntil: l.ValidUntil, Fence: l.Fence}
@@ -81,55 +85,91 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 }
 
 // markLimit takes or refreshes resource's limit marker on every store of
-// the locker, and returns an error matching ErrLimitMismatch if a store
-// holds the marker of another limit. Store failures are not reported: the
-// permit is held, and the marker is checked again by the next
-// acquisition or extension.
-func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time.Duration) error {
-	return s.onMarker(ctx, resource, ttl, markOn)
+// the locker. It returns an error matching ErrLimitMismatch if a store
+// holds the marker of another limit, and one matching ErrUnavailable (or
+// ctx's error) if too few stores — the one store, or fewer than a quorum
+// of a MultiLocker's — confirmed the marker: a store that failed may hold
+// another limit's, and the permit would be one too many. Either way it
+// releases the markers it took: left there, they would make the callers
+// of the limit in force be refused in turn until they expired. The
+// refresh that follows an extension ignores its error: the permit is
+// held either way.
+func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time.Duration) *Error {
+	errs, took, mismatched := s.onMarker(ctx, resource, ttl, markOn)
+	confirmed := 0
+	for _, err := range errs {
+		if err == nil {
+			confirmed++
+		}
+	}
+	n := len(errs)
+	if mismatched == nil && (confirmed == n || s.quorum != nil && s.quorum.Met(confirmed, n)) {
+		return nil
+	}
+	s.dropMarkers(ctx, resource, took)
+	switch {
+	case mismatched != nil:
+		return &Error{Err: asLimitError(mismatched)}
+	case ctx.Err() != nil:
+		return &Error{Err: ctxErr(ctx)}
+	}
+	e := &Error{Err: fmt.Errorf("%w: the semaphore's limit marker could not be checked", ErrUnavailable)}
+	for i, err := range errs {
+		if err != nil {
+			e.Stores = append(e.Stores, StoreError{Index: i, Store: s.stores[i].name, Err: err})
+		}
+	}
+	return e
 }
 
 // checkLimit is markLimit for an attempt that found every slot held: it
 // refreshes the marker of its own limit, takes no free one, and returns an
 // error matching ErrLimitMismatch if a store holds the marker of another.
 func (s *slotSemaphore) checkLimit(ctx context.Context, resource string, ttl time.Duration) error {
-	return s.onMarker(ctx, resource, ttl, checkOn)
+	_, _, mismatched := s.onMarker(ctx, resource, ttl, checkOn)
+	return mismatched
 }
 
 // onMarker calls on for resource's marker on every store of the locker,
-// at once, and returns the first limit mismatch it reports. On a
-// mismatch, it releases the markers that on took on the other stores: left
-// there, they would make the callers of the limit in force be refused
-// in turn until they expired.
-func (s *slotSemaphore) onMarker(ctx context.Context, resource string, ttl time.Duration, on func(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) (took bool, err error)) error {
+// at once, and returns each store's error, whether on took the marker
+// there, and the first limit mismatch among the errors.
+func (s *slotSemaphore) onMarker(ctx context.Context, resource string, ttl time.Duration, on func(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) (took bool, err error)) (errs []error, took []bool, mismatched error) {
 	name, token := markerName(resource), markerToken(s.limit)
 	ttl = s.storeTTL(ttl) // the marker lives as long as the permit's slot
+	errs, took = make([]error, len(s.stores)), make([]bool, len(s.stores))
 	if len(s.stores) == 1 {
-		_, err := on(ctx, s.stores[0], name, token, s.limit, ttl) // a mismatch took nothing
-		return mismatch(err)
+		took[0], errs[0] = on(ctx, s.stores[0], name, token, s.limit, ttl)
+	} else {
+		sctx, cancel := context.WithTimeout(ctx, s.storeTimeout)
+		defer cancel()
+		var wg sync.WaitGroup
+		for i, st := range s.stores {
+			wg.Go(func() { took[i], errs[i] = on(sctx, st, name, token, s.limit, ttl) })
+		}
+		wg.Wait()
 	}
-	sctx, cancel := context.WithTimeout(ctx, s.storeTimeout)
-	defer cancel()
-	errs := make([]error, len(s.stores))
-	took := make([]bool, len(s.stores))
-	var wg sync.WaitGroup
-	for i, st := range s.stores {
-		wg.Go(func() { took[i], errs[i] = on(sctx, st, name, token, s.limit, ttl) })
+	if i := slices.IndexFunc(errs, func(err error) bool { return mismatch(err) != nil }); i >= 0 {
+		mismatched = errs[i]
 	}
-	wg.Wait()
-	i := slices.IndexFunc(errs, func(err error) bool { return mismatch(err) != nil })
-	if i < 0 {
-		return nil
+	return errs, took, mismatched
+}
+
+// dropMarkers releases resource's limit marker on the stores where took
+// says markLimit took it.
+func (s *slotSemaphore) dropMarkers(ctx context.Context, resource string, took []bool) {
+	if !slices.Contains(took, true) {
+		return
 	}
+	name, token := markerName(resource), markerToken(s.limit)
 	cctx, cleanupDone := s.cleanupContext(ctx)
 	defer cleanupDone()
-	for j, st := range s.stores {
-		if took[j] {
+	var wg sync.WaitGroup
+	for i, st := range s.stores {
+		if took[i] {
 			wg.Go(func() { _ = st.Release(cctx, name, token) })
 		}
 	}
 	wg.Wait()
-	return errs[i]
 }
 
 // mismatch returns err if it reports a limit mismatch, else nil.
