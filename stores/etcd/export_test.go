@@ -61,6 +61,15 @@ func LockKey(prefix, resource, token string) string {
 // Renewals returns the number of renewals the store has sent.
 func (s *Store) Renewals() int64 { return s.renewer.sent.Load() }
 
+// SetFound makes WaitRelease call f between seeing the watch it found
+// ready and reading its state, and returns the function that restores it.
+// Not for parallel tests.
+func SetFound(f func()) (restore func()) {
+	old := found
+	found = f
+	return func() { found = old }
+}
+
 // SetOpened makes WaitRelease call f between finding the resource's watch
 // and joining its line, and returns the function that restores it. Not
 // for parallel tests.

@@ -726,7 +726,14 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	if cause, ok := context.Cause(ctx).(timeoutError); ok {
 		return fmt.Errorf("etcd %s: %w", op, cause)
 	}
-	return fmt.Errorf("etcd %s: %w", op, clientv3.ContextError(ctx, err))
+	err = clientv3.ContextError(ctx, err)
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		// etcd's own words for the deadline the client passed on to it
+		// ("context deadline exceeded" with code Unknown, "request timed
+		// out"), which ContextError does not convert.
+		err = fmt.Errorf("%w: %w", ctxErr, err)
+	}
+	return fmt.Errorf("etcd %s: %w", op, err)
 }
 
 // tooLarge reports whether err refuses a request for its size, before

@@ -57,8 +57,9 @@ var errWatchEnded = errors.New("etcd wait: the watch ended")
 var errWatchIdle = errors.New("etcd wait: the watch ended unused")
 
 // opened, if not nil, is called by WaitRelease between finding the
-// resource's watch and joining its line: for the tests.
-var opened func()
+// resource's watch and joining its line, and found, if not nil, between
+// seeing the watch it found ready and reading its state: for the tests.
+var opened, found func()
 
 func (h *hub) init(s *Store) {
 	h.s = s
@@ -165,12 +166,17 @@ func (h *hub) open(ctx context.Context, scope string) (_ *watch, mine bool, _ er
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
 		}
+		if found != nil {
+			found()
+		}
 		h.mu.Lock()
 		err := w.err
 		h.mu.Unlock()
 		// A watch that another caller failed to start because its own
-		// context ended says nothing about this caller's: start again.
-		if err == nil || !isContextErr(err) {
+		// context ended says nothing about this caller's, nor does one
+		// that ended for want of callers since this one found it (its
+		// linger ran out, or Close ended it idle): start again.
+		if err == nil || !isContextErr(err) && err != errWatchIdle {
 			return w, mine, err
 		}
 	}

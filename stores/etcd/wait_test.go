@@ -137,40 +137,47 @@ func TestCloseEndsIdleWatches(t *testing.T) {
 }
 
 // A watch that ends for want of callers (its linger ran out, or Close
-// ended it) just as a caller found it, before the caller joined its
-// line, is no failure of the wait: the caller watches again, and a
-// release wakes it.
+// ended it) just as a caller found it — once the caller saw it ready, or
+// before the caller joined its line — is no failure of the wait: the
+// caller watches again, and a release wakes it.
 func TestWaitOutlivesAnIdleWatchEnding(t *testing.T) {
-	defer etcd.SetLinger(time.Hour)()
-	client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
-	s := newStore(t, client)
-	ctx := ctxFor(t, 30*time.Second)
-	if err := s.Acquire(ctx, "r", "holder", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	defer etcd.SetOpened(func() {
-		once.Do(func() {
-			if err := s.Close(ctx); err != nil {
-				t.Errorf("Close() = %v", err)
+	for name, set := range map[string]func(func()) func(){
+		"once seen ready":     etcd.SetFound,
+		"before joining line": etcd.SetOpened,
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer etcd.SetLinger(time.Hour)()
+			client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
+			s := newStore(t, client)
+			ctx := ctxFor(t, 30*time.Second)
+			if err := s.Acquire(ctx, "r", "holder", 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			defer set(func() {
+				once.Do(func() {
+					if err := s.Close(ctx); err != nil {
+						t.Errorf("Close() = %v", err)
+					}
+				})
+			})()
+			woken := make(chan error, 1)
+			go func() { woken <- s.WaitRelease(ctx, "r") }()
+			waitFor(t, "the waiter to be in line", func() bool {
+				select {
+				case err := <-woken:
+					t.Fatalf("WaitRelease(r) of a held lock = %v as its idle watch ended; want it to wait for the release", err)
+				default:
+				}
+				return s.Waiting("r") == 1
+			})
+			if err := s.Release(ctx, "r", "holder"); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-woken; err != nil {
+				t.Errorf("WaitRelease(r) across Release = %v; want nil", err)
 			}
 		})
-	})()
-	woken := make(chan error, 1)
-	go func() { woken <- s.WaitRelease(ctx, "r") }()
-	waitFor(t, "the waiter to be in line", func() bool {
-		select {
-		case err := <-woken:
-			t.Fatalf("WaitRelease(r) of a held lock = %v as its idle watch ended; want it to wait for the release", err)
-		default:
-		}
-		return s.Waiting("r") == 1
-	})
-	if err := s.Release(ctx, "r", "holder"); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-woken; err != nil {
-		t.Errorf("WaitRelease(r) across Release = %v; want nil", err)
 	}
 }
 
