@@ -43,7 +43,7 @@ func newSlotSemaphore(locker Locker, limit int) *slotSemaphore {
 		return locker, inner, err
 	}
 	s.extended = func(ctx context.Context, l Lock, ttl time.Duration) {
-		_ = s.markLimit(ctx, l.Resource, ttl) // refresh; the permit is held either way
+		_ = s.markLimit(ctx, "extend", l.Resource, ttl) // refresh; the permit is held either way
 	}
 	if len(validators) > 0 {
 		s.validators = []ResourceValidator{derivedNames{
@@ -67,7 +67,7 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 		if err != nil {
 			return Lock{}, start, inproc.Since(start), asError(err)
 		}
-		if e := s.markLimit(ctx, resource, ttl); e != nil {
+		if e := s.markLimit(ctx, op, resource, ttl); e != nil {
 			s.giveBack(ctx, s.locker, l)
 			return Lock{}, start, inproc.Since(start), e
 		}
@@ -78,24 +78,24 @@ func (s *slotSemaphore) attempt(ctx context.Context, op, resource string, ttl ti
 	}
 	// Every slot is held: by callers of another limit, if they hold the
 	// marker.
-	if err := s.checkLimit(ctx, resource, ttl); err != nil {
+	if err := s.checkLimit(ctx, op, resource, ttl); err != nil {
 		return Lock{}, start, inproc.Since(start), &Error{Err: asLimitError(err)}
 	}
 	return Lock{}, start, inproc.Since(start), &Error{Err: ErrNotAcquired}
 }
 
 // markLimit takes or refreshes resource's limit marker on every store of
-// the locker. It returns an error matching ErrLimitMismatch if a store
-// holds the marker of another limit, and one matching ErrUnavailable (or
-// ctx's error) if too few stores — the one store, or fewer than a quorum
-// of a MultiLocker's — confirmed the marker: a store that failed may hold
-// another limit's, and the permit would be one too many. Either way it
-// releases the markers it took: left there, they would make the callers
-// of the limit in force be refused in turn until they expired. The
-// refresh that follows an extension ignores its error: the permit is
-// held either way.
-func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time.Duration) *Error {
-	errs, took, mismatched := s.onMarker(ctx, resource, ttl, markOn)
+// the locker, for the call op. It returns an error matching
+// ErrLimitMismatch if a store holds the marker of another limit, and one
+// matching ErrUnavailable (or ctx's error) if too few stores — the one
+// store, or fewer than a quorum of a MultiLocker's — confirmed the marker:
+// a store that failed may hold another limit's, and the permit would be
+// one too many. Either way it releases the markers it took: left there,
+// they would make the callers of the limit in force be refused in turn
+// until they expired. The refresh that follows an extension ignores its
+// error: the permit is held either way.
+func (s *slotSemaphore) markLimit(ctx context.Context, op, resource string, ttl time.Duration) *Error {
+	errs, took, mismatched := s.onMarker(ctx, op, resource, ttl, markOn)
 	confirmed := 0
 	for _, err := range errs {
 		if err == nil {
@@ -106,7 +106,7 @@ func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time
 	if mismatched == nil && (confirmed == n || s.quorum != nil && s.quorum.Met(confirmed, n)) {
 		return nil
 	}
-	s.dropMarkers(ctx, resource, took)
+	s.dropMarkers(ctx, op, resource, took)
 	switch {
 	case mismatched != nil:
 		return &Error{Err: asLimitError(mismatched)}
@@ -125,26 +125,25 @@ func (s *slotSemaphore) markLimit(ctx context.Context, resource string, ttl time
 // checkLimit is markLimit for an attempt that found every slot held: it
 // refreshes the marker of its own limit, takes no free one, and returns an
 // error matching ErrLimitMismatch if a store holds the marker of another.
-func (s *slotSemaphore) checkLimit(ctx context.Context, resource string, ttl time.Duration) error {
-	_, _, mismatched := s.onMarker(ctx, resource, ttl, checkOn)
+func (s *slotSemaphore) checkLimit(ctx context.Context, op, resource string, ttl time.Duration) error {
+	_, _, mismatched := s.onMarker(ctx, op, resource, ttl, checkOn)
 	return mismatched
 }
 
 // onMarker calls on for resource's marker on every store of the locker,
 // at once, and returns each store's error, whether on took the marker
 // there, and the first limit mismatch among the errors.
-func (s *slotSemaphore) onMarker(ctx context.Context, resource string, ttl time.Duration, on func(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) (took bool, err error)) (errs []error, took []bool, mismatched error) {
-	name, token := markerName(resource), markerToken(s.limit)
+func (s *slotSemaphore) onMarker(ctx context.Context, op, resource string, ttl time.Duration, on func(ctx context.Context, m marker, limit int, ttl time.Duration) (took bool, err error)) (errs []error, took []bool, mismatched error) {
 	ttl = s.storeTTL(ttl) // the marker lives as long as the permit's slot
 	errs, took = make([]error, len(s.stores)), make([]bool, len(s.stores))
 	if len(s.stores) == 1 {
-		took[0], errs[0] = on(ctx, s.stores[0], name, token, s.limit, ttl)
+		took[0], errs[0] = on(ctx, s.marker(op, resource, 0), s.limit, ttl)
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, s.storeTimeout)
 		defer cancel()
 		var wg sync.WaitGroup
-		for i, st := range s.stores {
-			wg.Go(func() { took[i], errs[i] = on(sctx, st, name, token, s.limit, ttl) })
+		for i := range s.stores {
+			wg.Go(func() { took[i], errs[i] = on(sctx, s.marker(op, resource, i), s.limit, ttl) })
 		}
 		wg.Wait()
 	}
@@ -156,17 +155,16 @@ func (s *slotSemaphore) onMarker(ctx context.Context, resource string, ttl time.
 
 // dropMarkers releases resource's limit marker on the stores where took
 // says markLimit took it.
-func (s *slotSemaphore) dropMarkers(ctx context.Context, resource string, took []bool) {
+func (s *slotSemaphore) dropMarkers(ctx context.Context, op, resource string, took []bool) {
 	if !slices.Contains(took, true) {
 		return
 	}
-	name, token := markerName(resource), markerToken(s.limit)
 	cctx, cleanupDone := s.cleanupContext(ctx)
 	defer cleanupDone()
 	var wg sync.WaitGroup
-	for i, st := range s.stores {
+	for i := range s.stores {
 		if took[i] {
-			wg.Go(func() { _ = st.Release(cctx, name, token) })
+			wg.Go(func() { _ = s.marker(op, resource, i).release(cctx) })
 		}
 	}
 	wg.Wait()
@@ -180,50 +178,92 @@ func mismatch(err error) error {
 	return nil
 }
 
-// markOn takes or extends the marker name under token on one store, and
-// reports whether it took it (an Acquire granted it). An Extend succeeds
-// only under the token the marker was taken with, that is, the same
-// limit; one that finds the marker not held is followed by an Acquire,
-// in case it had just expired.
-func markOn(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) (took bool, err error) {
+// marker is a semaphore's limit marker on one store of its locker, for
+// one call of the semaphore. Its store calls are told to the locker's
+// hook, under the marker's name, as the slots' are.
+type marker struct {
+	s           *slotSemaphore
+	st          *storeRef
+	op          string // the semaphore's call
+	name, token string
+}
+
+// marker returns resource's limit marker on store i, for the call op.
+func (s *slotSemaphore) marker(op, resource string, i int) marker {
+	return marker{s: s, st: &s.stores[i], op: op, name: markerName(resource), token: markerToken(s.limit)}
+}
+
+func (m marker) canExtend() bool { return m.st.ext != nil }
+
+func (m marker) extend(ctx context.Context, ttl time.Duration) error {
+	return m.told(ctx, "extend", func() error { return m.st.ext.Extend(ctx, m.name, m.token, ttl) })
+}
+
+func (m marker) acquire(ctx context.Context, ttl time.Duration) error {
+	return m.told(ctx, "acquire", func() error { return m.st.Acquire(ctx, m.name, m.token, ttl) })
+}
+
+func (m marker) release(ctx context.Context) error {
+	return m.told(ctx, "release", func() error { return m.st.Release(ctx, m.name, m.token) })
+}
+
+func (m marker) exists(ctx context.Context) (held bool, err error) {
+	err = m.told(ctx, "exists", func() (err error) { held, err = m.st.Exists(ctx, m.name); return err })
+	return held, err
+}
+
+// told makes the store call call, and tells the hook of it.
+func (m marker) told(ctx context.Context, storeOp string, call func() error) error {
+	t0 := m.s.obs.start()
+	err := call()
+	m.s.obs.storeCall(ctx, m.op, m.name, m.st, storeOp, t0, err)
+	return err
+}
+
+// markOn takes or extends marker m under its token, and reports whether
+// it took it (an Acquire granted it). An Extend succeeds only under the
+// token the marker was taken with, that is, the same limit; one that
+// finds the marker not held is followed by an Acquire, in case it had
+// just expired.
+func markOn(ctx context.Context, m marker, limit int, ttl time.Duration) (took bool, err error) {
 	for range 3 {
-		if st.ext != nil {
-			if err := st.ext.Extend(ctx, name, token, ttl); !errors.Is(err, ErrNotHeld) {
+		if m.canExtend() {
+			if err := m.extend(ctx, ttl); !errors.Is(err, ErrNotHeld) {
 				return false, err
 			}
 		}
-		err := st.Acquire(ctx, name, token, ttl)
+		err := m.acquire(ctx, ttl)
 		if !errors.Is(err, ErrNotAcquired) {
 			return err == nil, err // taken, or failed
 		}
-		if st.ext == nil {
+		if !m.canExtend() {
 			return false, nil // held, and no telling by whom: taken to agree
 		}
 	}
-	return false, otherMarker(st, limit)
+	return false, otherMarker(m.st, limit)
 }
 
-// checkOn extends the marker name under token on one store, and reports a
-// mismatch if that finds it not held while Exists finds it held: under
-// another limit's token. Twice, in case the marker was free and then
-// taken under this limit in between. A free marker is left free; store
-// failures are not reported.
-func checkOn(ctx context.Context, st storeRef, name, token string, limit int, ttl time.Duration) (took bool, err error) {
-	if st.ext == nil {
+// checkOn extends marker m under its token, and reports a mismatch if
+// that finds it not held while Exists finds it held: under another
+// limit's token. Twice, in case the marker was free and then taken under
+// this limit in between. A free marker is left free; store failures are
+// not reported.
+func checkOn(ctx context.Context, m marker, limit int, ttl time.Duration) (took bool, err error) {
+	if !m.canExtend() {
 		return false, nil // no telling by whom the marker is held
 	}
 	for range 2 {
-		if err := st.ext.Extend(ctx, name, token, ttl); !errors.Is(err, ErrNotHeld) {
+		if err := m.extend(ctx, ttl); !errors.Is(err, ErrNotHeld) {
 			return false, nil // ours, refreshed; or failed
 		}
-		if held, err := st.Exists(ctx, name); err != nil || !held {
+		if held, err := m.exists(ctx); err != nil || !held {
 			return false, nil
 		}
 	}
-	return false, otherMarker(st, limit)
+	return false, otherMarker(m.st, limit)
 }
 
-func otherMarker(st storeRef, limit int) error {
+func otherMarker(st *storeRef, limit int) error {
 	return fmt.Errorf("%w: permits are held under a limit other than %d (%s holds the marker of another)", ErrLimitMismatch, limit, st.name)
 }
 
