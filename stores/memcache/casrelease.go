@@ -80,8 +80,9 @@ func (b *casBook) take(key, token string) (casRecord, bool) {
 // or dropped the connection while it was idle) is sent again on another,
 // as get.go sends reads: one to another run finds the lock gone with the
 // run that held it, and the caller's gets says so; one to the same run
-// that finds the key gone cannot tell whether the broken delete took
-// effect, and reports the failure, not lock.ErrNotHeld.
+// that finds the key gone, or holding another item, cannot tell whether
+// the broken delete took effect, and reports the failure, not
+// lock.ErrNotHeld.
 func (s *Store) releaseByCAS(key, token string) (done bool, err error) {
 	if s.pipe == nil {
 		return false, nil
@@ -116,7 +117,10 @@ func (s *Store) releaseByCAS(key, token string) (done bool, err error) {
 		switch {
 		case answer == deleted:
 			return true, nil
-		case answer == notFound && broken != nil:
+		case broken != nil:
+			// Gone, or another item now: the broken delete may have
+			// taken effect (and a new owner may have taken the lock
+			// since), or not; a look by token cannot tell either.
 			return true, requestError("md", broken)
 		case answer == notFound:
 			return true, lock.ErrNotHeld
