@@ -95,8 +95,23 @@ func TestServerReleaseAfterExtend(t *testing.T) {
 // lock, and the old owner's Release reports it not held.
 func TestServerReleaseAfterRestartSparesNewOwner(t *testing.T) {
 	t.Parallel()
+	for _, samePid := range []bool{false, true} {
+		t.Run(map[bool]string{false: "another pid", true: "the same pid and start second"}[samePid], func(t *testing.T) {
+			releaseAfterRestart(t, samePid)
+		})
+	}
+}
+
+// releaseAfterRestart is TestServerReleaseAfterRestartSparesNewOwner, with
+// the runs before and after the restart alike but for their marks if
+// samePid (a memcached in a container, pid 1, restarting within a
+// second).
+func releaseAfterRestart(t *testing.T, samePid bool) {
 	srv := memcachetest.Start(t, nil)
 	s, client, _ := serverStore(t, srv)
+	if samePid {
+		memcache.SetSamePidAndStart(s)
+	}
 	if err := s.Acquire(ctx(t), "r", "a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +122,10 @@ func TestServerReleaseAfterRestartSparesNewOwner(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	other := newStore(t, srv.Client(t), memcache.WithPrefix("p:"))
+	// Another store that releases by CAS id takes r on the new run: its
+	// connection adds the run's mark first, as s's did on the old one, so
+	// that its item gets the id s recorded.
+	other := newStore(t, srv.Client(t), memcache.WithPrefix("p:"), memcache.WithServer(srv.Addr()))
 	if err := other.Acquire(ctx(t), "r", "b", time.Minute); err != nil {
 		t.Fatalf("Acquire(r, b) after the restart = %v", err)
 	}

@@ -139,7 +139,10 @@
 // The store's own connections (WithServer) follow the client's Timeout,
 // MaxIdleConns and DialContext; each asks the server for its stats once,
 // when dialed, to learn which run of the server it reached (its pid and
-// start time) and its version. On memcached 1.6.18 or later the store's
+// start time, and a random mark that the first connection to reach a run
+// adds as the item prefix+"#run", with no expiry, and every connection
+// reads back: a memcached in a container is pid 1 at every start and may
+// restart within a second, and a restart loses the mark) and its version. On memcached 1.6.18 or later the store's
 // add is a meta set in add mode ("ms <key> <size> T<exp> ME c") that
 // answers with the new item's CAS id, and the store keeps that id, with
 // the run, until the lock's Release, which then deletes the item with one
@@ -149,9 +152,11 @@
 // other: a lock that expired and was taken again, or that an Extend
 // rewrote, holds another id, the delete changes nothing, and Release
 // looks again by gets and cas, by token. The id is never sent to another
-// run (memcached counts CAS ids from 1 again when it restarts), and a
-// delete whose answer is lost and that finds the item gone when sent
-// again is reported as the failure, not as lock.ErrNotHeld. The store
+// run (memcached counts CAS ids from 1 again when it restarts; a mark
+// evicted or flushed makes the run look new, and its earlier locks are
+// released by token), and a delete whose answer is lost and that finds
+// the item gone, or another item, when sent again is reported as the
+// failure, not as lock.ErrNotHeld. The store
 // forgets an id at the lock's Release or Extend, or once the lock's TTL
 // has passed. Every other request, and everything on an older server or
 // one that does not answer stats, goes through the client or as before.

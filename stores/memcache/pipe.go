@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"net"
 	"strconv"
@@ -29,13 +31,16 @@ import (
 // that returns the item's CAS id ("ms <key> <size> T<exp> ME c"), which
 // lets the store release the lock with one meta delete by that id. A
 // connection learns, when it is dialed, which run of the server it
-// reached (the pid and start time that stats reports) and whether that
-// run takes meta commands: CAS ids are unique within one run only.
+// reached (the pid and start time that stats reports, and a mark it
+// leaves on the run: see runMark) and whether that run takes meta
+// commands: CAS ids are unique within one run only.
 
 // pipe is the store's pool of connections to its server.
 type pipe struct {
 	network, addr string
 	client        *gomemcache.Client // its Timeout, MaxIdleConns and DialContext apply
+	runKey        string             // the key of the run's mark (see runMark)
+	runSeen       func(*serverRun)   // if set, called with the run each new connection reached: for the tests
 
 	mu   sync.Mutex
 	idle []*pipeConn
@@ -52,12 +57,17 @@ type pipeConn struct {
 // a run the store could not identify, whose CAS ids it does not use.
 type serverRun struct {
 	pid, started int64
-	meta         bool // it takes the meta commands the store sends
+	meta         bool   // it takes the meta commands the store sends
+	mark         string // the run's mark (see runMark)
 }
 
 // known reports whether the run was identified, and takes the meta
 // commands: only then are CAS ids recorded and used.
-func (r serverRun) known() bool { return r.meta && r.pid != 0 }
+func (r serverRun) known() bool { return r.meta && r.pid != 0 && r.mark != "" }
+
+// runKeySuffix follows the store's prefix in the key of the run's mark.
+// No resource maps to it, as to the fence counter's (see fenceKeySuffix).
+const runKeySuffix = "#run"
 
 // newPipe returns the pipe to addr, resolved once, now, as gomemcache's
 // ServerList resolves the client's servers when it is made: the pipe then
@@ -65,7 +75,7 @@ func (r serverRun) known() bool { return r.meta && r.pid != 0 }
 // elsewhere, or points to several addresses (a pipe that resolved it
 // anew at each dial could take locks on a server the client does not
 // release them on).
-func newPipe(addr string, client *gomemcache.Client) (*pipe, error) {
+func newPipe(addr string, client *gomemcache.Client, runKey string) (*pipe, error) {
 	var resolved net.Addr
 	var err error
 	if strings.Contains(addr, "/") { // as gomemcache's ServerList reads a path
@@ -76,7 +86,7 @@ func newPipe(addr string, client *gomemcache.Client) (*pipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pipe{network: resolved.Network(), addr: resolved.String(), client: client}, nil
+	return &pipe{network: resolved.Network(), addr: resolved.String(), client: client, runKey: runKey}, nil
 }
 
 func (p *pipe) timeout() time.Duration {
@@ -114,11 +124,76 @@ func (p *pipe) conn() (*pipeConn, error) {
 		return nil, err
 	}
 	c := &pipeConn{nc: nc, r: bufio.NewReader(nc)}
-	if c.server, err = c.stats(p.timeout()); err != nil {
+	if c.server, err = c.stats(p.timeout()); err == nil && c.server.meta && c.server.pid != 0 {
+		c.server.mark, err = c.runMark(p.runKey, p.timeout())
+	}
+	if err != nil {
 		_ = nc.Close()
 		return nil, err
 	}
+	if p.runSeen != nil {
+		p.runSeen(&c.server)
+	}
 	return c, nil
+}
+
+// runMark returns the mark of the server's run: a random value that the
+// first connection to reach the run adds under key, with no expiry, and
+// every connection reads back. The pid and start second that stats
+// reports do not tell two runs apart when memcached restarts within a
+// second with the same pid, as it does in a container (pid 1); a restart
+// loses the mark. An eviction or a flush_all loses it too, and a new
+// mark makes the store take the run for another: it then releases the
+// locks taken before by token, which costs more and is as safe. An
+// answer other than the mark leaves the run unknown ("").
+func (c *pipeConn) runMark(key string, timeout time.Duration) (string, error) {
+	if err := c.nc.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return "", err
+	}
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	mark := hex.EncodeToString(raw[:])
+	b := append(c.buf[:0], "add "...)
+	b = append(b, key...)
+	b = append(b, " 0 0 "...)
+	b = strconv.AppendInt(b, int64(len(mark)), 10)
+	b = append(b, "\r\n"...)
+	b = append(b, mark...)
+	b = append(b, "\r\nget "...)
+	b = append(b, key...)
+	b = append(b, "\r\n"...)
+	c.buf = b
+	if _, err := c.nc.Write(b); err != nil {
+		return "", err
+	}
+	line, err := c.r.ReadSlice('\n')
+	if err != nil {
+		return "", err
+	}
+	if !bytes.Equal(line, []byte("STORED\r\n")) && !bytes.Equal(line, []byte("NOT_STORED\r\n")) {
+		return "", errors.New(string(bytes.TrimSpace(line))) // the stream's state is unknown
+	}
+	if line, err = c.r.ReadSlice('\n'); err != nil {
+		return "", err
+	}
+	if bytes.Equal(line, []byte("END\r\n")) {
+		return "", nil // evicted at once: unknown
+	}
+	if !bytes.HasPrefix(line, []byte("VALUE ")) {
+		return "", errors.New(string(bytes.TrimSpace(line)))
+	}
+	value, err := c.r.ReadSlice('\n')
+	if err != nil {
+		return "", err
+	}
+	got := string(bytes.TrimSuffix(value, []byte("\r\n")))
+	if line, err = c.r.ReadSlice('\n'); err != nil {
+		return "", err
+	}
+	if !bytes.Equal(line, []byte("END\r\n")) {
+		return "", errors.New(string(bytes.TrimSpace(line)))
+	}
+	return got, nil
 }
 
 // stats asks the server which run it is, and whether it takes meta

@@ -120,7 +120,7 @@ func New(client *gomemcache.Client, opts ...Option) (*Store, error) {
 		if *s.server == "" {
 			return nil, fmt.Errorf("%w: memcache.New: WithServer(\"\"): want the server's address", lock.ErrInvalid)
 		}
-		p, err := newPipe(*s.server, client)
+		p, err := newPipe(*s.server, client, s.prefix+runKeySuffix)
 		if err != nil {
 			return nil, fmt.Errorf("memcache.New: WithServer(%q): %w", *s.server, err)
 		}
