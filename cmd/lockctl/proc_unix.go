@@ -28,16 +28,24 @@ func childAttr(newGroup bool) *syscall.SysProcAttr {
 	return a
 }
 
-// signalChild sends sig to the process pid, or to its process group.
+// signalChild sends sig to the process pid, or to its process group,
+// and then SIGCONT to the group: a group stopped (its read of the
+// terminal from the background stops it with SIGTTIN, and lockctl, which
+// waits for it, keeps the lock) acts on sig only once continued, as kill
+// and systemd continue what they signal.
 func signalChild(pid int, group bool, sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
 		return nil
 	}
-	if group {
-		pid = -pid
+	if !group {
+		return syscall.Kill(pid, s)
 	}
-	return syscall.Kill(pid, s)
+	err := syscall.Kill(-pid, s)
+	if s != syscall.SIGKILL && s != syscall.SIGCONT {
+		_ = syscall.Kill(-pid, syscall.SIGCONT)
+	}
+	return err
 }
 
 // groupAlive reports whether any process is left in the process group

@@ -46,11 +46,13 @@ the command gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits
 with status 76: by then another owner may hold the lock.
 
 Run from an interactive prompt, the command stays in lockctl's process
-group, so it can read the terminal and gets Ctrl-C from it directly.
-Otherwise (cron, CI, systemd) it gets a process group of its own, and
-signals and the kill after a loss reach every process it started. On Linux
-the command is killed if lockctl itself dies, and so is its group when it
-has one.`,
+group, so it can read the terminal and gets Ctrl-C, Ctrl-\ and a hangup
+from it directly: lockctl does not pass INT, QUIT or HUP on then, whoever
+sends them (signal the command itself). Otherwise (cron, CI, systemd) it
+gets a process group of its own, and signals and the kill after a loss
+reach every process it started (a stopped group is continued after each
+signal). On Linux the command is killed if lockctl itself dies, and so is
+its group when it has one.`,
 	examples: `  # Run a nightly job on one machine only; the others exit with 75.
   lockctl run --store redis://redis.internal:6379 nightly-report -- ./report.sh
 

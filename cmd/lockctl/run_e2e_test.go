@@ -188,6 +188,29 @@ func TestRunForwardsSignals(t *testing.T) {
 	}
 }
 
+// A signal passed on to a command stopped in its own group (a background
+// read of the terminal stops it with SIGTTIN) is followed by SIGCONT, so
+// that the command acts on it: a stopped command used to keep the lock,
+// and lockctl, until someone continued it by hand.
+func TestRunSignalReachesAStoppedCommand(t *testing.T) {
+	be := backends[0].start(t)
+	s := newScene(t)
+	p := s.run("cmd", be.flags(), "stopped", "WAIT=1")
+	pid, _ := s.ready("cmd")
+	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, 30*time.Second); code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("run whose stopped command exits on SIGTERM: exit %d; want %d; stderr %s", code, 128+int(syscall.SIGTERM), p.stderr)
+	}
+	if code, stdout, _ := lockctl(t, nil, append(append([]string{"status"}, be.flags()...), "stopped")...); code != 0 || !strings.HasPrefix(stdout, "stopped: free") {
+		t.Errorf("status after the command exited: exit %d, %q; want free", code, stdout)
+	}
+}
+
 // A signal while waiting for the lock stops waiting: the command never
 // starts, and lockctl exits with 128+n.
 func TestRunInterruptedWhileWaiting(t *testing.T) {
