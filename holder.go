@@ -126,7 +126,9 @@ func (s *SingleLocker) Holder(ctx context.Context, resource string) (holder stri
 // owner to another). Every store is asked at once, each within the store
 // timeout. It returns an error matching errors.ErrUnsupported if fewer
 // than a quorum of the stores are [HolderReader]s, and one matching
-// ErrUnavailable if stores that failed leave it undecided.
+// ErrUnavailable if stores that failed, or the stores that cannot tell
+// (a minority), leave it undecided: only the stores that failed are in
+// [Error.Stores].
 func (m *MultiLocker) Holder(ctx context.Context, resource string) (holder string, held bool, err error) {
 	const op = "holder"
 	if err := m.checkQuery(ctx, op, resource); err != nil {
@@ -134,7 +136,7 @@ func (m *MultiLocker) Holder(ctx context.Context, resource string) (holder strin
 	}
 	n, readers := len(m.stores), 0
 	for _, s := range m.stores {
-		if _, ok := s.Store.(HolderReader); ok {
+		if isReader(s) {
 			readers++
 		}
 	}
@@ -156,8 +158,10 @@ func (m *MultiLocker) Holder(ctx context.Context, resource string) (holder strin
 	votes := make(map[string]int) // by holder, among the stores that hold the resource
 	best := 0                     // the most votes of one holder
 	var failures []StoreError
+	silent := n - readers // the stores that cannot tell, and may hold it
 	for i, err := range errs {
 		switch a := answers[i]; {
+		case err != nil && !isReader(m.stores[i]):
 		case err != nil:
 			failures = append(failures, m.storeError(i, err))
 		case a.held:
@@ -170,24 +174,17 @@ func (m *MultiLocker) Holder(ctx context.Context, resource string) (holder strin
 			return h, true, nil
 		}
 	}
-	if failures != nil && m.quorum.Met(best+len(failures), n) {
-		// The stores that failed could make a quorum for a holder.
-		cause := fmt.Errorf("%w: %d of %d stores could not tell who holds the resource", ErrUnavailable, len(failures), n)
-		if unsupported(failures) {
-			cause = fmt.Errorf("%d of %d stores cannot tell who holds a lock: %w", len(failures), n, errors.ErrUnsupported)
-		}
+	if unknown := len(failures) + silent; unknown > 0 && m.quorum.Met(best+unknown, n) {
+		// The stores that failed, or cannot tell, could make a quorum for
+		// a holder.
+		cause := fmt.Errorf("%w: %d of %d stores could not tell who holds the resource (%d cannot read holders)", ErrUnavailable, unknown, n, silent)
 		return "", false, m.failure(ctx, op, resource, cause, failures)
 	}
 	return "", false, nil
 }
 
-// unsupported reports whether every failure is a store that cannot make
-// the call at all.
-func unsupported(failures []StoreError) bool {
-	for _, f := range failures {
-		if !errors.Is(f.Err, errors.ErrUnsupported) {
-			return false
-		}
-	}
-	return true
+// isReader reports whether s can tell who holds a lock.
+func isReader(s storeRef) bool {
+	_, ok := s.Store.(HolderReader)
+	return ok
 }
