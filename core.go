@@ -83,6 +83,16 @@ func (c *core) waits() bool {
 	return c.canWait && (c.queuer == nil || c.notifies || !c.noQueue.Load())
 }
 
+// hearsAll reports whether the engine's wait after the attempt that
+// returned last hears the release of every store that refused it: all do
+// but a MultiLocker's whose refusing stores do not all notify.
+func (c *core) hearsAll(last *Error) bool {
+	if n, ok := c.eng.(interface{ refusalsNotify(last *Error) bool }); ok {
+		return n.refusalsNotify(last)
+	}
+	return true
+}
+
 // storeRef is a store with its capabilities resolved once.
 type storeRef struct {
 	Store

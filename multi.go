@@ -194,6 +194,17 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	return Lock{}, start, elapsed, &Error{Err: cause, Stores: failures}
 }
 
+// refusalsNotify reports whether every store that refused the attempt
+// that returned last can notify its release (see core.hearsAll).
+func (m *MultiLocker) refusalsNotify(last *Error) bool {
+	for _, f := range last.Stores {
+		if m.stores[f.Index].waiter == nil && errors.Is(f.Err, ErrNotAcquired) {
+			return false
+		}
+	}
+	return true
+}
+
 // wait implements engine: it waits on the stores that refused the last
 // attempt and can notify, until the first wakes.
 func (m *MultiLocker) wait(ctx context.Context, op, resource string, last *Error) bool {

@@ -14,7 +14,9 @@ import (
 // while stores fail. Validation errors and a closed locker are never
 // retried. Between attempts Lock waits for the resource to be released
 // when the store can notify it ([Waiter]), for at most the lock's TTL (or
-// the delay, if longer), and otherwise sleeps the delay.
+// the delay, if longer), and otherwise sleeps the delay. A MultiLocker
+// waits on the refusing stores that can notify; if some refusing store
+// cannot, for at most the delay.
 type Retry struct {
 	// Attempts is the number of attempts in all, the first included:
 	// Retry{Attempts: 3} makes three. 0 and 1 make one attempt only;
@@ -201,8 +203,11 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		// and takes the lock from the waiter whose turn it is when it
 		// finds the lock being handed over. A wait that fails (the
 		// store's subscription broke) sleeps out the delay.
+		// A wait that cannot hear every store that refused (a Redlock
+		// whose refusing stores notify only in part) would miss the
+		// release of the others: it lasts the delay, as a poll would.
 		bound := d
-		if waiting {
+		if waiting && c.hearsAll(e) {
 			bound = max(d, ttl)
 		}
 		if c.obs.on() {
