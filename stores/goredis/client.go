@@ -207,7 +207,7 @@ func (c client) Do(ctx context.Context, cmd redisstore.Cmd) redisstore.Reply {
 	}
 	cmds := []redisstore.Cmd{cmd}
 	if c.bounded(ctx) {
-		if err := c.after(ctx, cmds); err != nil {
+		if err := c.after(ctx, cmds, c.flights.before(cmds)); err != nil {
 			return redisstore.Reply{Err: err}
 		}
 		_ = node.Process(ctx, x.wrapped())
@@ -251,11 +251,14 @@ func (c client) pipeline(ctx context.Context, cmds []redisstore.Cmd, out []redis
 	switch {
 	case err != nil:
 	case c.bounded(ctx):
-		if err = c.after(ctx, cmds); err == nil {
-			f := c.flights.start(cmds, false)
+		// The flight is recorded before it waits for those it follows, so
+		// that a release sent meanwhile (its caller, answered by its own
+		// context, cleaning up) waits for it in turn.
+		f, before := c.flights.startAfter(cmds)
+		if err = c.after(ctx, cmds, before); err == nil {
 			c.exec(ctx, node, own, xs)
-			c.flights.end(f)
 		}
+		c.flights.end(f)
 	default:
 		kept := slices.Clone(xs) // send may outlive this call: see run
 		err = c.run(ctx, cmds, true, func() { c.exec(ctx, node, own, kept) })
@@ -310,12 +313,16 @@ func (c client) exec(ctx context.Context, node processor, own bool, xs []sent) {
 // from then on, whoever waits for it; a single command becomes one if
 // its caller stops waiting for it.
 func (c client) run(ctx context.Context, cmds []redisstore.Cmd, pipelined bool, send func()) error {
-	if err := c.after(ctx, cmds); err != nil {
-		return err
-	}
 	var f *flight
+	var before []*flight
 	if pipelined {
-		f = c.flights.start(cmds, false)
+		f, before = c.flights.startAfter(cmds) // as in pipeline
+	} else {
+		before = c.flights.before(cmds)
+	}
+	if err := c.after(ctx, cmds, before); err != nil {
+		c.flights.end(f)
+		return err
 	}
 	done := make(chan struct{})
 	go func() {
@@ -336,15 +343,14 @@ func (c client) run(ctx context.Context, cmds []redisstore.Cmd, pipelined bool, 
 	}
 }
 
-// after waits until the commands that cmds must follow have ended: see
-// flights. If ctx ends first it returns ctx's error, cmds unsent — but
+// after waits until before, the commands that cmds must follow, have
+// ended: see flights. If ctx ends first it returns ctx's error, cmds unsent — but
 // the releases among them are sent all the same, in the background, once
 // those commands have ended: a release that cleans up after an
 // acquisition whose outcome is unknown must not be lost because the
 // acquisition is slow, or the lock it may take is left held until its
 // TTL runs out. The caller's outcome is unknown either way.
-func (c client) after(ctx context.Context, cmds []redisstore.Cmd) error {
-	before := c.flights.before(cmds)
+func (c client) after(ctx context.Context, cmds []redisstore.Cmd, before []*flight) error {
 	if len(before) == 0 {
 		return nil
 	}
@@ -530,10 +536,36 @@ func (fs *flights) before(cmds []redisstore.Cmd) []*flight {
 	if fs.n.Load() == 0 {
 		return nil
 	}
-	var out []*flight
-	var buf [4]string
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	return fs.beforeLocked(cmds)
+}
+
+// startAfter records a flight of cmds, as start does, and returns it with
+// the flights it must follow, as before does, in one step: no release can
+// slip in between unseen.
+func (fs *flights) startAfter(cmds []redisstore.Cmd) (f *flight, before []*flight) {
+	f = &flight{keys: lockKeys(nil, cmds), done: make(chan struct{})}
+	if len(f.keys) == 0 {
+		return f, nil
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	before = fs.beforeLocked(cmds)
+	if fs.m == nil {
+		fs.m = make(map[string][]*flight)
+	}
+	for _, k := range f.keys {
+		fs.m[k] = append(fs.m[k], f)
+	}
+	fs.n.Add(1)
+	return f, before
+}
+
+// beforeLocked is before, with fs.mu held.
+func (fs *flights) beforeLocked(cmds []redisstore.Cmd) []*flight {
+	var out []*flight
+	var buf [4]string
 	for i := range cmds {
 		release := isRelease(&cmds[i])
 		for _, k := range lockKeys(buf[:0], cmds[i:i+1]) {
