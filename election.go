@@ -87,9 +87,9 @@ func NewElection(locker Locker, role string, ttl time.Duration, opts ...LockOpti
 // an [RWLocker]'s reader side, which [RunOnce], [NewElection],
 // [NewSemaphore] and [NewRWLocker] refuse (so a semaphore or a read-write
 // lock is never built over them), and true for every other Locker (those
-// of other packages included: it cannot look inside them). A package that takes a lock per job or per
-// term can refuse such a locker when it is configured, rather than at
-// every run.
+// of other packages included: it cannot look inside them). A package that
+// takes a lock per job or per term can refuse such a locker when it is
+// configured, rather than at every run.
 func Exclusive(locker Locker) bool { return sharedLocker(locker) == "" }
 
 // checkExclusive refuses, for op on resource, a locker that lets several

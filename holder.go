@@ -162,6 +162,7 @@ func (m *MultiLocker) Holder(ctx context.Context, resource string) (holder strin
 	for i, err := range errs {
 		switch a := answers[i]; {
 		case err != nil && !isReader(m.stores[i]):
+			// It cannot tell, which is no failure: counted in silent.
 		case err != nil:
 			failures = append(failures, m.storeError(i, err))
 		case a.held:

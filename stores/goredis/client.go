@@ -344,12 +344,12 @@ func (c client) run(ctx context.Context, cmds []redisstore.Cmd, pipelined bool, 
 }
 
 // after waits until before, the commands that cmds must follow, have
-// ended: see flights. If ctx ends first it returns ctx's error, cmds unsent — but
-// the releases among them are sent all the same, in the background, once
-// those commands have ended: a release that cleans up after an
-// acquisition whose outcome is unknown must not be lost because the
-// acquisition is slow, or the lock it may take is left held until its
-// TTL runs out. The caller's outcome is unknown either way.
+// ended: see flights. If ctx ends first it returns ctx's error, cmds
+// unsent — but the releases among them are sent all the same, in the
+// background, once those commands have ended: a release that cleans up
+// after an acquisition whose outcome is unknown must not be lost because
+// the acquisition is slow, or the lock it may take is left held until
+// its TTL runs out. The caller's outcome is unknown either way.
 func (c client) after(ctx context.Context, cmds []redisstore.Cmd, before []*flight) error {
 	if len(before) == 0 {
 		return nil
