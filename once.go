@@ -41,7 +41,7 @@ func MinInterval(d time.Duration) LockOption {
 // interval's end and left to expire, so that replicas whose schedules
 // fire a little apart, or a replica that fires again early, skip the
 // job until then. (An interval that cannot be kept because the extension
-// fails is reported with fn's result; when the store cannot extend locks,
+// fails, or is not answered within the TTL, is reported with fn's result; when the store cannot extend locks,
 // the lock is left to expire at its TTL, which is not reported, and a
 // lock that MaxHold left to run out before fn returned is reported by
 // its [ErrMaxHold] alone.) Shutdown and UnlockAll of the locker release
@@ -94,7 +94,7 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 		if rest := o.minInterval - time.Since(began); rest > 0 {
 			l, cause := h.end()
 			if !errors.Is(cause, ErrLost) {
-				kept, xerr := keepFor(ctx, locker, l, rest)
+				kept, xerr := keepFor(ctx, locker, l, rest, ttl)
 				if kept || xerr != nil {
 					// Kept to the interval's end, or left to expire at its
 					// TTL: the interval's end at best. A lock that the hold
@@ -119,9 +119,10 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 // The stores keep a lock for the locker's lock delay beyond its TTL (see
 // Options.LockDelay), so the TTL asked for is rest less that delay, if
 // that leaves a TTL: the lock is then free at the interval's end, not a
-// lock delay later.
-func keepFor(ctx context.Context, locker Locker, l Lock, rest time.Duration) (bool, error) {
-	xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rest)
+// lock delay later. The extension is bounded as Run bounds a release, by
+// the TTL: one answered later would find the lock expired.
+func keepFor(ctx context.Context, locker Locker, l Lock, rest, ttl time.Duration) (bool, error) {
+	xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(rest, ttl))
 	defer cancel()
 	if d, ok := locker.(interface{ delayBeyondTTL() time.Duration }); ok && rest > d.delayBeyondTTL() {
 		if _, err := locker.Extend(xctx, l, rest-d.delayBeyondTTL()); !errors.Is(err, ErrInvalid) {

@@ -274,3 +274,22 @@ func TestRunOnceMinIntervalAfterPanic(t *testing.T) {
 		noResidue(t, m)
 	})
 }
+
+// The extension that keeps the interval is bounded by the TTL, as Run's
+// release is: a store that does not answer it holds RunOnce up for the
+// TTL, not for the rest of the interval.
+func TestRunOnceIntervalExtensionBoundedByTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		var returned time.Time
+		err := lock.RunOnce(t.Context(), mustSingle(t, m, nil), "report", time.Second, func(context.Context, lock.Lock) error {
+			m.Inject(memory.Fault{Ops: memory.OpExtend, Delay: 24 * time.Hour})
+			returned = time.Now()
+			return nil
+		}, lock.MinInterval(time.Hour))
+		if took := time.Since(returned); took > time.Second {
+			t.Errorf("RunOnce() = %v %v after its job returned, with a store not answering the extension; want at most the TTL (1s)", err, took)
+		}
+		wantIs(t, "RunOnce() whose final extension was not answered", err, context.DeadlineExceeded)
+	})
+}
