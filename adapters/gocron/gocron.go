@@ -102,8 +102,10 @@ func isNilPointer(v any) bool {
 // (key is the job's name). When another replica holds it, the error
 // matches [lock.ErrSkipped], and gocron skips this run (and tells the
 // job's AfterLockError listener). A ctx that has ended takes no lock: its
-// error is returned. Once taken, the lock is kept past ctx's end, until
-// Unlock.
+// error is returned, also when it ends during the attempt (a lock taken
+// as it ended is given up as by a run that ended at once: released, or
+// with WithMinInterval kept to the interval's end). Once Lock has
+// returned the lock, it is kept past ctx's end, until Unlock.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: gocronlock: nil context", lock.ErrInvalid)
@@ -113,9 +115,20 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	}
 	held := &jobLock{unlock: make(chan struct{}), done: make(chan error, 1)}
 	running := make(chan struct{})
+	// The run outlives Lock's call (its renewals end with Unlock), but
+	// ctx bounds the attempt: its end cancels the run until the lock is
+	// taken.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
 	go func() {
-		// The run outlives Lock's call: its renewals end with Unlock.
-		held.done <- lock.RunOnce(context.WithoutCancel(ctx), l.locker, key, l.ttl, func(context.Context, lock.Lock) error {
+		defer cancel()
+		defer stop()
+		held.done <- lock.RunOnce(runCtx, l.locker, key, l.ttl, func(context.Context, lock.Lock) error {
+			if !stop() {
+				// ctx ended as the lock was taken, and the run's context
+				// with it: give the lock up as a run that ended at once.
+				return fmt.Errorf("gocronlock: lock %q: %w", key, ctx.Err())
+			}
 			close(running)
 			<-held.unlock
 			return nil
@@ -125,6 +138,9 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	case <-running:
 		return held, nil
 	case err := <-held.done:
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) && errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("gocronlock: lock %q: %w", key, cerr) // the attempt canceled by ctx's end
+		}
 		return nil, err
 	}
 }
