@@ -156,6 +156,17 @@ func checkTTL(ttl time.Duration) error {
 	return nil
 }
 
+// expiry returns the expiry, in Unix nanoseconds, of a lock given ttl at
+// now. checkTTL read the clock before now: a ttl it let through that now
+// takes past what a lock file holds is held to that limit rather than
+// wrap around.
+func expiry(now time.Time, ttl time.Duration) int64 {
+	if ttl > time.Duration(math.MaxInt64-now.UnixNano()) {
+		return math.MaxInt64
+	}
+	return now.Add(ttl).UnixNano()
+}
+
 // Acquire implements lock.Store.
 func (s *Store) Acquire(ctx context.Context, resource, token string, ttl time.Duration) error {
 	_, err := s.AcquireFenced(ctx, resource, token, ttl)
@@ -178,7 +189,7 @@ func (s *Store) AcquireFenced(ctx context.Context, resource, token string, ttl t
 			return false
 		}
 		st.fence++
-		st.expires = now.Add(ttl).UnixNano()
+		st.expires = expiry(now, ttl)
 		st.token = token
 		fence = st.fence
 		return true
@@ -208,7 +219,7 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 	if err := checkToken(token); err != nil {
 		return err
 	}
-	return s.ifHeld(ctx, resource, token, func(st *state, now time.Time) { st.expires = now.Add(ttl).UnixNano() })
+	return s.ifHeld(ctx, resource, token, func(st *state, now time.Time) { st.expires = expiry(now, ttl) })
 }
 
 // ifHeld applies change if resource is held under token, and returns
