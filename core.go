@@ -351,10 +351,15 @@ func (c *core) Shutdown(ctx context.Context) error {
 	if c.eng == nil {
 		return errNotMade(op, "")
 	}
-	c.gate.shut(ctx, c.storeTimeout)
+	// Every gate is shut before any is waited for: the calls under way
+	// on the locker and its dependents share one store timeout.
+	c.gate.shut()
+	gates := []*gate{&c.gate}
 	for _, d := range c.dependents.live() {
-		d.gate.shut(ctx, d.storeTimeout)
+		d.gate.shut()
+		gates = append(gates, &d.gate)
 	}
+	drain(ctx, c.storeTimeout, gates...)
 	if ctx.Err() == nil {
 		return named(op, c.unlockAll(ctx, "Shutdown", ErrClosed, false))
 	}

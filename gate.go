@@ -42,20 +42,29 @@ func (g *gate) leave() {
 	}
 }
 
-// shut refuses every later call, ends the waits of those in flight, and
-// waits for them to leave, for patience at most, or until ctx ends.
-func (g *gate) shut(ctx context.Context, patience time.Duration) {
+// shut refuses every later call and ends the waits of those in flight;
+// drain waits for those to leave.
+func (g *gate) shut() {
 	old := g.state.Or(closedBit)
 	g.close()
 	if old&^closedBit == 0 {
 		g.idleOnce.Do(func() { close(g.idle) })
 	}
+}
+
+// drain waits for the calls in flight on gates, each shut, to leave: for
+// patience at most in all, or until ctx ends.
+func drain(ctx context.Context, patience time.Duration, gates ...*gate) {
 	t := time.NewTimer(patience)
 	defer t.Stop()
-	select {
-	case <-g.idle:
-	case <-t.C:
-	case <-ctx.Done():
+	for _, g := range gates {
+		select {
+		case <-g.idle:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

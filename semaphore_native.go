@@ -45,7 +45,7 @@ func newNativeSemaphore(base *SingleLocker, p Permitter, limit int) (*nativeSema
 	// it reads its dependents), it is shut too, so that its Extend is
 	// refused with ErrClosed as base's is, not only its Lock.
 	if base.gate.isShut() {
-		l.gate.shut(context.Background(), 0)
+		l.gate.shut()
 	}
 	return &nativeSemaphore{SingleLocker: l, p: p}, nil
 }
