@@ -468,3 +468,6 @@ var defaultQuorum Quorum = quorum.Majority{}
 
 // observer returns the locker's hook wrapper, for Run.
 func (c *core) observer() observer { return c.obs }
+
+// shutGate is the gate that the locker's Shutdown shuts.
+func (c *core) shutGate() *gate { return &c.gate }

@@ -187,7 +187,8 @@ func (e *Election) rotated(took time.Duration) {
 const headStartMin = 10 * time.Millisecond
 
 // yield waits for the head start rotated gave the other campaigners, if
-// any is left; it returns Lock's error for ctx if ctx ends first.
+// any is left; it returns Lock's error if ctx ends first, or if the
+// locker is (or gets) shut down, when it is of this package.
 func (e *Election) yield(ctx context.Context) error {
 	e.mu.Lock()
 	d := time.Until(e.yieldUntil)
@@ -195,12 +196,22 @@ func (e *Election) yield(ctx context.Context) error {
 	if d <= 0 {
 		return nil
 	}
+	wait := ctx
+	if g, ok := e.locker.(interface{ shutGate() *gate }); ok {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer g.shutGate().afterShut(cancel)()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
-	case <-ctx.Done():
+	case <-wait.Done():
+		if ctx.Err() == nil {
+			return &Error{Op: "lock", Resource: e.role, Err: ErrClosed}
+		}
 		return &Error{Op: "lock", Resource: e.role, Err: ctxErr(ctx)}
 	}
 }

@@ -53,3 +53,44 @@ func TestMaxHoldRotatesLeaders(t *testing.T) {
 		}
 	})
 }
+
+// A Campaign waiting out the head start after a term that MaxHold ended
+// returns ErrClosed once its locker is shut down, as Lock would, before
+// the head start has passed; so does one that begins after the Shutdown.
+func TestCampaignHeadStartEndsAtShutdown(t *testing.T) {
+	for _, already := range []bool{false, true} {
+		name := "shut while waiting"
+		if already {
+			name = "shut before"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				m := memory.New()
+				l := mustSingle(t, m, &lock.Options{StoreTimeout: 2 * time.Second})
+				e := mustElection(t, l, "role", time.Minute, lock.MaxHold(300*time.Millisecond))
+				term, err := e.Campaign(ctx)
+				wantNil(t, "Campaign()", err)
+				<-term.Context().Done() // MaxHold ended the term
+				m.Inject(memory.Fault{Ops: memory.OpRelease, Delay: time.Second})
+				wantNil(t, "Resign()", term.Resign(ctx)) // a second: a head start of four
+				start := time.Now()
+				done := make(chan error, 1)
+				if already {
+					wantNil(t, "Shutdown()", l.Shutdown(ctx))
+					_, err := e.Campaign(ctx)
+					done <- err
+				} else {
+					go func() { _, err := e.Campaign(ctx); done <- err }()
+					synctest.Wait()
+					wantNil(t, "Shutdown()", l.Shutdown(ctx))
+				}
+				err = <-done
+				wantIs(t, "Campaign() with its locker shut down", err, lock.ErrClosed)
+				if took := time.Since(start); took > 0 {
+					t.Errorf("Campaign() = %v %v after it began, its locker shut down; want it at once, not after the head start", err, took)
+				}
+			})
+		})
+	}
+}

@@ -49,6 +49,7 @@ type permitLocker interface {
 	validityKnown() bool
 	observer() observer
 	delayBeyondTTL() time.Duration
+	shutGate() *gate
 }
 
 var _ Locker = (*Semaphore)(nil)
@@ -245,10 +246,13 @@ func (s *Semaphore) Permits(ctx context.Context, resource string) (held int, err
 }
 
 // validity, validityKnown and observer let Run account for the permit's
-// validity and report a lost permit to the hook as it does for a lock.
+// validity and report a lost permit to the hook as it does for a lock;
+// shutGate lets an Election's head start end with the semaphore's
+// Shutdown.
 func (s *Semaphore) validity(ttl time.Duration) time.Duration { return s.impl.validity(ttl) }
 func (s *Semaphore) validityKnown() bool                      { return s.impl != nil && s.impl.validityKnown() }
 func (s *Semaphore) observer() observer                       { return s.impl.observer() }
+func (s *Semaphore) shutGate() *gate                          { return s.impl.shutGate() }
 
 // wait waits, as the semaphore's Lock does between attempts, for a
 // permit on resource to be freed.
