@@ -45,11 +45,9 @@ type Store struct {
 // *redis.Ring or redis.UniversalClient), whose every call would panic.
 // These and invalid options give an error wrapping lock.ErrInvalid.
 func New(c redis.UniversalClient, opts ...Option) (*Store, error) {
-	if v := reflect.ValueOf(c); c == nil || v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil, fmt.Errorf("%w: goredis.New: nil client", lock.ErrInvalid)
-	}
-	if nilType := nilEmbedded(reflect.ValueOf(c), 0); nilType != "" {
-		return nil, fmt.Errorf("%w: goredis.New: the client, a %T, embeds a nil %s, whose methods it promotes: every call would panic", lock.ErrInvalid, c, nilType)
+	// Process and Options are the methods the store calls first.
+	if why := redisstore.NilClient(c, reflect.TypeFor[redis.Client]().PkgPath(), "Process", "Options"); why != "" {
+		return nil, fmt.Errorf("%w: goredis.New: %s", lock.ErrInvalid, why)
 	}
 	g, seeds, err := glue(c)
 	if err != nil {
@@ -89,55 +87,6 @@ func glue(c redis.UniversalClient) (client, []string, error) {
 		return client{}, nil, fmt.Errorf("%w: goredis.New: a *redis.Ring moves keys to other shards when one is down, which would grant held locks again; use a Store per master and lock.NewMulti", lock.ErrInvalid)
 	}
 	return g, seeds, nil
-}
-
-// nilEmbedded returns the type of a nil client that v, a client of the
-// caller's type, embeds — directly or through embedded values of its own
-// types, to a depth of a few — or "" if there is none. A nil client
-// embedded is one whose Process or Options method v promotes: calling it
-// panics. go-redis' own clients are not looked into.
-func nilEmbedded(v reflect.Value, depth int) string {
-	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
-		if v.IsNil() || v.Kind() == reflect.Pointer && goRedisType(v.Type()) {
-			return ""
-		}
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct || goRedisType(v.Type()) || depth >= 8 {
-		return ""
-	}
-	for i := range v.NumField() {
-		f, fv := v.Type().Field(i), v.Field(i)
-		if !f.Anonymous {
-			continue
-		}
-		if k := fv.Kind(); (k == reflect.Pointer || k == reflect.Interface) && fv.IsNil() {
-			if promotesClient(f.Type) {
-				return f.Type.String()
-			}
-			continue
-		}
-		if t := nilEmbedded(fv, depth+1); t != "" {
-			return t
-		}
-	}
-	return ""
-}
-
-// goRedisType reports whether t is, or points to, a type of go-redis.
-func goRedisType(t reflect.Type) bool {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.PkgPath() == reflect.TypeFor[redis.Client]().PkgPath()
-}
-
-// promotesClient reports whether an embedded field of type t gives its
-// embedder the methods of a client the store calls.
-func promotesClient(t reflect.Type) bool {
-	_, process := t.MethodByName("Process")
-	_, options := t.MethodByName("Options")
-	return process || options
 }
 
 // boundsByContext reports whether a client with these options bounds a
