@@ -71,12 +71,16 @@ const (
 )
 
 // NewRWLocker returns a read-write lock over locker: many readers or one
-// writer. It returns an error matching ErrInvalid for a nil locker, or a
-// locker that lets several holders in at once (see [Exclusive]: it would
-// let several writers in).
+// writer. It returns an error matching ErrInvalid for a nil locker, a
+// zero locker of this package (not made by its constructor), or a locker
+// that lets several holders in at once (see [Exclusive]: it would let
+// several writers in).
 func NewRWLocker(locker Locker) (*RWLocker, error) {
-	if locker == nil || isNilPointer(locker) {
+	switch {
+	case locker == nil || isNilPointer(locker):
 		return nil, invalidf("new", "", "nil Locker")
+	case unmade(locker) != "":
+		return nil, invalidf("new", "", "the Locker is a zero %T, not made by %s", locker, unmade(locker))
 	}
 	if err := checkExclusive("new", "", locker); err != nil {
 		return nil, err

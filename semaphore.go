@@ -56,7 +56,8 @@ var _ Locker = (*Semaphore)(nil)
 
 // NewSemaphore returns a semaphore over locker: its Lock takes one of
 // limit permits on a resource. It returns an error matching ErrInvalid
-// for a nil locker, a locker that lets several holders in at once (see
+// for a nil locker, a zero locker of this package (not made by its
+// constructor), a locker that lets several holders in at once (see
 // [Exclusive]: its locks would not bound the permits), a limit below 1,
 // or, for a semaphore of plain locks (below), a limit above 1024.
 //
@@ -111,6 +112,8 @@ func NewSemaphore(locker Locker, limit int) (*Semaphore, error) {
 	switch {
 	case locker == nil || isNilPointer(locker):
 		return nil, invalidf(op, "", "nil Locker")
+	case unmade(locker) != "":
+		return nil, invalidf(op, "", "the Locker is a zero %T, not made by %s", locker, unmade(locker))
 	case limit < 1:
 		return nil, invalidf(op, "", "semaphore limit is %d: want >= 1", limit)
 	}

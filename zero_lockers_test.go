@@ -58,3 +58,22 @@ func TestZeroLockersAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// A semaphore or a read-write lock over a zero locker is refused when it
+// is made, as NewElection and Run refuse one, naming the constructor; it
+// was made, and every call then failed.
+func TestZeroLockerBaseRefused(t *testing.T) {
+	for name, base := range map[string]lock.Locker{
+		"SingleLocker":    &lock.SingleLocker{},
+		"MultiLocker":     &lock.MultiLocker{},
+		"Semaphore":       &lock.Semaphore{},
+		"RWLocker.Writer": (&lock.RWLocker{}).Writer(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			sem, err := lock.NewSemaphore(base, 2)
+			wantNotMade(t, fmt.Sprintf("NewSemaphore(zero %s, 2) = %v,", name, sem), err, "not made by")
+			rw, err := lock.NewRWLocker(base)
+			wantNotMade(t, fmt.Sprintf("NewRWLocker(zero %s) = %v,", name, rw), err, "not made by")
+		})
+	}
+}
