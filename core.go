@@ -83,12 +83,38 @@ func (c *core) waits() bool {
 	return c.canWait && (c.queuer == nil || c.notifies || !c.noQueue.Load())
 }
 
-// hearsAll reports whether the engine's wait after the attempt that
-// returned last hears the release of every store that refused it: all do
-// but a MultiLocker's whose refusing stores do not all notify.
-func (c *core) hearsAll(last *Error) bool {
-	if n, ok := c.eng.(interface{ refusalsNotify(last *Error) bool }); ok {
-		return n.refusalsNotify(last)
+// hearing is what the engine's wait after an attempt can hear.
+type hearing struct {
+	some   bool // a release can end the wait
+	all    bool // every release that would let the next attempt succeed ends it
+	stores bool // every store that refused the attempt can notify releases
+}
+
+// hearing returns what the engine's wait after the attempt that
+// returned last can hear: everything, unless the engine says otherwise
+// (hearer) —
+// a MultiLocker whose refusing stores do not all notify, a semaphore of
+// plain locks that watches only some of its slots, a writer waiting for
+// readers to leave.
+func (c *core) hearing(last *Error) hearing {
+	if h, ok := c.eng.(hearer); ok {
+		return h.hears(last)
+	}
+	return hearing{some: true, all: true, stores: true}
+}
+
+// hearer is an engine whose wait hears some releases only (see
+// core.hearing).
+type hearer interface {
+	hears(last *Error) hearing
+}
+
+// notifyAll reports whether every one of stores can notify releases.
+func notifyAll(stores []storeRef) bool {
+	for _, s := range stores {
+		if s.waiter == nil {
+			return false
+		}
 	}
 	return true
 }
@@ -205,10 +231,6 @@ func (c *core) resolve(op string, stores []Store, o *Options) ([]storeRef, error
 		}
 		refs[i] = r
 	}
-	// The default policy polls while the locker cannot wait (see
-	// DefaultRetry and waits): a store that keeps a line may say, at the
-	// first queued attempt, that it cannot.
-	c.retry.poll = !c.notifies && (o == nil || o.Retry == nil)
 	return refs, nil
 }
 

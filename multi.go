@@ -194,15 +194,19 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	return Lock{}, start, elapsed, &Error{Err: cause, Stores: failures}
 }
 
-// refusalsNotify reports whether every store that refused the attempt
-// that returned last can notify its release (see core.hearsAll).
-func (m *MultiLocker) refusalsNotify(last *Error) bool {
+// hears implements hearer: the wait after the attempt that returned last
+// hears the stores that refused it and can notify their releases.
+func (m *MultiLocker) hears(last *Error) hearing {
+	h := hearing{all: true}
 	for _, f := range last.Stores {
-		if m.stores[f.Index].waiter == nil && errors.Is(f.Err, ErrNotAcquired) {
-			return false
+		if errors.Is(f.Err, ErrNotAcquired) {
+			notifies := m.stores[f.Index].waiter != nil
+			h.some = h.some || notifies
+			h.all = h.all && notifies
 		}
 	}
-	return true
+	h.stores = h.all
+	return h
 }
 
 // wait implements engine: it waits on the stores that refused the last

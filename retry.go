@@ -16,7 +16,8 @@ import (
 // when the store can notify it ([Waiter]), for at most the lock's TTL (or
 // the delay, if longer), and otherwise sleeps the delay. A MultiLocker
 // waits on the refusing stores that can notify; if some refusing store
-// cannot, for at most the delay.
+// cannot, for at most the delay. So does a [Semaphore] of plain locks of
+// more than 16 permits, which watches 16 of its slots.
 type Retry struct {
 	// Attempts is the number of attempts in all, the first included:
 	// Retry{Attempts: 3} makes three. 0 and 1 make one attempt only;
@@ -34,8 +35,6 @@ type Retry struct {
 	// attempt up to MaxDelay (exponential backoff). Zero keeps them at Delay;
 	// any other value below Delay is refused (ErrInvalid).
 	MaxDelay time.Duration
-
-	poll bool // the locker's default on a store that cannot notify: see DefaultRetry
 }
 
 // Forever, as Retry.Attempts, retries until the context is done.
@@ -50,13 +49,14 @@ const minDelay = time.Millisecond
 // 10ms to 500ms, woken early by a release where the store supports it
 // ([Waiter]).
 //
-// On stores that cannot notify releases (memcached), a locker without a
-// policy of its own polls every 5–10ms for the first quarter of a second
-// of a wait, and backs off only after that, doubling the delay every
-// quarter of a second up to 500ms: waiters that back off at once lose the
-// lock, again and again, to those that poll faster, so their waits grow
-// long and some are never served, while waiters that never back off load
-// the store.
+// Where a store that refused the lock cannot notify releases (memcached,
+// alone or among a MultiLocker's stores), this policy — a locker's by
+// default, or given in Options.Retry or WithRetry — polls every 5–10ms
+// for the first quarter of a second of a wait, and backs off only after
+// that, doubling the delay every quarter of a second up to 500ms:
+// waiters that back off at once lose the lock, again and again, to those
+// that poll faster, so their waits grow long and some are never served,
+// while waiters that never back off load the store.
 var DefaultRetry = Retry{Attempts: Forever, Delay: 10 * time.Millisecond, MaxDelay: 500 * time.Millisecond}
 
 // NoRetry makes Lock behave as TryLock.
@@ -109,6 +109,10 @@ func jittered(d time.Duration) time.Duration {
 	half := d / 2
 	return half + time.Duration(rand.Int64N(int64(d-half)+1))
 }
+
+// polls reports whether r is the default policy, DefaultRetry, which
+// polls at first where a store cannot notify.
+func (r Retry) polls() bool { return r == DefaultRetry }
 
 // retries reports whether r makes more than one attempt.
 func (r Retry) retries() bool { return r.Attempts == Forever || r.Attempts > 1 }
@@ -179,15 +183,17 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		}
 		// The delay backs off with the attempts that did not follow a
 		// wake: a waiter woken in its turn has lost no ground.
-		canWait := c.waits()
+		// The default policy polls at first where a refusing store cannot
+		// notify (see DefaultRetry).
+		canWait, hears := c.waits(), c.hearing(e)
 		d := retry.delay(n - woke)
-		if retry.poll && !canWait {
+		if retry.polls() && (!canWait || !hears.stores) {
 			d = pollDelay(retry, inproc.Since(first))
 		}
 		// A wake is followed by an attempt at once, but not more than
 		// maxWakes times in a row: a store whose wait returns while the
 		// resource is still held must not make Lock spin.
-		waiting := canWait && errors.Is(e.Err, ErrNotAcquired) && wakes < maxWakes
+		waiting := canWait && hears.some && errors.Is(e.Err, ErrNotAcquired) && wakes < maxWakes
 		// An attempt that waits in the store's line counts as two (see
 		// queuer), so the last attempt allowed does not: before it, Lock
 		// waits for a release as without a line, if a store can notify,
@@ -203,11 +209,12 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		// and takes the lock from the waiter whose turn it is when it
 		// finds the lock being handed over. A wait that fails (the
 		// store's subscription broke) sleeps out the delay.
-		// A wait that cannot hear every store that refused (a Redlock
-		// whose refusing stores notify only in part) would miss the
-		// release of the others: it lasts the delay, as a poll would.
+		// A wait that cannot hear every release (a Redlock whose refusing
+		// stores notify only in part, a semaphore watching some of its
+		// slots) would miss the others: it lasts the delay, as a poll
+		// would.
 		bound := d
-		if waiting && c.hearsAll(e) {
+		if waiting && hears.all {
 			bound = max(d, ttl)
 		}
 		if c.obs.on() {

@@ -261,13 +261,23 @@ func TestDefaultRetryPollsBeforeBackingOff(t *testing.T) {
 			t.Errorf("the last retry of a 5s wait waited %v; want within [250ms, 500ms]", last)
 		}
 
-		// A policy the caller set is kept as it is.
+		// DefaultRetry given polls as the default does; any other policy
+		// the caller sets is kept as it is.
+		holdElsewhere(t, r, "given", 240*time.Millisecond)
+		r.times = nil
+		_, err = l.Lock(t.Context(), "given", time.Second, lock.WithRetry(lock.DefaultRetry))
+		wantNil(t, "Lock(given) with DefaultRetry given", err)
+		if gaps := r.gaps(); len(gaps) < 24 {
+			t.Errorf("%d retries in 240ms with DefaultRetry given; want one every 5-10ms, as without", len(gaps))
+		}
 		holdElsewhere(t, r, "other", 240*time.Millisecond)
 		r.times = nil
-		_, err = l.Lock(t.Context(), "other", time.Second, lock.WithRetry(lock.DefaultRetry))
-		wantNil(t, "Lock(other) with DefaultRetry given", err)
+		own := lock.DefaultRetry
+		own.MaxDelay = 400 * time.Millisecond
+		_, err = l.Lock(t.Context(), "other", time.Second, lock.WithRetry(own))
+		wantNil(t, "Lock(other) with a policy of the caller's", err)
 		if gaps := r.gaps(); len(gaps) > 6 {
-			t.Errorf("%d retries in 240ms with DefaultRetry given; want it to back off from the start", len(gaps))
+			t.Errorf("%d retries in 240ms with a policy of the caller's; want it to back off from the start", len(gaps))
 		}
 	})
 }

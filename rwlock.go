@@ -143,11 +143,12 @@ func writeName(resource string) string { return resource + "~write" }
 // the other side's.
 type rwSide struct {
 	derived
-	rw      *RWLocker
-	write   bool
-	under   Locker // what holds this side's marks: the readers' semaphore, or the locker
-	waitFor func(ctx context.Context, op, name string) bool
-	foreign bool // the locker is of another package: its shutdown cannot be watched
+	rw       *RWLocker
+	write    bool
+	under    Locker // what holds this side's marks: the readers' semaphore, or the locker
+	waitFor  func(ctx context.Context, op, name string) bool
+	foreign  bool // the locker is of another package: its shutdown cannot be watched
+	hearsAll bool // every store of the locker notifies releases (see hears)
 }
 
 // The refusals of an attempt that found the other side in.
@@ -165,6 +166,7 @@ func newRWSide(rw *RWLocker, write bool) *rwSide {
 	var stores []storeRef
 	s.waitFor, stores, validators = s.initDerived(s, rw.locker)
 	s.foreign = stores == nil
+	s.hearsAll = notifyAll(stores)
 	// A writer's lock passed to the reader side is not one of the
 	// readers' permits: the semaphore reports it not held (see Reader).
 	s.mark = func(_ string, l Lock) (Locker, Lock, error) { return s.under, s.inner(l), nil }
@@ -359,6 +361,22 @@ func (s *rwSide) wait(ctx context.Context, op, resource string, last *Error) boo
 		return s.waitFor != nil && s.waitFor(ctx, op, writeName(resource))
 	}
 	return s.rw.readers.wait(ctx, op, readName(resource), last)
+}
+
+// hears implements hearer, as wait waits: not at all for readers to
+// leave, on the intent through the locker's stores that notify, and for a
+// permit as the readers' semaphore does.
+func (s *rwSide) hears(last *Error) hearing {
+	switch {
+	case last.Err == errReadersFirst:
+		return hearing{stores: s.hearsAll}
+	case s.write || last.Err == errWriterFirst:
+		return hearing{some: true, all: s.hearsAll, stores: s.hearsAll}
+	}
+	if h, ok := s.rw.readers.impl.(hearer); ok {
+		return h.hears(last)
+	}
+	return hearing{some: true, all: true, stores: true}
 }
 
 // IsLocked implements [Locker].

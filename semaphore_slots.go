@@ -268,21 +268,13 @@ func otherMarker(st *storeRef, limit int) error {
 }
 
 // wait implements engine: it waits for a release of any of (up to
-// maxWaitSlots of) the slots. Watching only some of them, it misses the
-// release of the others: it then waits no longer than the locker's retry
-// delay, as a poll would, and not for as long as a permit may be held.
+// maxWaitSlots of) the slots.
 func (s *slotSemaphore) wait(ctx context.Context, op, resource string, _ *Error) bool {
 	if s.waitFor == nil {
 		return false
 	}
 	n, first := min(s.limit, maxWaitSlots), rand.IntN(s.limit)
-	var wctx context.Context
-	var cancel context.CancelFunc
-	if n < s.limit {
-		wctx, cancel = context.WithTimeout(ctx, max(s.retry.Delay, s.retry.MaxDelay, minDelay))
-	} else {
-		wctx, cancel = context.WithCancel(ctx)
-	}
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	woke := make(chan bool, n)
 	for i := range n {
@@ -297,6 +289,15 @@ func (s *slotSemaphore) wait(ctx context.Context, op, resource string, _ *Error)
 		}
 	}
 	return woken
+}
+
+// hears implements hearer: watching only some slots, or through a
+// MultiLocker only some stores, the wait misses the releases of the
+// others, so the retry loop bounds it by the retry delay, as a poll, and
+// not by how long a permit may be held.
+func (s *slotSemaphore) hears(*Error) hearing {
+	stores := notifyAll(s.stores)
+	return hearing{some: true, all: s.limit <= maxWaitSlots && stores, stores: stores}
 }
 
 // permitToken is the token of a permit on slot of a semaphore of limit,

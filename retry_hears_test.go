@@ -1,0 +1,147 @@
+package lock_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// A semaphore of plain locks of more than 16 permits watches 16 slots:
+// its waits last the call's retry delay, not the locker's. It gave up its
+// watch at the locker's MaxDelay (500ms) and then slept out the call's
+// delay, an hour here, missing the releases of the slots it watched too.
+func TestSlotSemaphoreWaitFollowsTheCallsDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		m := memory.New()
+		sem := mustSemaphore(t, mustSingle(t, withoutStart{m, m, m, m, m}, nil), 64) // no Permitter: plain locks
+		var held []lock.Lock
+		for range 64 {
+			p, err := sem.TryLock(ctx, "jobs", 2*time.Hour)
+			wantNil(t, "sem.TryLock(jobs)", err)
+			held = append(held, p)
+		}
+		got := make(chan time.Time, 1)
+		go func() {
+			_, err := sem.Lock(ctx, "jobs", 2*time.Hour, lock.WithRetry(lock.Retry{Attempts: lock.Forever, Delay: time.Hour}))
+			wantNil(t, "sem.Lock(jobs) waiting", err)
+			got <- time.Now()
+		}()
+		time.Sleep(time.Second)
+		for _, p := range held { // every slot freed: a watched one wakes the waiter
+			wantNil(t, "sem.Unlock(permit)", sem.Unlock(ctx, p))
+		}
+		freed := time.Now()
+		if took := (<-got).Sub(freed); took > 0 {
+			t.Errorf("sem.Lock(jobs) took a permit %v after every permit was freed; want at once, woken by a watched slot's release", took)
+		}
+		wantNil(t, "sem.UnlockAll()", sem.UnlockAll(ctx))
+	})
+}
+
+// EventRetry.Waiting is false when Lock sleeps: when no store that
+// refused can notify, and when a writer waits for readers to leave.
+func TestRetryEventWaitingOnlyWhenItWaits(t *testing.T) {
+	t.Run("MultiLocker", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			m0, m1, m2 := memory.New(memory.WithName("m0")), memory.New(), memory.New()
+			for _, m := range []*memory.Store{m1, m2} {
+				wantNil(t, "Acquire(r, other)", m.Acquire(t.Context(), "r", "other", time.Hour))
+			}
+			rec := &recorder{}
+			l := mustMulti(t, []lock.Store{m0, basic{m1}, basic{m2}}, &lock.Options{Hook: rec}) // m0 notifies, free
+			_, err := l.Lock(t.Context(), "r", time.Minute, lock.WithRetry(lock.Retry{Attempts: 2, Delay: 20 * time.Millisecond}))
+			wantIs(t, "Lock(r) held on the stores that cannot notify", err, lock.ErrNotAcquired)
+			wantRetryWaiting(t, rec.take(), false)
+		})
+	})
+	t.Run("writer waiting for readers", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			rec := &recorder{}
+			rw, err := lock.NewRWLocker(mustSingle(t, memory.New(), &lock.Options{Hook: rec}))
+			wantNil(t, "NewRWLocker()", err)
+			_, err = rw.Reader().TryLock(t.Context(), "r", time.Hour)
+			wantNil(t, "Reader().TryLock(r)", err)
+			rec.take()
+			_, err = rw.Writer().Lock(t.Context(), "r", time.Minute, lock.WithRetry(lock.Retry{Attempts: 2, Delay: 20 * time.Millisecond}))
+			wantIs(t, "Writer().Lock(r) with a reader in", err, lock.ErrNotAcquired)
+			wantRetryWaiting(t, rec.take(), false)
+		})
+	})
+}
+
+func wantRetryWaiting(t *testing.T, events []string, want bool) {
+	t.Helper()
+	retries := slices.DeleteFunc(events, func(e string) bool { return !strings.Contains(e, " retry ") })
+	if len(retries) == 0 {
+		t.Fatalf("events %q: no retry; want one", events)
+	}
+	for _, e := range retries {
+		if !strings.Contains(e, fmt.Sprintf("waiting=%v", want)) {
+			t.Errorf("event %q; want waiting=%v", e, want)
+		}
+	}
+}
+
+// The default policy polls at first where a refusing store cannot
+// notify, also when it is passed explicitly and when the store is one of
+// a MultiLocker's whose other stores notify. The lock is released at
+// 320ms: polling, an attempt comes within 20ms (the poll delay doubles
+// once after 250ms); backing off from 10ms, the next attempt after 310ms
+// comes at 405ms at the earliest.
+func TestDefaultRetryPollsWhereRefusalsCannotNotify(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		holding int // stores that cannot notify, held by another
+		multi   bool
+		opts    []lock.LockOption
+	}{
+		{"WithRetry(DefaultRetry)", 1, false, []lock.LockOption{lock.WithRetry(lock.DefaultRetry)}},
+		{"Options.Retry DefaultRetry", 1, false, nil},
+		{"MultiLocker, one store notifying", 2, true, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				var held []*memory.Store
+				var stores []lock.Store
+				if c.multi {
+					stores = append(stores, memory.New()) // notifies; free
+				}
+				for range c.holding {
+					m := memory.New()
+					wantNil(t, "Acquire(r, other)", m.Acquire(ctx, "r", "other", time.Hour))
+					held = append(held, m)
+					stores = append(stores, basic{m})
+				}
+				var l lock.Locker
+				if c.multi {
+					l = mustMulti(t, stores, nil)
+				} else {
+					retry := lock.DefaultRetry
+					l = mustSingle(t, stores[0], &lock.Options{Retry: &retry})
+				}
+				const release = 320 * time.Millisecond
+				start := time.Now()
+				go func() {
+					time.Sleep(release)
+					for _, m := range held {
+						wantNil(t, "Release(r, other)", m.Release(context.Background(), "r", "other"))
+					}
+				}()
+				_, err := l.Lock(ctx, "r", time.Minute, c.opts...)
+				wantNil(t, "Lock(r)", err)
+				if late := time.Since(start) - release; late > 20*time.Millisecond {
+					t.Errorf("Lock(r) returned %v after the release at %v; want within 20ms: the default policy polls at first where refusing stores cannot notify", late, release)
+				}
+			})
+		})
+	}
+}
