@@ -13,7 +13,11 @@ import (
 // hooks/otelhook (a nested module) adapt it to log/slog and OpenTelemetry.
 //
 // Observe is called synchronously on the goroutine doing the work, often
-// concurrently, so it must be fast and safe for concurrent use. The Event
+// concurrently, so it must be fast and safe for concurrent use. Its ctx
+// is the context of that work: a store call ended by the end of its
+// context — the caller's, or the locker's own (a wait it no longer needs,
+// one that Shutdown ends) — is observed in that ended context, so that a
+// hook can tell it from a store's failure. The Event
 // is a value, the hook's to keep. A locker without a hook pays nothing
 // for it. A call refused before anything is sent (bad input, a locker
 // shut down, an Extend the stores cannot make) is reported by its error

@@ -228,7 +228,9 @@ func (m *MultiLocker) wait(ctx context.Context, op, resource string, last *Error
 		go func() {
 			t0 := m.obs.start()
 			err := s.waiter.WaitRelease(wctx, resource)
-			m.obs.storeCall(ctx, op, resource, &s, "wait", t0, err)
+			// Told in wctx: a wait ended because another woke is not a
+			// store's failure.
+			m.obs.storeCall(wctx, op, resource, &s, "wait", t0, err)
 			woke <- err == nil
 		}()
 	}

@@ -155,7 +155,11 @@ func (s *SingleLocker) queued(ctx context.Context, op, resource string, ttl, wai
 		},
 	})
 	elapsed := inproc.Since(start)
+	// The hook hears of the store's answer in the context that ended the
+	// call: a wait that Shutdown ended is no store's failure.
+	hctx, serr := ctx, err
 	if err != nil && qctx.Err() != nil && ctx.Err() == nil {
+		hctx = qctx
 		err = fmt.Errorf("%w: %w", errShutWait, err)
 	}
 	stop()
@@ -168,7 +172,7 @@ func (s *SingleLocker) queued(ctx context.Context, op, resource string, ttl, wai
 		return l, start, took, false, e
 	}
 	if s.obs.on() {
-		s.obs.storeCallTook(ctx, op, resource, &s.store, "acquire", inproc.Since(called), err)
+		s.obs.storeCallTook(hctx, op, resource, &s.store, "acquire", inproc.Since(called), serr)
 	}
 	if err != nil {
 		return Lock{}, start, elapsed, inLine, s.failed(ctx, op, resource, token, err)
