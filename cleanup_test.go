@@ -3,6 +3,8 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -154,4 +156,81 @@ func TestMultiReasksStoresThatRefused(t *testing.T) {
 			noResidue(t, ms...)
 		})
 	})
+}
+
+// failFirstBlockNext is a memory store whose releases of the first
+// resource released (on any store sharing the state) fail, and whose
+// releases of any other block until their context ends, telling blocked.
+type failFirstBlockNext struct {
+	m  *memory.Store
+	st *releaseOrder
+}
+
+func (f failFirstBlockNext) Acquire(ctx context.Context, r, tok string, ttl time.Duration) error {
+	return f.m.Acquire(ctx, r, tok, ttl)
+}
+func (f failFirstBlockNext) Exists(ctx context.Context, r string) (bool, error) {
+	return f.m.Exists(ctx, r)
+}
+
+type releaseOrder struct {
+	mu      sync.Mutex
+	first   string
+	blocked chan struct{}
+	once    sync.Once
+}
+
+func (f failFirstBlockNext) Release(ctx context.Context, r, tok string) error {
+	f.st.mu.Lock()
+	if f.st.first == "" {
+		f.st.first = r
+	}
+	first := f.st.first == r
+	f.st.mu.Unlock()
+	if first {
+		return errors.New("connection refused")
+	}
+	f.st.once.Do(func() { close(f.st.blocked) })
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// UnlockAll whose context ends after one release failed and during
+// another reports one outcome, the context's: it matched ErrUnavailable
+// and context.Canceled both.
+func TestUnlockAllContextEndsAfterAFailedRelease(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprint(n, " stores"), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := &releaseOrder{blocked: make(chan struct{})}
+				var stores []lock.Store
+				for range n {
+					stores = append(stores, failFirstBlockNext{memory.New(), st})
+				}
+				var l lock.Locker
+				if n > 1 {
+					l = mustMulti(t, stores, &lock.Options{StoreTimeout: time.Hour})
+				} else {
+					l = mustSingle(t, stores[0], &lock.Options{StoreTimeout: time.Hour})
+				}
+				for _, r := range []string{"a", "b"} {
+					_, err := l.TryLock(t.Context(), r, time.Minute)
+					wantNil(t, "TryLock("+r+")", err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				go func() {
+					select {
+					case <-st.blocked:
+					case <-ctx.Done():
+					}
+					cancel()
+				}()
+				err := l.UnlockAll(ctx)
+				cancel()
+				if !errors.Is(err, context.Canceled) || errors.Is(err, lock.ErrUnavailable) {
+					t.Errorf("UnlockAll() whose context was canceled after a release failed = %v; want it to match context.Canceled, not ErrUnavailable", err)
+				}
+			})
+		})
+	}
 }

@@ -316,16 +316,22 @@ func (c *core) UnlockAll(ctx context.Context) error {
 	if c.eng == nil {
 		return errNotMade(op, "")
 	}
-	return named(op, c.unlockAll(ctx, "UnlockAll", nil, false))
+	return named(ctx, op, c.unlockAll(ctx, "UnlockAll", nil, false))
 }
 
 // named returns the failures of the releases made by UnlockAll or
 // Shutdown (op) as an *Error of op, so that the error names the call
 // that failed, as every locker error does; the releases' own errors,
-// each naming its resource, are its cause.
-func named(op string, err error) error {
-	if err == nil {
+// each naming its resource, are its cause — unless ctx ended meanwhile:
+// the cause is then ctx's error, the releases' only told in its text, so
+// that one outcome matches (a release that failed before ctx ended, and
+// one that ctx ended, would match two).
+func named(ctx context.Context, op string, err error) error {
+	switch {
+	case err == nil:
 		return nil
+	case ctx.Err() != nil:
+		return &Error{Op: op, Err: fmt.Errorf("%w (and releasing: %v)", ctxErr(ctx), err)}
 	}
 	return &Error{Op: op, Err: err}
 }
@@ -383,7 +389,7 @@ func (c *core) Shutdown(ctx context.Context) error {
 	}
 	drain(ctx, c.storeTimeout, gates...)
 	if ctx.Err() == nil {
-		return named(op, c.unlockAll(ctx, "Shutdown", ErrClosed, false))
+		return named(ctx, op, c.unlockAll(ctx, "Shutdown", ErrClosed, false))
 	}
 	err := &Error{Op: op, Err: ctxErr(ctx)}
 	if uerr := c.unlockAll(context.WithoutCancel(ctx), "Shutdown", ErrClosed, true); uerr != nil {
