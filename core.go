@@ -278,7 +278,7 @@ func (c *core) acquire(ctx context.Context, op, resource string, ttl time.Durati
 	switch {
 	case e == nil:
 		e = c.closedMeanwhile(ctx, op, resource, l)
-	case ctx.Err() != nil:
+	case ended(ctx):
 		e = canceled(ctx, e)
 	}
 	if e != nil {

@@ -64,7 +64,7 @@ var storeOps = [...]string{
 // (derived from ctx with the store timeout), into a timeoutError if the
 // store timeout rather than ctx ended the call.
 func (m *MultiLocker) storeTimedOut(ctx, sctx context.Context, err error) error {
-	if err != nil && !isOutcome(err) && ctx.Err() == nil && (sctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+	if err != nil && !isOutcome(err) && !ended(ctx) && (sctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 		return timeoutError{after: m.storeTimeout.String()}
 	}
 	return err

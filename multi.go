@@ -178,7 +178,7 @@ func (m *MultiLocker) attempt(ctx context.Context, op, resource string, ttl time
 	failures := b.failures()
 	b.mu.Unlock()
 	switch {
-	case ctx.Err() != nil:
+	case ended(ctx):
 		cause = ctxErr(ctx)
 	case cause != nil:
 	case unfenced:
@@ -527,7 +527,7 @@ func (m *MultiLocker) storeError(i int, err error) StoreError {
 // failure builds the error of an operation that failed with cause, or with
 // the context's error if ctx ended.
 func (m *MultiLocker) failure(ctx context.Context, op, resource string, cause error, failures []StoreError) error {
-	if ctx.Err() != nil {
+	if ended(ctx) {
 		cause = ctxErr(ctx)
 	}
 	return &Error{Op: op, Resource: resource, Err: cause, Stores: failures}

@@ -174,7 +174,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		if e == nil {
 			break
 		}
-		if ctx.Err() != nil {
+		if ended(ctx) {
 			e = canceled(ctx, e)
 			break
 		}
@@ -295,7 +295,7 @@ func (c *core) pause(ctx context.Context, op, resource string, d, bound time.Dur
 // context ended: it matches the context's error, not the last outcome.
 func canceled(ctx context.Context, last *Error) *Error {
 	err := ctxErr(ctx)
-	if last != nil && last.Err != nil && !errors.Is(last.Err, ctx.Err()) {
+	if last != nil && last.Err != nil && !errors.Is(last.Err, err) {
 		err = fmt.Errorf("%w (last attempt: %s)", err, trimPrefix(last.Err))
 	}
 	e := &Error{Err: err}
@@ -305,11 +305,26 @@ func canceled(ctx context.Context, last *Error) *Error {
 	return e
 }
 
-// ctxErr returns ctx's error, with its cause when the cause says more;
-// the cause matches neither an outcome nor another context error (see
-// foreign).
+// ended reports whether ctx has ended, counting a deadline that has
+// passed: a client's own deadline can end a call a moment before ctx
+// reports it, and the call's error is then the caller's, not a store's
+// failure.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// ctxErr returns the error of ctx, which has ended (see ended), with its
+// cause when the cause says more; the cause matches neither an outcome
+// nor another context error (see foreign).
 func ctxErr(ctx context.Context) error {
 	err := ctx.Err()
+	if err == nil && ended(ctx) {
+		return context.DeadlineExceeded // its deadline passed: ctx says so a moment later
+	}
 	if cause := context.Cause(ctx); cause != nil && cause != err {
 		return fmt.Errorf("%w: %w", err, foreign{cause})
 	}

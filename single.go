@@ -235,7 +235,7 @@ func (s *SingleLocker) failed(ctx context.Context, op, resource, token string, e
 func (s *SingleLocker) unknown(ctx context.Context, op, resource, token string, err error) *Error {
 	s.cleanup(ctx, op, resource, token)
 	switch {
-	case ctx.Err() != nil:
+	case ended(ctx):
 		return &Error{Err: ctxErr(ctx)}
 	case errors.Is(err, errShutWait):
 		return &Error{Err: ErrClosed}
@@ -399,7 +399,7 @@ func (s *SingleLocker) forget(l Lock) {
 // store that refused the request itself (ErrInvalid) refuses it again:
 // that is final, as in attempt, not a failure.
 func (s *SingleLocker) fail(ctx context.Context, op, resource string, err error) error {
-	if ctx.Err() != nil {
+	if ended(ctx) {
 		return &Error{Op: op, Resource: resource, Err: ctxErr(ctx)}
 	}
 	if errors.Is(err, ErrInvalid) {
