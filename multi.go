@@ -365,7 +365,9 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 		undecided = &undecidedUnlock{released: make([]atomic.Bool, n)}
 	}
 	for i, err := range errs {
-		if err == nil {
+		// A store whose release failed may have released the lock, its
+		// reply lost: one that then finds nothing counts as released.
+		if err == nil || !isOutcome(err) && !errors.Is(err, ErrInvalid) {
 			undecided.released[i].Store(true)
 		}
 	}
@@ -376,9 +378,10 @@ func (m *MultiLocker) unlock(ctx context.Context, op string, l Lock) error {
 
 // undecidedUnlock is what a MultiLocker keeps with a lock whose Unlock
 // was left undecided (ErrUnavailable): the stores that released it since,
-// in that call, a retry or the background (releaseLater), so that a
-// retried Unlock counts them as released rather than as stores that no
-// longer held the lock. (A background release that lands before the
+// in that call, a retry or the background (releaseLater), or whose
+// release failed in it (the release may have applied, its reply lost),
+// so that a retried Unlock counts them as released rather than as stores
+// that no longer held the lock. (A background release that lands before the
 // record is kept is not counted, and the retry reports ErrNotHeld: its
 // first try waits a store timeout, and the Unlock returns at once.) The
 // held set keeps the record until the lock expires; a lock this locker

@@ -42,3 +42,29 @@ func TestMultiUnlockRetriedAfterUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// An Unlock whose releases all applied but whose replies were lost
+// reports ErrUnavailable; retried, it succeeds: every store finds
+// nothing, and a store whose release failed and which finds nothing
+// counts as released. It reported ErrNotHeld, "expired or taken over",
+// for a lock held until its own first release.
+func TestMultiUnlockRetriedAfterLostReplies(t *testing.T) {
+	for _, wait := range []time.Duration{0, time.Second} {
+		t.Run("retried after "+wait.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				ms := []*memory.Store{memory.New(), memory.New(), memory.New()}
+				l := mustMulti(t, []lock.Store{withoutStart{ms[0], ms[0], ms[0], ms[0], ms[0]}, withoutStart{ms[1], ms[1], ms[1], ms[1], ms[1]}, withoutStart{ms[2], ms[2], ms[2], ms[2], ms[2]}}, nil)
+				held, err := l.TryLock(ctx, "res", time.Minute)
+				wantNil(t, "TryLock(res)", err)
+				for _, m := range ms { // every try releases, and its reply is lost
+					m.Inject(memory.Fault{Ops: memory.OpRelease, Err: errConnReset, AfterApply: true, Times: 4})
+				}
+				wantIs(t, "Unlock(res) whose replies were lost", l.Unlock(ctx, held), lock.ErrUnavailable)
+				time.Sleep(wait) // fake time: the background asks again
+				wantNil(t, "Unlock(res) retried", l.Unlock(ctx, held))
+				noResidue(t, ms...)
+			})
+		})
+	}
+}
