@@ -150,7 +150,7 @@ func (c *core) init(op string, o *Options, eng engine) error {
 	c.tokens = o.Tokens
 	c.driftFactor = o.DriftFactor
 	c.storeTimeout = o.StoreTimeout
-	c.retry = DefaultRetry
+	c.retry = marked(DefaultRetry)
 	c.noFence = o.NoFence
 	c.lockDelay = o.LockDelay
 	c.obs = newObserver(o.Hook)
@@ -189,7 +189,7 @@ func (c *core) init(op string, o *Options, eng engine) error {
 		if err := o.Retry.validate(); err != nil {
 			return invalidf(op, "", "Options.%v", err)
 		}
-		c.retry = *o.Retry
+		c.retry = marked(*o.Retry)
 	}
 	return nil
 }

@@ -35,6 +35,8 @@ type Retry struct {
 	// attempt up to MaxDelay (exponential backoff). Zero keeps them at Delay;
 	// any other value below Delay is refused (ErrInvalid).
 	MaxDelay time.Duration
+
+	poll bool // DefaultRetry, or a policy a locker made of it: see marked
 }
 
 // Forever, as Retry.Attempts, retries until the context is done.
@@ -110,9 +112,16 @@ func jittered(d time.Duration) time.Duration {
 	return half + time.Duration(rand.Int64N(int64(d-half)+1))
 }
 
-// polls reports whether r is the default policy, DefaultRetry, which
-// polls at first where a store cannot notify.
-func (r Retry) polls() bool { return r == DefaultRetry }
+// marked returns r marked as the default policy if it is DefaultRetry,
+// whether a locker took it by default or it was given: the default polls
+// at first where a store cannot notify. A policy a locker makes of it (a
+// writer's, whose delays a quarter of the TTL bounds) keeps the mark.
+func marked(r Retry) Retry {
+	plain := r
+	plain.poll = false
+	r.poll = r.poll || plain == DefaultRetry
+	return r
+}
 
 // retries reports whether r makes more than one attempt.
 func (r Retry) retries() bool { return r.Attempts == Forever || r.Attempts > 1 }
@@ -182,12 +191,13 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 			break
 		}
 		// The delay backs off with the attempts that did not follow a
-		// wake: a waiter woken in its turn has lost no ground.
-		// The default policy polls at first where a refusing store cannot
-		// notify (see DefaultRetry).
+		// wake: a waiter woken in its turn has lost no ground. The default
+		// policy polls at first where a refusing store cannot notify (see
+		// DefaultRetry); not over a Locker of another package, whose
+		// stores may notify.
 		canWait, hears := c.waits(), c.hearing(e)
 		d := retry.delay(n - woke)
-		if retry.polls() && (!canWait || !hears.stores) {
+		if retry.poll && !c.guessed && (!canWait || !hears.stores) {
 			d = pollDelay(retry, inproc.Since(first))
 		}
 		// A wake is followed by an attempt at once, but not more than
@@ -294,8 +304,11 @@ func (c *core) pause(ctx context.Context, op, resource string, d, bound time.Dur
 // canceled turns the last attempt's error into the error of a call whose
 // context ended: it matches the context's error, not the last outcome.
 func canceled(ctx context.Context, last *Error) *Error {
-	err := ctxErr(ctx)
-	if last != nil && last.Err != nil && !errors.Is(last.Err, err) {
+	err, sentinel := ctxErr(ctx), ctx.Err()
+	if sentinel == nil {
+		sentinel = context.DeadlineExceeded // its deadline passed: see ended
+	}
+	if last != nil && last.Err != nil && !errors.Is(last.Err, sentinel) {
 		err = fmt.Errorf("%w (last attempt: %s)", err, trimPrefix(last.Err))
 	}
 	e := &Error{Err: err}

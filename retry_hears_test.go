@@ -2,9 +2,12 @@ package lock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -144,4 +147,92 @@ func TestDefaultRetryPollsWhereRefusalsCannotNotify(t *testing.T) {
 			})
 		})
 	}
+}
+
+// retryDelays records the delays EventRetry reports.
+type retryDelays struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (h *retryDelays) Observe(_ context.Context, e lock.Event) {
+	if e.Kind == lock.EventRetry {
+		h.mu.Lock()
+		h.d = append(h.d, e.Delay)
+		h.mu.Unlock()
+	}
+}
+
+// A writer with the default policy polls at first on a store that cannot
+// notify, whatever its TTL: the policy it makes of the default (delays
+// bounded by a quarter of the TTL) stays the default's.
+func TestWriterDefaultRetryPolls(t *testing.T) {
+	for _, ttl := range []time.Duration{4 * time.Second, time.Second} {
+		t.Run(ttl.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := basic{memory.New()}
+				h := &retryDelays{}
+				rw, err := lock.NewRWLocker(mustSingle(t, m, &lock.Options{Hook: h}))
+				wantNil(t, "NewRWLocker()", err)
+				holdElsewhere(t, m, "res~write", 240*time.Millisecond) // another writer's intent
+				_, err = rw.Writer().Lock(t.Context(), "res", ttl)
+				wantNil(t, "Writer().Lock(res)", err)
+				if len(h.d) < 20 {
+					t.Errorf("Writer().Lock(res, %v) retried %d times in 240ms, delays %v; want one every 5-10ms: the default policy polls", ttl, len(h.d), h.d)
+				}
+			})
+		})
+	}
+}
+
+// countingForeign is a Locker of another package, counting its TryLocks:
+// a semaphore over it cannot see its stores.
+type countingForeign struct {
+	lock.Locker
+	tries atomic.Int64
+}
+
+func (f *countingForeign) TryLock(ctx context.Context, r string, ttl time.Duration) (lock.Lock, error) {
+	f.tries.Add(1)
+	return f.Locker.TryLock(ctx, r, ttl)
+}
+
+// Over a Locker of another package, whose stores may notify, the default
+// policy backs off from the start rather than poll.
+func TestDefaultRetryDoesNotPollAForeignLocker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &countingForeign{Locker: mustSingle(t, memory.New(), nil)}
+		sem := mustSemaphore(t, f, 1)
+		_, err := sem.TryLock(t.Context(), "res", 240*time.Millisecond) // free at its TTL
+		wantNil(t, "sem.TryLock(res)", err)
+		f.tries.Store(0)
+		_, err = sem.Lock(t.Context(), "res", time.Second)
+		wantNil(t, "sem.Lock(res)", err)
+		if n := f.tries.Load(); n > 12 {
+			t.Errorf("sem.Lock(res) over a foreign locker made %d TryLocks in 240ms; want a backoff from 10ms (about 7)", n)
+		}
+	})
+}
+
+// blockUntilDone is a store whose Acquire waits for its context to end.
+type blockUntilDone struct{ basic }
+
+func (blockUntilDone) Acquire(ctx context.Context, _, _ string, _ time.Duration) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A Lock whose context is canceled with a cause does not repeat the
+// cause as its last attempt's error.
+func TestCanceledWithCauseNotRepeated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := mustSingle(t, blockUntilDone{basic{memory.New()}}, nil)
+		ctx, cancel := context.WithCancelCause(t.Context())
+		time.AfterFunc(20*time.Millisecond, func() { cancel(errors.New("boom")) })
+		_, err := l.Lock(ctx, "res", time.Second)
+		wantIs(t, "Lock(res) canceled with a cause", err, context.Canceled)
+		if strings.Contains(err.Error(), "last attempt") {
+			t.Errorf("Lock(res) canceled with a cause = %q; want the context's error told once, not again as the last attempt's", err)
+		}
+	})
 }

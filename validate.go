@@ -191,5 +191,5 @@ func (c *core) policy(op, resource string, o callOptions) (Retry, error) {
 	if err := o.retry.validate(); err != nil {
 		return Retry{}, invalidf(op, resource, "%v", err)
 	}
-	return *o.retry, nil
+	return marked(*o.retry), nil
 }
