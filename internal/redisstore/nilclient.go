@@ -10,16 +10,25 @@ import (
 // it embeds, at any depth, a nil pointer or interface that gives it one
 // of methods — a caller's wrapper of a client it did not set, whose every
 // call would panic. Types of the client library (whose package path is
-// lib) are not looked into.
-func NilClient(c any, lib string, methods ...string) string {
+// lib) are not looked into. With probe set, a wrapper embedding such a
+// nil is refused only if probe, calls of methods that do no I/O, panics:
+// a wrapper may declare the methods itself.
+func NilClient(c any, lib string, probe func(), methods ...string) string {
 	v := reflect.ValueOf(c)
 	if c == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return "nil client"
 	}
-	if t := nilEmbedded(v, lib, methods, 0); t != "" {
+	if t := nilEmbedded(v, lib, methods, 0); t != "" && (probe == nil || panics(probe)) {
 		return fmt.Sprintf("the client, a %T, embeds a nil %s, whose methods it promotes: every call would panic", c, t)
 	}
 	return ""
+}
+
+// panics reports whether f panics.
+func panics(f func()) (panicked bool) {
+	defer func() { panicked = recover() != nil }()
+	f()
+	return false
 }
 
 // nilEmbedded returns the type of a nil field embedded in v that

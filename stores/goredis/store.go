@@ -46,7 +46,7 @@ type Store struct {
 // These and invalid options give an error wrapping lock.ErrInvalid.
 func New(c redis.UniversalClient, opts ...Option) (*Store, error) {
 	// Process and Options are the methods the store calls first.
-	if why := redisstore.NilClient(c, reflect.TypeFor[redis.Client]().PkgPath(), "Process", "Options"); why != "" {
+	if why := redisstore.NilClient(c, reflect.TypeFor[redis.Client]().PkgPath(), nil, "Process", "Options"); why != "" {
 		return nil, fmt.Errorf("%w: goredis.New: %s", lock.ErrInvalid, why)
 	}
 	g, seeds, err := glue(c)

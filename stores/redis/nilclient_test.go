@@ -1,9 +1,11 @@
 package redis_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -61,5 +63,44 @@ func TestNewTakesWrappedClients(t *testing.T) {
 		if _, err := redis.New(client); err != nil {
 			t.Errorf("New(%T wrapping a client) = %v; want a store", client, err)
 		}
+	}
+}
+
+// declaring is an instrumenting wrapper: it embeds the rueidis.Client
+// interface, left nil, to satisfy it, and declares every method the store
+// calls itself, delegating to inner.
+type declaring struct {
+	rueidis.Client // nil: never called
+	inner          rueidis.Client
+	calls          int
+}
+
+func (c *declaring) B() rueidis.Builder               { return c.inner.B() }
+func (c *declaring) Mode() rueidis.ClientMode         { return c.inner.Mode() }
+func (c *declaring) Nodes() map[string]rueidis.Client { return c.inner.Nodes() }
+func (c *declaring) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.calls++
+	return c.inner.Do(ctx, cmd)
+}
+func (c *declaring) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	return c.inner.DoMulti(ctx, cmds...)
+}
+func (c *declaring) Dedicated(fn func(rueidis.DedicatedClient) error) error {
+	return c.inner.Dedicated(fn)
+}
+func (c *declaring) Receive(ctx context.Context, sub rueidis.Completed, fn func(rueidis.PubSubMessage)) error {
+	return c.inner.Receive(ctx, sub, fn)
+}
+
+// TestNewTakesWrapperDeclaringItsMethods: a wrapper that embeds a nil
+// client but declares the methods the store calls works, and is taken.
+func TestNewTakesWrapperDeclaringItsMethods(t *testing.T) {
+	w := &declaring{inner: redistest.Start(t).NewClient(t)}
+	s, err := redis.New(w)
+	if err != nil {
+		t.Fatalf("New(a wrapper declaring every method it uses) = %v; want a store", err)
+	}
+	if err := s.Acquire(t.Context(), "r", "token", time.Second); err != nil || w.calls == 0 {
+		t.Fatalf("Acquire(r) through the wrapper = %v, %d calls through it; want nil, some", err, w.calls)
 	}
 }

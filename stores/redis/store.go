@@ -26,12 +26,14 @@ type Store struct {
 // New returns a Store that takes locks through client. The caller owns
 // the client: the store never closes it, and it must stay open while the
 // store is used. A nil client is refused, and so is a type of the
-// caller's that embeds a nil client (a nil rueidis.Client, say), whose
-// every call would panic. These and invalid options give an error
+// caller's that embeds a nil client (a nil rueidis.Client, say) and does
+// not declare its methods itself: every call would panic. These and invalid options give an error
 // wrapping lock.ErrInvalid.
 func New(c rueidis.Client, opts ...Option) (*Store, error) {
-	// Mode and Do are the methods the store calls first.
-	if why := redisstore.NilClient(c, reflect.TypeFor[rueidis.ClientOption]().PkgPath(), "Mode", "Do"); why != "" {
+	// Mode and Do are the methods the store calls first; Mode and B do no
+	// I/O, so that a wrapper that declares them is taken.
+	probe := func() { _, _ = c.Mode(), c.B() }
+	if why := redisstore.NilClient(c, reflect.TypeFor[rueidis.ClientOption]().PkgPath(), probe, "Mode", "Do"); why != "" {
 		return nil, fmt.Errorf("%w: redis.New: %s", lock.ErrInvalid, why)
 	}
 	var owner any
