@@ -16,7 +16,7 @@ func init() {
 		},
 		"raise-fence-refreshes-lock": {
 			store: func() lock.Store { return brokenstore.RaiseFenceRefreshesLock() },
-			rule:  "RaiseFenceLeavesLock", wants: []string{"after RaiseFence(long, ", " while a held long, taken for 30s: TTL(long) = 24h0m0s, true, nil; want 29.999s ≤ remaining ≤ 30s, true, nil: the raise changed the lock's TTL"},
+			rule:  "RaiseFenceLeavesLock", wants: []string{"after RaiseFence(long, ", " while a held long, taken for 30s: TTL(long) = 24h0m0s, true, nil; want 29.999s ≤ remaining ≤ 30.001s, true, nil: the raise changed the lock's TTL"},
 		},
 		"raise-fence-refreshes-lock-without-ttl": {
 			store: func() lock.Store { return brokenstore.FencesOnly(brokenstore.RaiseFenceRefreshesLock()) },

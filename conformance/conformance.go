@@ -31,9 +31,9 @@ type Options struct {
 	Granularity time.Duration
 
 	// Tolerance is the slack allowed to timing checks on top of the TTL
-	// and granularity, for the latency of a real server. Checks at the
-	// long TTL allow a tenth of that TTL if it is more. Default: 100ms,
-	// or 1ms with Synctest.
+	// and granularity, for the latency of a real server. (Checks that a
+	// lock lives its TTL need none: they judge by when answers came.)
+	// Default: 100ms, or 1ms with Synctest.
 	Tolerance time.Duration
 
 	// Synctest runs each rule inside a testing/synctest bubble, on a fake
@@ -274,23 +274,10 @@ func (h *harness) ctx() context.Context {
 	return ctx
 }
 
-// tolerance is the slack of a timing check on a lock of ttl: the
-// configured tolerance, or a tenth of ttl if that is more.
-func (h *harness) tolerance(ttl time.Duration) time.Duration {
-	return max(h.opts.Tolerance, ttl/10)
-}
-
 // expiryBound is how long after the call that set it a lock of ttl must
 // be gone.
 func (h *harness) expiryBound(ttl time.Duration) time.Duration {
 	return ttl + 2*h.gran + h.opts.Tolerance
-}
-
-// lifeBound is when, after the call that set it was sent, the rules check
-// that a lock of ttl is still there: the least it must live, its TTL less
-// the granularity, less the tolerance, so that the check lands in time.
-func (h *harness) lifeBound(ttl time.Duration) time.Duration {
-	return ttl - h.gran - h.tolerance(ttl)
 }
 
 // settle gives goroutines started by the rule time to reach the state they
@@ -343,22 +330,32 @@ func (h *harness) waitExpired(resource string, set time.Time, ttl time.Duration)
 }
 
 // lasts polls Exists on resource, set with ttl by a call sent at start,
-// until the least the lock must live (lifeBound), and reports whether it
-// lasted, with the time of the last answer. It reports false only for an
-// answer that arrived before the lock could have expired (its TTL less
-// the granularity), so a check delayed by a slow machine never fails a
-// correct store; polling, not one check at the end, catches a lock that
-// goes early however late the checks run.
+// until the least the lock must live (its TTL less the granularity), and
+// reports whether it lasted, with the time of the last answer.
 func (h *harness) lasts(resource string, start time.Time, ttl time.Duration) (bool, time.Duration, error) {
-	end := start.Add(h.lifeBound(ttl))
+	return h.lives(start, ttl, func() (bool, error) { return h.store.Exists(h.ctx(), resource) })
+}
+
+// lives polls held, which says whether a lock (or a permit) set with ttl
+// by a call sent at start is still there, until the least it must live,
+// its TTL less the granularity, and reports whether it lived, with the
+// time of the last answer. It reports false only for an answer that
+// arrived before then, however late the poll was sent: a store applies
+// the call after start and reads the lock before it answers, so an answer
+// that says gone before then is early expiry, while one that arrives
+// later is too late to tell, and a slow machine never fails a correct
+// store. Polling, not one check at the end, catches a lock that goes
+// early however late the checks run.
+func (h *harness) lives(start time.Time, ttl time.Duration, held func() (bool, error)) (bool, time.Duration, error) {
+	end := start.Add(ttl - h.gran)
 	for {
-		held, err := h.store.Exists(h.ctx(), resource)
+		ok, err := held()
 		after := time.Since(start)
 		switch {
 		case err != nil:
 			return false, after, err
-		case !held:
-			return after >= ttl-h.gran, after, nil // gone after its TTL could have run out: too late to tell
+		case !ok:
+			return !time.Now().Before(end), after, nil // gone after its TTL could have run out: too late to tell
 		case !time.Now().Before(end):
 			return true, after, nil
 		}

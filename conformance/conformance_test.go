@@ -90,15 +90,33 @@ var controls = map[string]control{
 	},
 	"expires-early": {
 		store: func() lock.Store { return brokenstore.ExpiresEarly(0.6) },
-		rule:  "LongTTL", wants: []string{"after Acquire(r, a, 5s) (granularity 0s); want true until 5s: the lock expired early"},
+		rule:  "LongTTL", wants: []string{"after Acquire(r, a, 5.5s) (granularity 0s); want true until 5.5s: the lock expired early"},
 	},
 	"expires-early-real-time": {
 		store: func() lock.Store { return brokenstore.ExpiresEarly(0.6) }, realTime: true,
-		rule: "LongTTL", wants: []string{"after Acquire(r, a, 5s) (granularity 0s); want true until 5s: the lock expired early"},
+		rule: "LongTTL", wants: []string{"after Acquire(r, a, 5.5s) (granularity 0s); want true until 5.5s: the lock expired early"},
 	},
 	"caps-ttl-real-time": {
 		store: func() lock.Store { return brokenstore.CapsTTL(time.Second) }, realTime: true,
-		rule: "LongTTL", wants: []string{"after Extend(r, a, 5s) of a lock taken for 200ms (granularity 0s); want true until 5s: the lock expired early"},
+		rule: "LongTTL", wants: []string{"after Extend(r, a, 5.5s) of a lock taken for 200ms (granularity 0s); want true until 5.5s: the lock expired early"},
+	},
+	"truncates-ttl": {
+		store: func() lock.Store { return brokenstore.TruncatesTTL() },
+		rule:  "LongTTL", wants: []string{
+			"s after Acquire(r, a, 5.5s) (granularity 0s); want true until 5.5s: the lock expired early",
+			"s after Extend(r, a, 5.5s) of a lock taken for 200ms (granularity 0s); want true until 5.5s: the lock expired early",
+			"after Acquire(r, a, 5.5s): TTL(r0) = 5s, true, nil; want 5.499s ≤ remaining ≤ 5.501s, true, nil",
+		},
+	},
+	// Without a TTL reader, the lock's life alone tells: polling stops
+	// only at its TTL less the granularity.
+	"truncates-ttl-without-ttl-reader": {
+		store: func() lock.Store { return brokenstore.Basic(brokenstore.TruncatesTTL()) },
+		rule:  "LongTTL", wants: []string{"s after Acquire(r, a, 5.5s) (granularity 0s); want true until 5.5s: the lock expired early"},
+	},
+	"truncates-ttl-real-time": {
+		store: func() lock.Store { return brokenstore.Basic(brokenstore.TruncatesTTL()) }, realTime: true,
+		rule: "LongTTL", wants: []string{"after Acquire(r, a, 5.5s) (granularity 0s); want true until 5.5s: the lock expired early"},
 	},
 	"caps-long-ttl": {
 		store: func() lock.Store { return brokenstore.CapsTTL(30 * 24 * time.Hour) },
@@ -147,11 +165,11 @@ var controls = map[string]control{
 	},
 	"ttl-too-small": {
 		store: func() lock.Store { return brokenstore.TTLTooSmall() },
-		rule:  "TTL", wants: []string{"after Acquire(r, a, 30s): TTL(r) = 30ms, true, nil; want 29.999s ≤ remaining ≤ 30s, true, nil"},
+		rule:  "TTL", wants: []string{"after Acquire(r, a, 30s): TTL(r) = 30ms, true, nil; want 29.999s ≤ remaining ≤ 30.001s, true, nil"},
 	},
 	"ttl-rounded-up": {
 		store: func() lock.Store { return brokenstore.TTLRoundedUp() },
-		rule:  "TTL", wants: []string{"after Acquire(expires, a, 200ms): TTL(expires) = 1s, true, nil; want 199ms ≤ remaining ≤ 200ms, true, nil"},
+		rule:  "TTL", wants: []string{"after Acquire(expires, a, 200ms): TTL(expires) = 1s, true, nil; want 199ms ≤ remaining ≤ 201ms, true, nil"},
 	},
 	"ttl-as-set": {
 		store: func() lock.Store { return brokenstore.TTLAsSet() },

@@ -42,18 +42,19 @@
 //     all at once and must be distinct locks — or refused through
 //     [lock.ResourceValidator] with an error wrapping [lock.ErrInvalid].
 //   - Time: expiry at the short TTL (held until the TTL less the
-//     granularity and tolerance, gone soon after it); every other
+//     granularity, gone soon after it); every other
 //     owner's Acquire refused until the TTL less the granularity has run
 //     out, in the lock's last moments too (AcquireNearExpiry); LongTTL, a TTL of
-//     five seconds plus twice the granularity, set by every call that sets one
+//     five and a half seconds plus twice the granularity (not whole
+//     seconds, so that a store that truncates TTLs to whole seconds
+//     shows), set by every call that sets one
 //     — Acquire, AcquireFenced, Extend, a refused Acquire, Start — at once,
-//     each lock held until its TTL less the granularity and a tenth of the
-//     TTL; MaxTTL, lock.MaxTTL set by every such call kept as TTL reads it
+//     each lock held until its TTL less the granularity; MaxTTL, lock.MaxTTL set by every such call kept as TTL reads it
 //     (or refused with ErrInvalid); Extend (owner, shorter TTL, wrong
 //     token, after expiry, after takeover, and racing the lock's expiry
 //     and a new owner's Acquire without touching the new owner's TTL);
 //     TTL read from below and above (not rounded up past the
-//     granularity, and counting down: halfway through a lock's life, at
+//     granularity and the tolerance, and counting down: halfway through a lock's life, at
 //     most what is left of it), and free once released or expired.
 //   - Holder: the public part of the holder's token (after its last '~'),
 //     never its secret; "" for a token without one; free once released
@@ -114,6 +115,11 @@
 //     lock.MultiLocker built on the store. They first check that
 //     WaitRelease blocks while the resource is held, and stop there if it
 //     does not: the lockers would spin on such a store.
+//
+// A lock must be held until its TTL less the granularity, counted from
+// just before the call that set it was sent: a check that finds it gone
+// fails only if its answer came before then, so a slow machine delays
+// the checks but never fails a correct store.
 //
 // The stress rules (ReleaseRacesExpiry, ExtendRacesExpiry, FenceOrder,
 // WaitReleaseRace, StartOwnDeadline) time many tries to land in a race

@@ -268,13 +268,11 @@ func raiseFenceLeavesLock(t *testing.T, h *harness) {
 	if msg := h.checkTTL(short, start, h.ttl); msg != "" {
 		t.Fatalf("after RaiseFence(short, %d) while b held short, taken for %v: %s: the raise changed the lock's TTL", floor, h.ttl, msg)
 	}
-	if h.lifeBound(h.ttl) > 0 {
-		held, after, err := h.lasts(short, start, h.ttl)
-		h.must("Exists(short)", err)
-		if !held {
-			t.Fatalf("Exists(short) = false %v after AcquireFenced(short, b, %v) and RaiseFence(short, %d) (granularity %v); want true: the raise cut the lock short",
-				after.Round(time.Millisecond), h.ttl, floor, h.gran)
-		}
+	held, after, err := h.lasts(short, start, h.ttl)
+	h.must("Exists(short)", err)
+	if !held {
+		t.Fatalf("Exists(short) = false %v after AcquireFenced(short, b, %v) and RaiseFence(short, %d) (granularity %v); want true: the raise cut the lock short",
+			after.Round(time.Millisecond), h.ttl, floor, h.gran)
 	}
 	if ok, after := h.expires(short, set, h.ttl); !ok {
 		t.Fatalf("Exists(short) = true %v after AcquireFenced(short, b, %v) and RaiseFence(short, %d); want false: the raise made the lock outlive its TTL",

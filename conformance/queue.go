@@ -300,13 +300,11 @@ func queueAfterExpiry(t *testing.T, h *harness) {
 	h.want("Acquire(r, c) while b holds r, handed it when a's lock expired", h.store.Acquire(h.ctx(), r, h.tok("c"), h.long), lock.ErrNotAcquired)
 	// The handoff came no earlier than a's lock could expire, and b's
 	// lock lives its TTL from the handoff.
-	if h.lifeBound(h.ttl) > 0 {
-		held, after, err := h.lasts(r, expires, h.ttl)
-		h.must("Exists(r)", err)
-		if !held {
-			t.Fatalf("Exists(r) = false %v after a's lock could first expire and be handed to b with ttl %v (granularity %v); want true: a handed lock's TTL counts from the handoff, not from the call",
-				after.Round(time.Millisecond), h.ttl, h.gran)
-		}
+	held, after, err := h.lasts(r, expires, h.ttl)
+	h.must("Exists(r)", err)
+	if !held {
+		t.Fatalf("Exists(r) = false %v after a's lock could first expire and be handed to b with ttl %v (granularity %v); want true: a handed lock's TTL counts from the handoff, not from the call",
+			after.Round(time.Millisecond), h.ttl, h.gran)
 	}
 }
 

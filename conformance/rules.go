@@ -44,7 +44,7 @@ var rules = []rule{
 	{name: "AcquireNearExpiry", run: acquireNearExpiry,
 		why: "a held lock must refuse every other owner until its TTL (less the granularity) has run out, in its last moments too: a store that lets a contender take over a lock about to expire gives two owners the lock while the first still counts on it"},
 	{name: "LongTTL", run: longTTL,
-		why: "every call that sets a TTL must honour a TTL of several seconds: a store that caps TTLs or expires locks early gives a second owner the lock while the first still counts on it"},
+		why: "every call that sets a TTL must honour a TTL of several seconds, fractions of a second included: a store that caps TTLs, truncates them to whole seconds or expires locks early gives a second owner the lock while the first still counts on it"},
 	{name: "MaxTTL", needs: ttlReader, run: maxTTL,
 		why: "every call that sets a TTL must keep lock.MaxTTL, the longest a locker asks for, or refuse it (ErrInvalid): a store that caps long TTLs, or reads a long one as something else (memcached takes more than 30 days as a date), frees a lock its holder counts on"},
 	{name: "IndependentResources", run: independentResources,

@@ -22,13 +22,11 @@ func expiry(t *testing.T, h *harness) {
 	if !h.exists(r) {
 		t.Fatalf("Exists(r) = false right after Acquire(r, a, %v); want true", h.ttl)
 	}
-	if h.lifeBound(h.ttl) > 0 {
-		held, after, err := h.lasts(r, start, h.ttl)
-		h.must("Exists(r)", err)
-		if !held {
-			t.Fatalf("Exists(r) = false %v after Acquire(r, a, %v) (granularity %v); want true: the lock expired early",
-				after.Round(time.Millisecond), h.ttl, h.gran)
-		}
+	held, after, err := h.lasts(r, start, h.ttl)
+	h.must("Exists(r)", err)
+	if !held {
+		t.Fatalf("Exists(r) = false %v after Acquire(r, a, %v) (granularity %v); want true: the lock expired early",
+			after.Round(time.Millisecond), h.ttl, h.gran)
 	}
 	h.waitExpired(r, set, h.ttl)
 	b := h.tok("b")
@@ -68,10 +66,13 @@ func acquireNearExpiry(t *testing.T, h *harness) {
 
 // longTTL sets a TTL of several seconds with every call that sets one,
 // all at once, and checks that each lock lives that long (less the
-// granularity and a tenth of the TTL) and that TTL reports it from the
-// start. The checks run together, so the rule takes one such TTL.
+// granularity) and that TTL reports it from the start. The TTL is not a
+// whole number of seconds, so that a store that truncates TTLs of a
+// second or more to whole seconds (EXPIRE for long ones, PEXPIRE for
+// short ones) shows. The checks run together, so the rule takes one such
+// TTL.
 func longTTL(t *testing.T, h *harness) {
-	ttl := 5*time.Second + 2*h.gran
+	ttl := 5500*time.Millisecond + 2*h.gran
 	refused := ttlSetter{what: fmt.Sprintf("Acquire(r, b, %v) refused while a held r with that TTL", h.ttl), set: func(r, a string) error {
 		if err := h.store.Acquire(h.ctx(), r, a, ttl); err != nil {
 			return err
@@ -109,8 +110,10 @@ func longTTL(t *testing.T, h *harness) {
 				t.Errorf("Exists(r) = false %v after %s (granularity %v); want true until %v: the lock expired early",
 					after.Round(time.Millisecond), c.what, h.gran, ttl-h.gran)
 			default:
-				if err := h.store.Release(h.ctx(), r, a); err != nil {
-					t.Errorf("Release(r, a) %v after %s = %v; want nil", after.Round(time.Millisecond), c.what, err)
+				// The lock lived its TTL less the granularity, and may be
+				// gone by now.
+				if err := h.store.Release(h.ctx(), r, a); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+					t.Errorf("Release(r, a) %v after %s = %v; want nil, or ErrNotHeld once its TTL could have run out", after.Round(time.Millisecond), c.what, err)
 				}
 			}
 		}()
@@ -208,7 +211,9 @@ func maxTTL(t *testing.T, h *harness) {
 // checkTTL reads the TTL of resource, set to ttl at start, if the store
 // can, and says what is wrong with it: it must be held, with at least ttl
 // less the granularity, the tolerance and the time since start left, and
-// at most ttl plus the granularity.
+// at most ttl plus the granularity and the tolerance, by which a lock may
+// outlive its TTL (a store whose leases count whole seconds keeps a lock
+// of 5.5s for 6s, and may say so).
 func (h *harness) checkTTL(resource string, start time.Time, ttl time.Duration) string {
 	tr, ok := h.store.(lock.TTLReader)
 	if !ok {
@@ -216,7 +221,7 @@ func (h *harness) checkTTL(resource string, start time.Time, ttl time.Duration) 
 	}
 	left, held, err := tr.TTL(h.ctx(), resource)
 	lo := ttl - h.gran - h.opts.Tolerance - time.Since(start)
-	hi := ttl + h.gran
+	hi := ttl + h.gran + h.opts.Tolerance
 	if err != nil || !held || left < lo || left > hi {
 		return fmt.Sprintf("TTL(%s) = %v, %v, %v; want %v ≤ remaining ≤ %v, true, nil", h.name(resource), left, held, errString(err), lo.Round(time.Millisecond), hi)
 	}

@@ -114,6 +114,23 @@ func CapsTTL(limit time.Duration) *Store {
 	})
 }
 
+// TruncatesTTL keeps a TTL of a second or more in whole seconds,
+// truncated, as a client that sends EXPIRE with the TTL's whole seconds
+// for long TTLs (and PEXPIRE for short ones) does, and declares no
+// granularity: a lock taken for 5.5s lives 5s, and a second owner takes
+// it while the first still counts on it. Its TTL reader tells the time
+// the lock really has left.
+func TruncatesTTL() *Store {
+	return New(func(_ *Store, mem *memory.Store, f *Funcs) {
+		scaleTTL(mem, f, func(ttl time.Duration) time.Duration {
+			if ttl >= time.Second {
+				return ttl.Truncate(time.Second)
+			}
+			return ttl
+		})
+	})
+}
+
 // RefusedAcquireSetsTTL sets the holder's expiry to the TTL of an Acquire
 // it refuses, as a store that sends SETNX and then EXPIRE does.
 func RefusedAcquireSetsTTL() *Store {
