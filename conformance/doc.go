@@ -91,8 +91,11 @@
 //     per call under concurrency.
 //   - Permits ([lock.Permitter]): exactly limit winners among concurrent
 //     AcquirePermit calls, ReleasePermit by the wrong token refused (and
-//     twice, and of a permit never taken), expiry frees the permits, each
-//     on its own while the others are still held, another limit refused
+//     twice, and of a permit never taken), each permit counted by Permits
+//     until its TTL less the granularity, whether AcquirePermit or
+//     ExtendPermit set it, at the short TTL and at five and a half seconds
+//     plus twice the granularity, all at once (PermitLives), expiry frees
+//     the permits, each on its own while the others are still held, another limit refused
 //     with lock.ErrLimitMismatch while permits are held (and nothing
 //     changed) and granted once they have expired, canceled or expired
 //     contexts never reported as an outcome (a ReleasePermit or
@@ -129,8 +132,8 @@
 // # Time
 //
 // Stores that talk to a server run in real time: rules that wait for
-// expiry take a few short TTLs each, and LongTTL takes one long TTL (its
-// checks run together); the whole suite takes about half a minute against
+// expiry take a few short TTLs each, and LongTTL and PermitLives take one
+// long TTL each (their checks run together); the whole suite takes about half a minute against
 // a local server with a one-second granularity. Stores that live entirely
 // in the process (such as package memory) can set Options.Synctest to run
 // every rule on a testing/synctest fake clock. Under Synctest, a rule that

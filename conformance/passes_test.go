@@ -35,3 +35,9 @@ func TestCoarseStorePasses(t *testing.T) {
 func TestCoarseStoreGranularityOptionPasses(t *testing.T) {
 	conformance.TestStore(t, func(t *testing.T) lock.Store { return brokenstore.Coarse(time.Second).Store }, &conformance.Options{Synctest: true, Granularity: time.Second})
 }
+
+// A store whose permits expire up to a second early, on whole seconds,
+// and that says so through lock.Granular, passes.
+func TestCoarsePermitStorePasses(t *testing.T) {
+	conformance.TestStore(t, func(t *testing.T) lock.Store { return brokenstore.CoarsePermits(time.Second) }, &conformance.Options{Synctest: true})
+}

@@ -27,6 +27,8 @@ var permitRules = []rule{
 		why: "a second ReleasePermit must report ErrNotHeld, and so must the release of a permit never taken: the lockers tell a lost permit by it"},
 	{name: "PermitExpiry", needs: permitter, run: permitExpiry,
 		why: "an expired permit must free its place, or a crashed holder keeps it for good"},
+	{name: "PermitLives", needs: permitter, run: permitLives,
+		why: "a permit must be held until its TTL (less the granularity) has run out, whether AcquirePermit or ExtendPermit set it, a TTL of several seconds and fractions of a second too: a store that expires permits early lets a semaphore admit a holder past its limit while the holder it replaced still counts on its place"},
 	{name: "PermitPartialExpiry", needs: permitter, run: permitPartialExpiry,
 		why: "a permit that expires must free its place while the others are still held: a store that keeps expired permits until the last one goes (one TTL on the whole set, refreshed by each acquisition) keeps a crashed holder's place as long as anyone else comes"},
 	{name: "PermitLimitAfterExpiry", needs: permitter, run: permitLimitAfterExpiry,

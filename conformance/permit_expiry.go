@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,61 @@ import (
 
 // The rules of permits that expire one by one, of the limit once they are
 // gone, and of WaitPermit on expiry and on its context's end.
+
+// permitLives sets a permit's TTL with AcquirePermit, and with
+// ExtendPermit of a permit first taken for the short TTL, each to the
+// short TTL and to several seconds that are not whole seconds, all at
+// once, each on a resource of its own: Permits must count each permit
+// until its TTL less the granularity, judged by when its answer came,
+// from just before the setting call was sent. The checks run together,
+// so the rule takes one such TTL.
+func permitLives(t *testing.T, h *harness) {
+	type setter struct {
+		what string
+		ttl  time.Duration
+		set  func(r, a string) error
+	}
+	var setters []setter
+	for _, ttl := range []time.Duration{h.ttl, 5500*time.Millisecond + 2*h.gran} {
+		setters = append(setters, setter{fmt.Sprintf("AcquirePermit(r, a, limit %d, %v)", permitLimit, ttl), ttl, func(r, a string) error {
+			return h.acquirePermit(r, a, ttl)
+		}}, setter{fmt.Sprintf("ExtendPermit(r, a, %v) of a permit taken for %v", ttl, h.ttl), ttl, func(r, a string) error {
+			if err := h.acquirePermit(r, a, h.ttl); err != nil {
+				return err
+			}
+			return h.permits().ExtendPermit(h.ctx(), r, a, ttl)
+		}})
+	}
+	var wg sync.WaitGroup
+	for i, c := range setters {
+		r, a := h.res(fmt.Sprint("r", i)), h.tok("a")
+		wg.Go(func() {
+			start := time.Now()
+			if err := c.set(r, a); err != nil {
+				t.Errorf("%s = %v; want nil", c.what, err)
+				return
+			}
+			held, after, err := h.lives(start, c.ttl, func() (bool, error) {
+				n, err := h.permits().Permits(h.ctx(), r)
+				return n > 0, err
+			})
+			switch {
+			case err != nil:
+				t.Errorf("Permits(r) %v after %s = %v; want nil", after.Round(time.Millisecond), c.what, err)
+			case !held:
+				t.Errorf("Permits(r) = 0 %v after %s (granularity %v); want 1 until %v: the permit expired early",
+					after.Round(time.Millisecond), c.what, h.gran, c.ttl-h.gran)
+			default:
+				// The permit lived its TTL less the granularity, and may
+				// be gone by now.
+				if err := h.permits().ReleasePermit(h.ctx(), r, a); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+					t.Errorf("ReleasePermit(r, a) %v after %s = %v; want nil, or ErrNotHeld once its TTL could have run out", after.Round(time.Millisecond), c.what, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
 
 // permitPartialExpiry takes one permit with the short TTL, then the others
 // with the long one: the short one must expire on its own, and its place

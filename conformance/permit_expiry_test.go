@@ -36,6 +36,19 @@ func init() {
 			store: func() lock.Store { return permitContentionOnTimeout() },
 			rule:  "PermitExpiredDeadline", wants: []string{"AcquirePermit(full, b, limit 3) with an expired context = lock: not acquired: held by another owner; want context.DeadlineExceeded, not ErrNotAcquired"},
 		},
+		"permits-expire-early": {
+			store: func() lock.Store { return brokenstore.PermitsExpireEarly(0.5) },
+			rule:  "PermitLives", wants: []string{
+				"Permits(r) = 0 100ms after AcquirePermit(r, a, limit 3, 200ms) (granularity 0s); want 1 until 200ms: the permit expired early",
+				"Permits(r) = 0 100ms after ExtendPermit(r, a, 200ms) of a permit taken for 200ms (granularity 0s); want 1 until 200ms: the permit expired early",
+				"after AcquirePermit(r, a, limit 3, 5.5s) (granularity 0s); want 1 until 5.5s: the permit expired early",
+				"after ExtendPermit(r, a, 5.5s) of a permit taken for 200ms (granularity 0s); want 1 until 5.5s: the permit expired early",
+			},
+		},
+		"permits-expire-early-real-time": {
+			store: func() lock.Store { return brokenstore.PermitsExpireEarly(0.5) }, realTime: true,
+			rule: "PermitLives", wants: []string{"after ExtendPermit(r, a, 5.5s) of a permit taken for 200ms (granularity 0s); want 1 until 5.5s: the permit expired early"},
+		},
 		"permit-wait-ignores-expiry": {
 			store: func() lock.Store { return brokenstore.PermitWaitIgnoresExpiry() },
 			rule:  "WaitPermitWakesOnExpiry", wants: []string{"WaitPermit(r) still blocked", "want it to return nil once they expire"},

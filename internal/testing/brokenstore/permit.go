@@ -95,6 +95,23 @@ func PermitsOverAdmit() *PermitStore {
 	})
 }
 
+// PermitsExpireEarly keeps permits, whether AcquirePermit or
+// ExtendPermit set their TTL, for share of it (0.5: half), as a store
+// that sets a permit's expiry in the wrong unit, or from a stale clock,
+// does, and declares no granularity: a semaphore of limit 1 admits a
+// second holder while the first still counts on its place.
+func PermitsExpireEarly(share float64) *PermitStore {
+	return NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
+		scale := func(ttl time.Duration) time.Duration { return time.Duration(share * float64(ttl)) }
+		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
+			return mem.AcquirePermit(ctx, resource, token, limit, scale(ttl))
+		}
+		f.ExtendPermit = func(ctx context.Context, resource, token string, ttl time.Duration) error {
+			return mem.ExtendPermit(ctx, resource, token, scale(ttl))
+		}
+	})
+}
+
 // PermitReleaseWithoutTokenCheck frees some permit of the resource
 // whatever the token.
 func PermitReleaseWithoutTokenCheck() *PermitStore {
