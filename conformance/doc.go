@@ -87,8 +87,10 @@
 //     methods, errors.ErrUnsupported for calls the store cannot make,
 //     lock.ErrInvalid for a call of an unknown operation, dead
 //     contexts (canceled and expired deadlines), each call answered by its
-//     own deadline among calls with much shorter ones, exactly one answer
-//     per call under concurrency.
+//     own deadline among calls with much shorter ones, and one cut short by
+//     its deadline answered with an error of its own (the context's or the
+//     transport's), never ErrNotAcquired; exactly one answer per call under
+//     concurrency.
 //   - Permits ([lock.Permitter]): exactly limit winners among concurrent
 //     AcquirePermit calls, ReleasePermit by the wrong token refused (and
 //     twice, and of a permit never taken), each permit counted by Permits

@@ -41,3 +41,11 @@ func TestCoarseStoreGranularityOptionPasses(t *testing.T) {
 func TestCoarsePermitStorePasses(t *testing.T) {
 	conformance.TestStore(t, func(t *testing.T) lock.Store { return brokenstore.CoarsePermits(time.Second) }, &conformance.Options{Synctest: true})
 }
+
+// A store a round trip away that reports a call its deadline cut short
+// in flight with the transport's error (an i/o timeout wrapping
+// os.ErrDeadlineExceeded, not context.DeadlineExceeded), as lock.Store
+// allows, passes.
+func TestTransportTimeoutsPasses(t *testing.T) {
+	conformance.TestStore(t, func(t *testing.T) lock.Store { return brokenstore.TransportTimeouts(2 * time.Millisecond) }, &conformance.Options{Synctest: true})
+}

@@ -145,7 +145,7 @@ var rules = []rule{
 	{name: "StartExpiredDeadline", needs: starter, run: startExpiredDeadline,
 		why: "a call started with an expired deadline must report context.DeadlineExceeded: Start must honour deadlines, not only cancellation"},
 	{name: "StartOwnDeadline", needs: starter, run: startOwnDeadline,
-		why: "each started call must be answered by its own deadline: callers with short deadlines must not make callers with long ones fail"},
+		why: "each started call must be answered by its own deadline, and one its deadline cuts short with an error of its own (the context's or the transport's), never ErrNotAcquired: callers with short deadlines must not make callers with long ones fail, and the lockers clean up by token only after an error they cannot read as an outcome"},
 	{name: "StartConcurrent", needs: starter, run: startConcurrent,
 		why: "calls started by many goroutines at once must each get exactly one answer, with one winner per resource"},
 

@@ -187,10 +187,13 @@ func deadContextStarts(t *testing.T, h *harness, expired bool) {
 // startOwnDeadline starts, all at once, acquisitions with deadlines of up
 // to a millisecond and a half and acquisitions with long ones, each on a
 // resource of its own. The long ones must all succeed; the short ones
-// must be answered by their deadline, with success or
-// context.DeadlineExceeded. (Lateness is judged with a second's slack: a
-// loaded machine delays answers, and the batching this rule is after
-// fails the long calls outright.)
+// must be answered by their deadline, with success or an error of their
+// own — context.DeadlineExceeded, or the transport's (an i/o timeout
+// from a socket deadline set from the context's), as lock.Store allows
+// for an outcome the store cannot be sure of — never ErrNotAcquired (nor
+// ErrNotHeld): the resource was free. (Lateness is judged with a second's slack: a loaded
+// machine delays answers, and the batching this rule is after fails the
+// long calls outright.)
 func startOwnDeadline(t *testing.T, h *harness) {
 	s := h.store.(lock.Starter)
 	lateness := time.Second + h.opts.Tolerance
@@ -233,8 +236,8 @@ func startOwnDeadline(t *testing.T, h *harness) {
 			switch {
 			case i%2 == 0 && a.err != nil:
 				t.Errorf("round %d: Start(acquire r%d) with a 30s deadline = %v, among calls with deadlines of a millisecond or so; want nil: a call must be answered by its own deadline, not another's", round, i, a.err)
-			case i%2 == 1 && a.err != nil && !errors.Is(a.err, context.DeadlineExceeded):
-				t.Errorf("round %d: Start(acquire r%d) with a %v deadline = %v; want nil or context.DeadlineExceeded", round, i, time.Duration(i)*50*time.Microsecond, a.err)
+			case i%2 == 1 && (errors.Is(a.err, lock.ErrNotAcquired) || errors.Is(a.err, lock.ErrNotHeld)):
+				t.Errorf("round %d: Start(acquire r%d) of a free resource with a %v deadline = %v; want nil, or an error of its own (the context's or the transport's), not ErrNotAcquired or ErrNotHeld", round, i, time.Duration(i)*50*time.Microsecond, a.err)
 			case i%2 == 1 && a.at.Sub(deadlines[i]) > lateness:
 				t.Errorf("round %d: Start(acquire r%d) answered %v after its deadline; want it answered by the deadline (slack %v)", round, i, a.at.Sub(deadlines[i]), lateness)
 			}
