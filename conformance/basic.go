@@ -289,3 +289,95 @@ func deadContextCalls(t *testing.T, h *harness, expired bool) {
 		t.Errorf("Release(held, holder) = %v; want nil, or ErrNotHeld after the release with %s context", err, what)
 	}
 }
+
+// deadlineInFlight makes calls whose deadlines, from 50µs to 1.5ms, pass
+// before they are sent or while they are in flight, in a tenth of
+// Options.Rounds sweeps (two by default), each call on a resource of its
+// own: an Acquire (and AcquireFenced) of a free resource must return nil
+// or an error of its own, never ErrNotAcquired, and a Release (and
+// Extend) by the holder of a held lock nil or an error of its own, never
+// ErrNotHeld, each by its deadline (judged with a second's slack, as in
+// StartOwnDeadline). Whatever the call did, a release by its token must
+// free the resource. As the lockers' cleanup does, the rule releases
+// right after the call, and again at the end of the round if the
+// resource is held then: a request its caller gave up on may still reach
+// the server after that first release (on another connection of the
+// client, or a stream the server serves concurrently).
+func deadlineInFlight(t *testing.T, h *harness) {
+	type call struct {
+		name    string
+		held    bool  // made by the holder of a held lock, or on a free resource
+		refusal error // the answer it must not give
+		do      func(ctx context.Context, r, a string) error
+	}
+	calls := []call{
+		{"Acquire", false, lock.ErrNotAcquired, func(ctx context.Context, r, a string) error {
+			return h.store.Acquire(ctx, r, a, h.long)
+		}},
+		{"Release", true, lock.ErrNotHeld, func(ctx context.Context, r, a string) error {
+			return h.store.Release(ctx, r, a)
+		}},
+	}
+	if f, ok := h.store.(lock.Fencer); ok {
+		calls = append(calls, call{"AcquireFenced", false, lock.ErrNotAcquired, func(ctx context.Context, r, a string) error {
+			_, err := f.AcquireFenced(ctx, r, a, h.long)
+			return err
+		}})
+	}
+	if e, ok := h.store.(lock.Extender); ok {
+		calls = append(calls, call{"Extend", true, lock.ErrNotHeld, func(ctx context.Context, r, a string) error {
+			return e.Extend(ctx, r, a, h.long)
+		}})
+	}
+	type made struct{ r, a, what string }
+	lateness := time.Second + h.opts.Tolerance
+	for round := range max(h.opts.Rounds/10, 1) {
+		var sent []made
+		for i := range 30 {
+			d := time.Duration(i+1) * 50 * time.Microsecond
+			for _, c := range calls {
+				r, a := h.res(fmt.Sprintf("%s%d-%d", strings.ToLower(c.name), round, i)), h.tok("a")
+				what := fmt.Sprintf("%s(%s, a) of a free resource with a %v deadline", c.name, h.name(r), d)
+				if c.held {
+					h.must(fmt.Sprintf("Acquire(%s, a)", h.name(r)), h.store.Acquire(h.ctx(), r, a, h.long))
+					what = fmt.Sprintf("%s(%s, a) by its holder with a %v deadline", c.name, h.name(r), d)
+				}
+				ctx, cancel := context.WithTimeout(h.ctx(), d)
+				deadline, _ := ctx.Deadline()
+				err := h.releasing(r, a, c.do(ctx, r, a))
+				answered := time.Now()
+				cancel()
+				if errors.Is(err, c.refusal) {
+					t.Errorf("%s = %v; want nil, or an error of its own (the context's or the transport's), not %s: a call its deadline cut short cannot know that outcome",
+						what, err, sentinelName(c.refusal))
+				}
+				if late := answered.Sub(deadline); late > lateness {
+					t.Errorf("%s answered %v after its deadline; want it answered by the deadline (slack %v)", what, late.Round(time.Millisecond), lateness)
+				}
+				if err := h.store.Release(h.ctx(), r, a); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+					t.Errorf("Release(%s, a) after %s = %v; want nil or ErrNotHeld", h.name(r), what, err)
+				}
+				sent = append(sent, made{r, a, what})
+			}
+			if t.Failed() {
+				return
+			}
+		}
+		for _, m := range sent {
+			if !h.exists(m.r) {
+				continue
+			}
+			// The call reached the server after the release: a release by
+			// its token must free what it took.
+			if err := h.store.Release(h.ctx(), m.r, m.a); err != nil {
+				t.Errorf("Release(%s, a) while %s is held, after %s and a release by its token = %v; want nil: the call took the lock under its token", h.name(m.r), h.name(m.r), m.what, err)
+			}
+			if h.exists(m.r) {
+				t.Errorf("Exists(%s) = true after %s and releases by its token; want false", h.name(m.r), m.what)
+			}
+		}
+		if t.Failed() {
+			return
+		}
+	}
+}

@@ -84,6 +84,30 @@ func init() {
 	}
 }
 
+// The controls of DeadlineInFlight, on the fake clock and in real time:
+// a store 2ms away whose calls are cut short by their deadlines reports
+// them as refused. StartOwnDeadline fails it too, for the calls it
+// starts.
+func init() {
+	controls["late-refusals"] = control{
+		store: func() lock.Store { return brokenstore.LateRefusals(2 * time.Millisecond) },
+		rule:  "DeadlineInFlight", wants: []string{
+			"Acquire(acquire0-0, a) of a free resource with a 50µs deadline = lock: not acquired: held by another owner; want nil, or an error of its own (the context's or the transport's), not ErrNotAcquired: a call its deadline cut short cannot know that outcome",
+			"AcquireFenced(acquirefenced0-0, a) of a free resource with a 50µs deadline = lock: not acquired: held by another owner; want nil, or an error of its own",
+			"Release(release0-0, a) by its holder with a 50µs deadline = lock: not held: expired or taken over; want nil, or an error of its own (the context's or the transport's), not ErrNotHeld",
+			"Extend(extend0-0, a) by its holder with a 50µs deadline = lock: not held: expired or taken over; want nil, or an error of its own",
+		},
+	}
+	controls["late-refusals-real-time"] = control{
+		store: func() lock.Store { return brokenstore.LateRefusals(2 * time.Millisecond) }, realTime: true,
+		rule: "DeadlineInFlight", wants: []string{"deadline = lock: not acquired: held by another owner; want nil, or an error of its own (the context's or the transport's), not ErrNotAcquired"},
+	}
+	controls["late-refusals-started"] = control{
+		store: func() lock.Store { return brokenstore.LateRefusals(2 * time.Millisecond) },
+		rule:  "StartOwnDeadline", wants: []string{"round 0: Start(acquire r1) of a free resource with a 50µs deadline = lock: not acquired: held by another owner; want nil, or an error of its own (the context's or the transport's), not ErrNotAcquired"},
+	}
+}
+
 // The controls of ExtendRacesExpiry, on the fake clock and in real time.
 func init() {
 	controls["extend-checks-then-sets"] = control{

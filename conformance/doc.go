@@ -34,7 +34,13 @@
 //     and canceled or expired contexts
 //     never reported as contention, as "not held" or as a successful
 //     Release or Extend, nor a held resource read as free, nor a wait as
-//     a release.
+//     a release; calls whose deadlines, of 50µs to 1.5ms, pass while they
+//     are in flight (DeadlineInFlight) answered by their deadline with
+//     success or an error of their own (the context's or the transport's),
+//     never ErrNotAcquired or ErrNotHeld, and the resource freed by
+//     releases by the call's token, right after it and, as a request
+//     given up on may reach the server after that, again at the end of
+//     the round.
 //   - Names: plain names are accepted; unusual ones (spaces, control
 //     bytes, braces, Unicode, binary, 1 KiB) and lookalikes (names that
 //     differ only in case, surrounding white space, after byte 250, in
@@ -127,7 +133,7 @@
 // the checks but never fails a correct store.
 //
 // The stress rules (ReleaseRacesExpiry, ExtendRacesExpiry, FenceOrder,
-// WaitReleaseRace, StartOwnDeadline) time many tries to land in a race
+// WaitReleaseRace, DeadlineInFlight, StartOwnDeadline) time many tries to land in a race
 // window; on a fake clock they are exact, in real time they hit the
 // window often enough to catch a store that is wrong in it.
 //

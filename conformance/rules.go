@@ -57,6 +57,8 @@ var rules = []rule{
 		why: "a call whose context is canceled must report the context's error, never ErrNotAcquired or ErrNotHeld: the lockers clean up by token only after an error they cannot read as an outcome"},
 	{name: "ExpiredDeadline", run: expiredDeadline,
 		why: "a call whose deadline has passed must report context.DeadlineExceeded, never an outcome it did not observe"},
+	{name: "DeadlineInFlight", run: deadlineInFlight,
+		why: "a call whose deadline passes while it is in flight cannot know its outcome and must report an error of its own (the context's or the transport's), never ErrNotAcquired or ErrNotHeld: the lockers clean up by token only after such an error, and a store that reports a refusal for an Acquire it applied leaves the lock held, by a token nobody has, for its whole TTL"},
 
 	{name: "ExtendOwner", needs: extender, run: extendOwner,
 		why: "Extend by the holder must keep the lock for the new TTL, or lock.Run loses locks it renewed"},
