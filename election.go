@@ -218,7 +218,8 @@ func (e *Election) yield(ctx context.Context) error {
 
 // Lead campaigns within ctx, runs fn while the caller leads, and resigns
 // when fn returns (also when it panics). fn's context is the term's
-// context, which also ends with ctx, with ctx's cause; the term is still
+// context, which also ends with ctx, with ctx's cause and error (Err
+// reports context.DeadlineExceeded when ctx's deadline passed); the term is still
 // renewed until fn returns. Lead returns Campaign's error if the caller
 // was not elected, and otherwise, as [Run] does, fn's error joined with
 // the cause of the term's end if the term was lost (ErrLost: a renewal
@@ -241,6 +242,7 @@ func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Ter
 	if err != nil {
 		return err
 	}
+	t.h.k.endedWith.Store(&ctx)
 	stop := context.AfterFunc(ctx, func() { t.h.cancel(context.Cause(ctx)) })
 	defer func() {
 		stop()

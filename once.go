@@ -126,11 +126,12 @@ func keepFor(ctx context.Context, locker Locker, l Lock, rest, ttl time.Duration
 	defer cancel()
 	if d, ok := locker.(interface{ delayBeyondTTL() time.Duration }); ok && rest > d.delayBeyondTTL() {
 		if _, err := locker.Extend(xctx, l, rest-d.delayBeyondTTL()); !errors.Is(err, ErrInvalid) {
-			return err == nil, err
+			return err == nil, ownDeadline(err, "the lock's TTL")
 		}
 		// Too short a TTL for the locker: keep it for rest, and the delay.
 	}
 	_, err := locker.Extend(xctx, l, rest)
+	err = ownDeadline(err, "the lock's TTL")
 	if errors.Is(err, ErrInvalid) {
 		return false, nil // too short to keep: release it
 	}

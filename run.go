@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -252,9 +253,26 @@ func (h *holding) halt() {
 func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
 	l, cause := h.end()
 	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), h.k.ttl)
-	unlockErr = h.k.locker.Unlock(uctx, l)
+	unlockErr = ownDeadline(h.k.locker.Unlock(uctx, l), "the lock's TTL")
 	ucancel()
 	return cause, unlockErr
+}
+
+// ownDeadline returns err, the error of a call that a deadline of the
+// locker's own ended (within: what bounded it), as a store failure: only
+// the caller's context makes an error match the context errors.
+func ownDeadline(err error, within string) error {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	cause := fmt.Errorf("%w: no answer within %s", ErrUnavailable, within)
+	var e *Error
+	if !errors.As(err, &e) {
+		return cause
+	}
+	c := *e
+	c.Err = cause
+	return &c
 }
 
 // end stops the keeper and ends the holder's claim before the lock is
@@ -325,11 +343,19 @@ type runContext struct {
 }
 
 func (c runContext) Err() error {
-	if err := c.Context.Err(); err != nil {
-		return err
+	err := c.Context.Err()
+	if err == nil {
+		c.k.check()
+		err = c.Context.Err()
 	}
-	c.k.check()
-	return c.Context.Err()
+	// Ended with Lead's ctx (its cause is the context's): ctx's error,
+	// context.DeadlineExceeded included, not the Canceled of a cancel.
+	if p := c.k.endedWith.Load(); err != nil && p != nil {
+		if lead := *p; lead.Err() != nil && context.Cause(c.Context) == context.Cause(lead) {
+			return lead.Err()
+		}
+	}
+	return err
 }
 
 func (c runContext) Value(key any) any {
@@ -357,7 +383,8 @@ func runResult(fnErr, cause, unlockErr error) error {
 
 // keeper extends a lock in the background for Run.
 type keeper struct {
-	op           string // "run", "runonce", "campaign": the operation in its events
+	endedWith    atomic.Pointer[context.Context] // Lead's ctx, whose end ends the term's context: see runContext.Err
+	op           string                          // "run", "runonce", "campaign": the operation in its events
 	locker       Locker
 	ttl          time.Duration
 	first        time.Duration // until the first extension
@@ -475,6 +502,9 @@ func (k *keeper) run(ctx context.Context) {
 		began := time.Now()
 		ectx, ecancel := context.WithDeadline(ctx, cur.ValidUntil)
 		extended, err := k.locker.Extend(ectx, cur, k.ttl)
+		if err != nil && !ended(ctx) {
+			err = ownDeadline(err, "the lock's validity") // ectx's, not the caller's
+		}
 		ecancel()
 		switch {
 		case err == nil:
