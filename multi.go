@@ -244,6 +244,27 @@ func (m *MultiLocker) wait(ctx context.Context, op, resource string, last *Error
 	return woken
 }
 
+// waitHolding waits for a release of name on the stores that hold it
+// (or cannot tell), for a locker built on this one that does not know
+// which stores refused it: a store that does not hold name would answer
+// at once, and Lock would spin. It reports true at once if no store
+// holds name.
+func (m *MultiLocker) waitHolding(ctx context.Context, op, name string) bool {
+	held, errs := fanoutFunc(ctx, m, op, name, "exists", func(ctx context.Context, s storeRef) (bool, error) {
+		return s.Exists(ctx, name)
+	})
+	holding := &Error{Err: ErrNotAcquired}
+	for i, st := range m.stores {
+		if errs[i] != nil || held[i] {
+			holding.Stores = append(holding.Stores, StoreError{Index: i, Store: st.name, Err: ErrNotAcquired})
+		}
+	}
+	if len(holding.Stores) == 0 {
+		return ctx.Err() == nil
+	}
+	return m.wait(ctx, op, name, holding)
+}
+
 // repair takes l again, for ttl, on the stores whose error in errs says
 // they no longer hold it (they restarted empty, evicted it, or let it
 // expire while unreachable), and clears the errors of those that took it.

@@ -236,3 +236,50 @@ func TestCanceledWithCauseNotRepeated(t *testing.T) {
 		}
 	})
 }
+
+// countAttempts counts the attempts of Lock calls.
+type countAttempts struct{ n atomic.Int64 }
+
+func (c *countAttempts) Observe(_ context.Context, e lock.Event) {
+	if e.Op == "lock" && e.Kind == lock.EventAttempt {
+		c.n.Add(1)
+	}
+}
+
+// A Semaphore or an RWLocker over a Redlock waits for a release on the
+// stores that hold the name: a name held by a quorum but not by one store
+// (restarted empty, or it refused the holder) made that store's wait
+// return at once, and Lock spun in bursts of attempts.
+func TestDerivedRedlockWaitsOnTheStoresHolding(t *testing.T) {
+	for _, name := range []string{"Semaphore", "RWLocker reader"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				ms := []*memory.Store{memory.New(), memory.New(), memory.New()}
+				count := &countAttempts{}
+				ml := mustMulti(t, []lock.Store{ms[0], ms[1], ms[2]}, &lock.Options{Hook: count})
+				var holder, waiter lock.Locker
+				held := "jobs~permit0"
+				if name == "Semaphore" {
+					sem := mustSemaphore(t, ml, 1)
+					holder, waiter = sem, sem
+				} else {
+					rw, err := lock.NewRWLocker(ml)
+					wantNil(t, "NewRWLocker()", err)
+					holder, waiter, held = rw.Writer(), rw.Reader(), "jobs~write"
+				}
+				_, err := holder.TryLock(ctx, "jobs", time.Hour)
+				wantNil(t, "TryLock(jobs)", err)
+				ms[2].Expire(held) // a quorum still holds it
+				count.n.Store(0)
+				lctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				_, err = waiter.Lock(lctx, "jobs", time.Hour)
+				wantIs(t, "Lock(jobs) held for an hour", err, context.DeadlineExceeded)
+				if n := count.n.Load(); n > 3 {
+					t.Errorf("Lock(jobs), held by a quorum for an hour, made %d attempts in 1s; want 1 and a wait", n)
+				}
+			})
+		})
+	}
+}

@@ -149,11 +149,7 @@ func (c *core) adopt(locker Locker) (waitFor func(ctx context.Context, op, name 
 		waitFor = func(ctx context.Context, op, name string) bool { return l.wait(ctx, op, name, nil) }
 	case *MultiLocker:
 		base, stores = &l.core, l.stores
-		refused := &Error{Err: ErrNotAcquired} // every store: wait on all that can
-		for i, st := range l.stores {
-			refused.Stores = append(refused.Stores, StoreError{Index: i, Store: st.name, Err: ErrNotAcquired})
-		}
-		waitFor = func(ctx context.Context, op, name string) bool { return l.wait(ctx, op, name, refused) }
+		waitFor = func(ctx context.Context, op, name string) bool { return l.waitHolding(ctx, op, name) }
 	default:
 		c.guessed = true // its validity accounting is its own
 		return nil, nil, nil
