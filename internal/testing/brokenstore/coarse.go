@@ -22,11 +22,17 @@ var _ lock.Granular = CoarseStore{}
 // memcached's whole seconds do, never later. It says so through
 // lock.Granular, and keeps the contract with that allowance.
 func Coarse(g time.Duration) CoarseStore {
-	cut := func(ttl time.Duration) time.Duration {
+	cut := coarse(g)
+	return CoarseStore{New(func(_ *Store, mem *memory.Store, f *Funcs) { scaleTTL(mem, f, cut) }), g}
+}
+
+// coarse returns what a TTL becomes on a store whose expiry falls on a
+// multiple of g: up to g shorter, never longer.
+func coarse(g time.Duration) func(ttl time.Duration) time.Duration {
+	return func(ttl time.Duration) time.Duration {
 		now := time.Now()
 		return now.Add(ttl).Truncate(g).Sub(now)
 	}
-	return CoarseStore{New(func(_ *Store, mem *memory.Store, f *Funcs) { scaleTTL(mem, f, cut) }), g}
 }
 
 // TTLGranularity implements lock.Granular.
@@ -45,10 +51,7 @@ var _ lock.Granular = CoarsePermitStore{}
 // multiple of g (counted from the zero time): up to g earlier than their
 // TTL says, never later. It says so through lock.Granular.
 func CoarsePermits(g time.Duration) CoarsePermitStore {
-	cut := func(ttl time.Duration) time.Duration {
-		now := time.Now()
-		return now.Add(ttl).Truncate(g).Sub(now)
-	}
+	cut := coarse(g)
 	return CoarsePermitStore{NewPermitStore(func(mem *memory.Store, f *PermitFuncs) {
 		f.AcquirePermit = func(ctx context.Context, resource, token string, limit int, ttl time.Duration) (uint64, error) {
 			return mem.AcquirePermit(ctx, resource, token, limit, cut(ttl))
