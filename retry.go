@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/lockkit/lock/internal/ctxend"
 	"github.com/lockkit/lock/internal/inproc"
 )
 
@@ -319,24 +320,16 @@ func canceled(ctx context.Context, last *Error) *Error {
 }
 
 // ended reports whether ctx has ended, counting a deadline that has
-// passed: a client's own deadline can end a call a moment before ctx
-// reports it, and the call's error is then the caller's, not a store's
-// failure.
-func ended(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	dl, ok := ctx.Deadline()
-	return ok && !time.Now().Before(dl)
-}
+// passed (see internal/ctxend).
+func ended(ctx context.Context) bool { return ctxend.Err(ctx) != nil }
 
 // ctxErr returns the error of ctx, which has ended (see ended), with its
 // cause when the cause says more; the cause matches neither an outcome
 // nor another context error (see foreign).
 func ctxErr(ctx context.Context) error {
 	err := ctx.Err()
-	if err == nil && ended(ctx) {
-		return context.DeadlineExceeded // its deadline passed: ctx says so a moment later
+	if err == nil {
+		return ctxend.Err(ctx) // its deadline passed: ctx says so a moment later
 	}
 	if cause := context.Cause(ctx); cause != nil && cause != err {
 		return fmt.Errorf("%w: %w", err, foreign{cause})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/ctxend"
 )
 
 // Check validates the arguments of a store call and its context, before
@@ -40,10 +41,7 @@ func Check(ctx context.Context, token string, ttl time.Duration) error {
 // deadline that has passed counts as ended: a client's socket deadline
 // can fire a moment before ctx reports it.
 func Failed(ctx context.Context, err error) error {
-	ctxErr := ctx.Err()
-	if dl, ok := ctx.Deadline(); ok && ctxErr == nil && !time.Now().Before(dl) {
-		ctxErr = context.DeadlineExceeded
-	}
+	ctxErr := ctxend.Err(ctx)
 	if ctxErr == nil || errors.Is(err, ctxErr) {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/lockkit/lock/internal/ctxend"
 	"github.com/lockkit/lock/internal/redisstore"
 )
 
@@ -192,10 +193,7 @@ func (c client) dedicated(ctx context.Context, cmds []rueidis.Completed) (result
 // A command's own deadline can fire on the socket a moment before ctx
 // reports it: hence the check of the deadline itself.
 func (client) NotSent(ctx context.Context, err error) bool {
-	if err == nil || ctx.Err() != nil {
-		return false
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+	if err == nil || ctxend.Err(ctx) != nil {
 		return false
 	}
 	var op *net.OpError
