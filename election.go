@@ -160,11 +160,13 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if err := e.yield(ctx); err != nil {
 		return nil, err
 	}
+	s := startHolding()
 	held, err := e.locker.Lock(ctx, e.role, e.ttl, e.opts...)
 	if err != nil {
+		s.abandon()
 		return nil, err
 	}
-	h := hold(context.WithoutCancel(ctx), "campaign", e.locker, held, e.ttl, e.o, termMargin)
+	h := hold(context.WithoutCancel(ctx), "campaign", e.locker, held, e.ttl, e.o, termMargin, s)
 	return &Term{h: h, fence: held.Fence, e: e}, nil
 }
 
@@ -409,7 +411,8 @@ func (t *Term) Lock() Lock {
 // the term's own, not a cause that Lead's ctx ended its context with),
 // and the release's error if the release failed (ErrUnavailable: the role
 // stays taken until the lock expires). A term that reached its MaxHold
-// leaves its lock to run out: finding it run out is no error. Later calls
+// leaves its lock to run out: finding it run out is no error, nor is
+// finding it released by the locker's UnlockAll or Shutdown. Later calls
 // return the same, whatever their context. A nil context is refused with
 // ErrInvalid unless the term was already resigned, and changes nothing.
 func (t *Term) Resign(ctx context.Context) error {

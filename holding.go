@@ -10,22 +10,75 @@ import (
 // them, end their contexts first: a holder that checks its context before
 // each action never acts once another may hold the lock.
 var keepers struct {
-	mu sync.Mutex
-	m  map[heldKey][]*keeper
+	mu       sync.Mutex
+	m        map[heldKey][]*keeper
+	starting map[*starting]struct{}
 }
 
 // heldKey identifies a lock across extensions.
 type heldKey struct{ resource, token string }
 
-// watch records k as keeping l, until the returned function is called.
-func watch(l Lock, k *keeper) (unwatch func()) {
+// starting is a holder from before its Lock call until its keeper is
+// recorded (watch). A lock is the locker's as soon as Lock takes it, so
+// UnlockAll and Shutdown may release it before its keeper can be found
+// and ended: they record in every holder starting meanwhile what they
+// released, and watch ends the keeper at once if its lock is among it.
+type starting struct{ released []released }
+
+// released is a lock of c that op (UnlockAll, Shutdown) released; err is
+// what its holders' cause wraps.
+type released struct {
+	c      *core
+	target heldKey
+	op     string
+	err    error
+}
+
+// startHolding records a holder about to call Lock. It must then call
+// watch (through hold) with the lock it took, or abandon.
+func startHolding() *starting {
+	s := new(starting)
+	keepers.mu.Lock()
+	if keepers.starting == nil {
+		keepers.starting = make(map[*starting]struct{})
+	}
+	keepers.starting[s] = struct{}{}
+	keepers.mu.Unlock()
+	return s
+}
+
+// abandon ends the record of a holder whose Lock failed.
+func (s *starting) abandon() {
+	keepers.mu.Lock()
+	delete(keepers.starting, s)
+	keepers.mu.Unlock()
+}
+
+// watch records k as keeping l, the lock the holder took, until the
+// returned function is called, and ends the record of the holder
+// starting. If UnlockAll or Shutdown released l (or what l stands for)
+// in the meantime, k loses it at once: the holder's context is born
+// ended. ctx is for the hook's EventLost.
+func (s *starting) watch(ctx context.Context, l Lock, k *keeper) (unwatch func()) {
 	key := heldKey{l.Resource, l.Token}
 	keepers.mu.Lock()
+	delete(keepers.starting, s)
 	if keepers.m == nil {
 		keepers.m = make(map[heldKey][]*keeper)
 	}
 	keepers.m[key] = append(keepers.m[key], k)
+	var gone *released
+	for i, r := range s.released {
+		if k.keeps(key, r.target, r.c) {
+			gone = &s.released[i]
+			break
+		}
+	}
 	keepers.mu.Unlock()
+	if gone != nil {
+		k.released.Store(true)
+		k.lose(ctx, "released by the locker's "+gone.op, gone.err)
+	}
 	return func() {
 		keepers.mu.Lock()
 		defer keepers.mu.Unlock()
@@ -49,23 +102,38 @@ func watch(l Lock, k *keeper) (unwatch func()) {
 // wraps. They include the holders of locks that stand for l: a
 // semaphore's permit whose slot l is, a read-write lock's side whose mark
 // l is. A holder keeping a lock of another of our lockers under the same
-// resource and token (a fixed token, as in tests) is not ended.
+// resource and token (a fixed token, as in tests) is not ended. Each is
+// marked released, also if it was done already: its own release then
+// finds the lock not held, and that is no failure. The holders starting
+// (see starting) are told too.
 func endKeepers(ctx context.Context, c *core, l Lock, op string, err error) {
 	target := heldKey{l.Resource, l.Token}
 	keepers.mu.Lock()
+	for s := range keepers.starting {
+		s.released = append(s.released, released{c: c, target: target, op: op, err: err})
+	}
 	var ks []*keeper
 	for key, held := range keepers.m {
 		for _, k := range held {
-			if key == target && mayBeOf(k.locker, c) ||
-				key != target && standsFor(k.locker, Lock{Resource: key.resource, Token: key.token}, target, c) {
+			if k.keeps(key, target, c) {
 				ks = append(ks, k)
 			}
 		}
 	}
 	keepers.mu.Unlock()
 	for _, k := range ks {
+		k.released.Store(true)
 		k.lose(ctx, "released by the locker's "+op, err)
 	}
+}
+
+// keeps reports whether k, keeping the lock key, keeps target, a lock of
+// c: the same lock of c's, or one that stands for it.
+func (k *keeper) keeps(key, target heldKey, c *core) bool {
+	if key == target {
+		return mayBeOf(k.locker, c)
+	}
+	return standsFor(k.locker, Lock{Resource: key.resource, Token: key.token}, target, c)
 }
 
 // mayBeOf reports whether locker may take its locks with c: it is c's

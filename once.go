@@ -82,20 +82,25 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 		return err
 	}
 	began := time.Now()
+	s := startHolding()
 	held, err := locker.TryLock(ctx, job, ttl)
+	if err != nil {
+		s.abandon()
+	}
 	if errors.Is(err, ErrNotAcquired) {
 		return &Error{Op: op, Resource: job, Err: skipped{err}}
 	}
 	if err != nil {
 		return err
 	}
-	h := hold(ctx, op, locker, held, ttl, o, 0)
+	h := hold(ctx, op, locker, held, ttl, o, 0, s)
 	defer func() {
 		if rest := o.minInterval - time.Since(began); rest > 0 {
 			l, cause := h.end()
 			if !errors.Is(cause, ErrLost) {
 				kept, xerr := keepFor(ctx, locker, l, rest, ttl)
 				if kept || xerr != nil {
+					h.unwatch()
 					// Kept to the interval's end, or left to expire at its
 					// TTL: the interval's end at best. A lock that the hold
 					// limit left to run out is not held: the cause says so.

@@ -30,6 +30,9 @@ import (
 //     (extensions keep failing, or the store cannot extend locks): from
 //     [Lock.ValidUntil] on, the context's Err reports it, and its Done
 //     channel closes at most a scheduling delay later;
+//   - with cause [ErrLost] when the locker's UnlockAll or Shutdown
+//     releases the lock, before it releases it (already when fn starts,
+//     if they release it as Run takes it);
 //   - with cause [ErrMaxHold] once the time set with [MaxHold] has passed
 //     since acquisition (the lock is no longer extended from then on, and
 //     is left to run out: its end after the limit is no loss, and hooks
@@ -53,7 +56,8 @@ import (
 // the lock ran out after it while fn ran — also when fn returned nil —
 // and with Unlock's error (if the release failed; a lock lost, or left to
 // run out at the hold limit, that the release finds not held is no
-// further error). ctx's cancellation alone, with fn returning within the
+// further error, nor is one that UnlockAll or Shutdown released once fn
+// had returned). ctx's cancellation alone, with fn returning within the
 // lock's validity, is no loss; nor is a cause that ends fn's context with
 // ctx (the loss of an enclosing Run's lock, say): it is ctx's, not this
 // lock's, and Run does not report it.
@@ -69,11 +73,13 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 	if err := checkRun(op, locker, resource, ttl, o, 0); err != nil {
 		return err
 	}
+	s := startHolding()
 	held, err := locker.Lock(ctx, resource, ttl, opts...)
 	if err != nil {
+		s.abandon()
 		return err
 	}
-	h := hold(ctx, op, locker, held, ttl, o, 0)
+	h := hold(ctx, op, locker, held, ttl, o, 0, s)
 	defer func() {
 		cause, uerr := h.release(ctx)
 		err = runResult(err, cause, uerr)
@@ -177,13 +183,15 @@ type holding struct {
 	stopHold context.CancelFunc      // releases the hold limit's timer
 	exited   chan struct{}           // closed once the keeper stopped
 	abandon  context.CancelFunc      // cancels the extension under way, if any
+	unwatch  func()                  // ends the record of the keeper (see watch); once the lock is released, kept or lost
 }
 
 // hold starts keeping held, just acquired with ttl, extended within ctx
 // as Run does, at the interval checkRun accepted. The holder's context
 // ends at the lock's validity less a divisor-th of its validity (no
-// margin when divisor is 0).
-func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Duration, o callOptions, divisor int) *holding {
+// margin when divisor is 0). s is the holder's record from before its
+// Lock call (see starting).
+func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Duration, o callOptions, divisor int, s *starting) *holding {
 	acquired := time.Now()
 	validity, known := validityOf(locker, ttl)
 	if !known {
@@ -226,13 +234,14 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 		h.ctx, h.stopHold = deadlined, func() { stop(); limit(nil) }
 		maxHeld, maxHoldCause = func() { limit(cause) }, cause
 	}
-	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, first: first, every: every, unknown: !known, margin: margin, maxHoldAt: maxHoldAt, maxHoldCause: maxHoldCause, maxHeld: maxHeld, lost: cancel, stop: make(chan struct{})}
+	h.k = &keeper{op: op, locker: locker, cur: held, ttl: ttl, first: first, every: every, unknown: !known, margin: margin, maxHoldAt: maxHoldAt, maxHoldCause: maxHoldCause, maxHeld: maxHeld, lost: cancel, lostCh: make(chan struct{}), stop: make(chan struct{})}
 	h.ctx = runContext{Context: h.ctx, k: h.k}
-	unwatch := watch(held, h.k)
+	h.unwatch = sync.OnceFunc(s.watch(ctx, held, h.k))
 	go func() {
 		defer close(h.exited)
-		defer unwatch()
-		h.k.run(extending)
+		if !h.k.run(extending) {
+			h.unwatch() // lost or run out: nothing for UnlockAll to end
+		}
 	}()
 	return h
 }
@@ -255,6 +264,10 @@ func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
 	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), h.k.ttl)
 	unlockErr = ownDeadline(h.k.locker.Unlock(uctx, l), "the lock's TTL")
 	ucancel()
+	if errors.Is(unlockErr, ErrNotHeld) && h.k.released.Load() {
+		unlockErr = nil // released by UnlockAll or Shutdown once the holder was done: no failure
+	}
+	h.unwatch() // only now: UnlockAll, releasing it meanwhile, marks it released
 	return cause, unlockErr
 }
 
@@ -395,7 +408,9 @@ type keeper struct {
 	maxHoldCause error  // the cause of the hold limit, if set
 	maxHeld      func() // ends the holder's context with ErrMaxHold (at maxHoldAt, if set)
 	lost         context.CancelCauseFunc
+	lostCh       chan struct{} // closed once loseOnce has run loseAt: the keeper has nothing more to do
 	stop         chan struct{}
+	released     atomic.Bool // UnlockAll or Shutdown released the lock (see endKeepers), perhaps after the holder was done
 	loseOnce     sync.Once
 
 	mu      sync.Mutex
@@ -473,7 +488,10 @@ func (k *keeper) end(l Lock) time.Time { return l.ValidUntil.Add(-k.margin) }
 // valid reports whether the holder may still act: its end has not passed.
 func (k *keeper) valid() bool { return time.Now().Before(k.end(k.current())) }
 
-func (k *keeper) run(ctx context.Context) {
+// run keeps the lock extended until the holder is done (k.stop: it
+// returns true) or the keeper has nothing more to do: the lock is lost or
+// left to run out at the hold limit (false).
+func (k *keeper) run(ctx context.Context) (halted bool) {
 	next := time.NewTimer(k.first)
 	defer next.Stop()
 	// The end of the validity is watched apart from the extensions, which
@@ -483,21 +501,23 @@ func (k *keeper) run(ctx context.Context) {
 	for {
 		select {
 		case <-k.stop:
-			return
+			return true
 		case <-ctx.Done():
 			k.idle()
-			return
+			return true
+		case <-k.lostCh:
+			return false // lost (UnlockAll, Shutdown, the validity ran out): no extension revives it
 		case <-next.C:
 		}
 		if !k.maxHoldAt.IsZero() && !time.Now().Before(k.maxHoldAt) {
-			return // the hold limit canceled fn's context; let the lock run out
+			return false // the hold limit canceled fn's context; let the lock run out
 		}
 		cur := k.current()
 		if !time.Now().Before(k.end(cur)) {
 			// Too late: an extension now could not save the lock, whose
 			// loss is (or is about to be) reported.
 			k.expired()
-			return
+			return false
 		}
 		began := time.Now()
 		ectx, ecancel := context.WithDeadline(ctx, cur.ValidUntil)
@@ -509,7 +529,7 @@ func (k *keeper) run(ctx context.Context) {
 		switch {
 		case err == nil:
 			if !end.Stop() {
-				return // the validity ran out first: the loss is reported
+				return false // the validity ran out first: the loss is reported
 			}
 			k.mu.Lock()
 			gone := k.gone
@@ -518,23 +538,23 @@ func (k *keeper) run(ctx context.Context) {
 			}
 			k.mu.Unlock()
 			if gone {
-				return // lost while the extension was under way (UnlockAll, say)
+				return false // lost while the extension was under way (UnlockAll, say)
 			}
 			end.Reset(time.Until(k.end(extended)))
 			next.Reset(k.next(began, extended))
 			continue
 		case ctx.Err() != nil:
 			k.idle()
-			return
+			return true
 		case errors.Is(err, errors.ErrUnsupported):
 			k.fail(err)
 			continue // no further extension: the lock runs out at its validity
 		case errors.Is(err, ErrNotHeld):
 			k.lose(ctx, "an extension found it not held", err)
-			return
+			return false
 		case shutDown(err):
 			k.lose(ctx, "the locker was shut down", err)
-			return
+			return false
 		}
 		// A store failed but the lock may still be valid: try again soon.
 		// The end reports the loss if the validity runs out first.
@@ -604,6 +624,7 @@ func (k *keeper) lose(ctx context.Context, why string, err error) {
 // still no longer valid.
 func (k *keeper) loseAt(ctx context.Context, at time.Time, why string, err error) {
 	k.loseOnce.Do(func() {
+		defer close(k.lostCh)
 		past := k.pastHold(at)
 		if past {
 			k.maxHeld() // before the validity is cut, as the cancellation below

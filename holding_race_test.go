@@ -1,0 +1,209 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/stores/memory"
+)
+
+// releaser is a SpanHook that calls UnlockAll on the locker once, at the
+// first event of kind at, or as the first call of op begins: it puts
+// UnlockAll exactly in the windows where a holder had no keeper yet (its
+// Lock returned the lock) or no longer had one (it was done, its release
+// not yet sent).
+type releaser struct {
+	locker lock.Locker
+	at     lock.EventKind
+	op     string
+	fired  atomic.Bool
+	err    error
+}
+
+// fire calls UnlockAll, once: its own calls, which the hook sees too, do
+// not call it again.
+func (r *releaser) fire() {
+	if r.fired.CompareAndSwap(false, true) {
+		r.err = r.locker.UnlockAll(context.Background())
+	}
+}
+
+func (r *releaser) Observe(_ context.Context, e lock.Event) {
+	if r.at != 0 && e.Kind == r.at {
+		r.fire()
+	}
+}
+
+func (r *releaser) Begin(ctx context.Context, op, _ string) context.Context {
+	if r.op != "" && op == r.op {
+		r.fire()
+	}
+	return ctx
+}
+
+// TestUnlockAllAsHolderStarts: UnlockAll releasing a lock that Lock has
+// just taken for Run, RunOnce or an election, before their keeper was
+// recorded, ends the holder's context before it may act (it used to stay
+// live until the first extension, while another took the lock).
+func TestUnlockAllAsHolderStarts(t *testing.T) {
+	ctx := context.Background()
+	for _, holder := range []string{"Run", "RunOnce", "Campaign", "Run on a Semaphore"} {
+		t.Run(holder, func(t *testing.T) {
+			store := memory.New()
+			r := &releaser{at: lock.EventAcquired}
+			l, err := lock.NewSingle(store, &lock.Options{Hook: r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.locker = l
+			other, err := lock.NewSingle(store, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var acted bool
+			fn := func(ctx context.Context) {
+				if ctx.Err() == nil {
+					acted = true
+					t.Errorf("%s: fn's context is live after UnlockAll released its lock", holder)
+				}
+				if cur, ok := lock.FromContext(ctx); !ok || cur.Valid() {
+					t.Errorf("%s: FromContext(ctx) = %v, %v; want a lock no longer valid", holder, cur, ok)
+				}
+				if !errors.Is(context.Cause(ctx), lock.ErrLost) {
+					t.Errorf("%s: fn's context's cause = %v; want ErrLost", holder, context.Cause(ctx))
+				}
+			}
+			var got error
+			switch holder {
+			case "Run":
+				got = lock.Run(ctx, l, "r", time.Minute, func(ctx context.Context, _ lock.Lock) error { fn(ctx); return nil })
+			case "RunOnce":
+				got = lock.RunOnce(ctx, l, "r", time.Minute, func(ctx context.Context, _ lock.Lock) error { fn(ctx); return nil })
+			case "Campaign":
+				e, err := lock.NewElection(l, "r", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				term, err := e.Campaign(ctx)
+				if err != nil {
+					t.Fatalf("Campaign = %v", err)
+				}
+				fn(term.Context())
+				got = term.Resign(ctx)
+			case "Run on a Semaphore":
+				sem, err := lock.NewSemaphore(l, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = lock.Run(ctx, sem, "r", time.Minute, func(ctx context.Context, _ lock.Lock) error { fn(ctx); return nil })
+			}
+			if r.err != nil {
+				t.Fatalf("UnlockAll = %v", r.err)
+			}
+			if !errors.Is(got, lock.ErrLost) {
+				t.Errorf("%s = %v; want ErrLost (UnlockAll released the lock)", holder, got)
+			}
+			if acted {
+				if _, err := other.TryLock(ctx, "r", time.Minute); err == nil {
+					t.Errorf("%s: another locker took the lock while fn's context was live", holder)
+				}
+			}
+		})
+	}
+}
+
+// TestUnlockAllAsHolderEnds: UnlockAll releasing the lock after the
+// holder was done with it, before its own release, leaves the holder no
+// error: the lock was held while fn ran, and it is released (Run and
+// Resign used to report ErrNotHeld).
+func TestUnlockAllAsHolderEnds(t *testing.T) {
+	ctx := context.Background()
+	for _, holder := range []string{"Run", "RunOnce", "Resign", "Run on a Semaphore"} {
+		t.Run(holder, func(t *testing.T) {
+			store := memory.New()
+			r := &releaser{}
+			l, err := lock.NewSingle(store, &lock.Options{Hook: r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.locker = l
+			arm := func() { r.op = "unlock" } // UnlockAll as the holder's release begins
+			var got error
+			switch holder {
+			case "Run":
+				got = lock.Run(ctx, l, "r", time.Minute, func(context.Context, lock.Lock) error { arm(); return nil })
+			case "RunOnce":
+				got = lock.RunOnce(ctx, l, "r", time.Minute, func(context.Context, lock.Lock) error { arm(); return nil })
+			case "Resign":
+				e, err := lock.NewElection(l, "r", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				term, err := e.Campaign(ctx)
+				if err != nil {
+					t.Fatalf("Campaign = %v", err)
+				}
+				arm()
+				got = term.Resign(ctx)
+			case "Run on a Semaphore":
+				sem, err := lock.NewSemaphore(l, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = lock.Run(ctx, sem, "r", time.Minute, func(context.Context, lock.Lock) error { arm(); return nil })
+			}
+			if r.err != nil {
+				t.Fatalf("UnlockAll = %v", r.err)
+			}
+			if !r.fired.Load() {
+				t.Fatal("the hook did not see the release begin")
+			}
+			if got != nil {
+				t.Errorf("%s = %v; want nil (UnlockAll released the lock once fn was done)", holder, got)
+			}
+			if held, err := l.IsLocked(ctx, "r"); err != nil || held {
+				t.Errorf("IsLocked(r) = %v, %v; want false, nil", held, err)
+			}
+		})
+	}
+}
+
+// TestLostKeeperStops: once its lock is lost (here, Shutdown released
+// it), a term's keeper stops at once, not at its next extension, which
+// for a long TTL is long after, keeping the locker reachable until then.
+func TestLostKeeperStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		l, err := lock.NewSingle(memory.New(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := lock.NewElection(l, "role", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		term, err := e.Campaign(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-term.Context().Done()
+		synctest.Wait() // every goroutine of the bubble blocked or done; the clock has not moved
+		buf := make([]byte, 1<<20)
+		if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "(*keeper).run") {
+			t.Errorf("the keeper of a lost term still runs after Shutdown:\n%s", stacks)
+		}
+		if err := term.Resign(ctx); !errors.Is(err, lock.ErrLost) {
+			t.Errorf("Resign = %v; want ErrLost", err)
+		}
+	})
+}
