@@ -382,6 +382,7 @@ func (c *core) Shutdown(ctx context.Context) error {
 	// Every gate is shut before any is waited for: the calls under way
 	// on the locker and its dependents share one store timeout.
 	c.gate.shut()
+	defer c.stopJanitors()
 	gates := []*gate{&c.gate}
 	for _, d := range c.dependents.live() {
 		d.gate.shut()
@@ -396,6 +397,17 @@ func (c *core) Shutdown(ctx context.Context) error {
 		err.Err = fmt.Errorf("%w (and releasing: %v)", err.Err, uerr)
 	}
 	return err
+}
+
+// stopJanitors stops the timers that sweep the held sets of the locker
+// and its dependents: a locker shut down takes no more locks, and a timer
+// set for the expiry of a long lock would keep it reachable until then.
+// A lock recorded later (a call that was under way) sets it again.
+func (c *core) stopJanitors() {
+	c.held.stop()
+	for _, d := range c.dependents.live() {
+		d.held.stop()
+	}
 }
 
 // owners numbers the lockers whose store records their locks (core.local).

@@ -188,6 +188,16 @@ func (h *heldSet) arm(t time.Time) {
 	}
 }
 
+// stop stops the janitor until a lock is recorded again.
+func (h *heldSet) stop() {
+	h.jmu.Lock()
+	defer h.jmu.Unlock()
+	if h.janitor != nil {
+		h.janitor.Stop()
+	}
+	h.due.Store(0)
+}
+
 // tidy is the janitor: it sweeps every shard and sets itself again for
 // the earliest expiry left, if any lock is left.
 func (h *heldSet) tidy() {
