@@ -309,8 +309,11 @@ func (s *rwSide) dropIntent(ctx context.Context, call *writerCall) {
 
 // Lock implements [Locker].
 func (s *rwSide) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...LockOption) (Lock, error) {
-	if !s.write || ctx == nil {
+	if ctx == nil {
 		return s.core.Lock(ctx, resource, ttl, opts...)
+	}
+	if !s.write {
+		return s.core.Lock(context.WithValue(ctx, readerTTLKey{}, ttl), resource, ttl, opts...)
 	}
 	if r, err := s.policy("lock", resource, collect(opts)); err == nil {
 		opts = append(opts[:len(opts):len(opts)], WithRetry(intentRetry(r, ttl)))
@@ -357,10 +360,39 @@ func (s *rwSide) wait(ctx context.Context, op, resource string, last *Error) boo
 	switch {
 	case last.Err == errReadersFirst:
 		return false
-	case s.write || last.Err == errWriterFirst:
+	case s.write:
 		return s.waitFor != nil && s.waitFor(ctx, op, writeName(resource))
+	case last.Err == errWriterFirst:
+		if s.waitFor == nil || !s.waitFor(ctx, op, writeName(resource)) {
+			return false
+		}
+		s.passOn(ctx, resource)
+		return true
 	}
 	return s.rw.readers.wait(ctx, op, readName(resource), last)
+}
+
+// readerTTLKey carries the TTL of a reader's Lock to its waits.
+type readerTTLKey struct{}
+
+// passOn hands on the wake of a reader woken by the release of the
+// writer's intent. A store may wake one waiter per release (see Waiter),
+// counting on the waiter it woke to take the lock and wake the next as it
+// releases it; a reader never takes the intent, so the other callers in
+// the intent's line (readers, and writers) would sleep until the TTL
+// bounds their waits. The reader takes the intent for a moment and gives
+// it back, which wakes the next caller in line. If the intent is taken
+// already (a writer got it first), that writer's release wakes the next.
+func (s *rwSide) passOn(ctx context.Context, resource string) {
+	ttl, _ := ctx.Value(readerTTLKey{}).(time.Duration)
+	if ttl <= 0 {
+		return
+	}
+	l, err := s.rw.locker.TryLock(ctx, writeName(resource), ttl)
+	if err != nil {
+		return
+	}
+	s.giveBack(ctx, s.rw.locker, l)
 }
 
 // hears implements hearer, as wait waits: not at all for readers to
