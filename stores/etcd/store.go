@@ -278,7 +278,7 @@ func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lea
 		// the transaction did; if that fails too, the caller releases
 		// by token.
 		s.pool.forget(l.id, key)
-		_ = s.revoke(ctx, l.id)
+		s.undo(ctx, l.id)
 		return 0, s.fail(ctx, "acquire", err)
 	case !resp.Succeeded:
 		// The lease holds nothing: keep it for another lock, or revoke
@@ -300,7 +300,7 @@ func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lea
 		// Revoking it deletes the key; if that fails, the caller
 		// releases by token.
 		s.pool.forget(l.id, key)
-		_ = s.revoke(ctx, l.id)
+		s.undo(ctx, l.id)
 		return 0, s.fail(ctx, "acquire: renew the lease", renewed)
 	}
 	if renew {
@@ -348,6 +348,23 @@ func (s *Store) drop(ctx context.Context, id int64, key string) {
 		_ = s.revoke(ctx, id)
 	}
 }
+
+// undo revokes, in the background, the lease of an acquisition whose
+// outcome is unknown. ctx has usually ended (that is why the outcome is
+// unknown), so the revocation gets a context of its own, bounded by
+// undoTimeout: revoked on ctx, it would never be sent. Once the lease is
+// gone, a transaction still on its way fails (the lease is not found),
+// and one applied already loses its key.
+func (s *Store) undo(ctx context.Context, id int64) {
+	go func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+		defer cancel()
+		_ = s.revoke(rctx, id)
+	}()
+}
+
+// undoTimeout bounds the revocation of undo.
+const undoTimeout = time.Second
 
 // revoke revokes a lease, and so deletes the key attached to it.
 func (s *Store) revoke(ctx context.Context, id int64) error {
