@@ -109,6 +109,12 @@
 // lock.ErrNotAcquired or lock.ErrNotHeld: the lockers then release by
 // token. pgx closes the connection of a statement whose context ends
 // (unless the pool is configured otherwise); the pool opens another.
+// Callers whose deadlines often cut statements short thus keep the pool
+// dialing, and the lockers' cleanup releases, bounded by
+// lock.Options.StoreTimeout (50ms by default), may each wait for a fresh
+// connection and time out, leaving such a lock until its TTL: give those
+// lockers a StoreTimeout that covers opening a connection, or configure
+// pgx to cancel a statement without closing its connection.
 // After a restart of the server, the connections the pool kept are
 // dead, and the first calls may meet them (pgxpool pings only a
 // connection idle for more than a second before handing it out): such a
