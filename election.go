@@ -161,9 +161,9 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 		return nil, err
 	}
 	s := startHolding()
+	defer s.abandon() // if Lock fails, or panics; a no-op once watched
 	held, err := e.locker.Lock(ctx, e.role, e.ttl, e.opts...)
 	if err != nil {
-		s.abandon()
 		return nil, err
 	}
 	h := hold(context.WithoutCancel(ctx), "campaign", e.locker, held, e.ttl, e.o, termMargin, s)

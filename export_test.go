@@ -43,3 +43,11 @@ func HeldSetChurn(names []string) float64 {
 	}
 	return testing.AllocsPerRun(len(names)/2, churn)
 }
+
+// StartingHolders returns how many holders are recorded as starting (see
+// startHolding): between their Lock call and their keeper's record.
+func StartingHolders() int {
+	keepers.mu.Lock()
+	defer keepers.mu.Unlock()
+	return len(keepers.starting)
+}

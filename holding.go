@@ -35,7 +35,7 @@ type released struct {
 }
 
 // startHolding records a holder about to call Lock. It must then call
-// watch (through hold) with the lock it took, or abandon.
+// watch (through hold) with the lock it took, and abandon in any case.
 func startHolding() *starting {
 	s := new(starting)
 	keepers.mu.Lock()
@@ -47,7 +47,8 @@ func startHolding() *starting {
 	return s
 }
 
-// abandon ends the record of a holder whose Lock failed.
+// abandon ends the record of a holder whose Lock failed (or panicked);
+// once watch ended it, it does nothing.
 func (s *starting) abandon() {
 	keepers.mu.Lock()
 	delete(keepers.starting, s)

@@ -207,3 +207,47 @@ func TestLostKeeperStops(t *testing.T) {
 		}
 	})
 }
+
+// panicker is a Hook that panics at the first attempt.
+type panicker struct{}
+
+func (panicker) Observe(_ context.Context, e lock.Event) {
+	if e.Kind == lock.EventAttempt {
+		panic("hook")
+	}
+}
+
+// TestHolderRecordEndsWhenLockPanics: a Lock that panics under Run,
+// RunOnce or Campaign (a hook's panic) leaves no record of a holder
+// starting, which every later UnlockAll would add to.
+func TestHolderRecordEndsWhenLockPanics(t *testing.T) {
+	ctx := context.Background()
+	l, err := lock.NewSingle(memory.New(), &lock.Options{Hook: panicker{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := lock.NewElection(l, "r", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := lock.StartingHolders()
+	for name, call := range map[string]func(){
+		"Run": func() { _ = lock.Run(ctx, l, "r", time.Minute, func(context.Context, lock.Lock) error { return nil }) },
+		"RunOnce": func() {
+			_ = lock.RunOnce(ctx, l, "r", time.Minute, func(context.Context, lock.Lock) error { return nil })
+		},
+		"Campaign": func() { _, _ = e.Campaign(ctx) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: the hook's panic did not reach the caller", name)
+				}
+			}()
+			call()
+		}()
+		if n := lock.StartingHolders(); n != before {
+			t.Errorf("%s panicked: %d holders recorded as starting; want %d", name, n, before)
+		}
+	}
+}

@@ -83,10 +83,8 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	}
 	began := time.Now()
 	s := startHolding()
+	defer s.abandon() // if TryLock fails, or panics; a no-op once watched
 	held, err := locker.TryLock(ctx, job, ttl)
-	if err != nil {
-		s.abandon()
-	}
 	if errors.Is(err, ErrNotAcquired) {
 		return &Error{Op: op, Resource: job, Err: skipped{err}}
 	}

@@ -74,9 +74,9 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 		return err
 	}
 	s := startHolding()
+	defer s.abandon() // if Lock fails, or panics; a no-op once watched
 	held, err := locker.Lock(ctx, resource, ttl, opts...)
 	if err != nil {
-		s.abandon()
 		return err
 	}
 	h := hold(ctx, op, locker, held, ttl, o, 0, s)
