@@ -15,9 +15,10 @@ import (
 //
 //	scheme://[user[:password]@]host[:port][,host[:port]...][/path][?query]
 //
-// The userinfo ends at the last "@" before the query, so a password may
-// hold "@", ":" or "/"; it may not hold "?" (write %3F) and a literal "%"
-// must be written %25. Host lists are comma-separated.
+// The userinfo ends at the last "@" not in a query parameter's value (see
+// userinfoAt), so a password may hold "@", ":" or "/"; it may not hold "?"
+// (write %3F: a URL with one is refused) and a literal "%" must be written
+// %25. Host lists are comma-separated.
 type storeURL struct {
 	raw     string // as given: may hold a password, never print it
 	display string // with the password replaced: safe to print
@@ -55,6 +56,13 @@ func parseStoreURL(raw string) (*storeURL, error) {
 	}
 	u.scheme = strings.ToLower(raw[:i])
 	rest := raw[i+3:]
+	userinfo, hasUserinfo := "", false
+	if at := userinfoAt(rest); at >= 0 {
+		if strings.IndexByte(rest[:at], '?') >= 0 {
+			return nil, bad("password", "holds an unescaped ?: write ? in a password as %%3F")
+		}
+		userinfo, rest, hasUserinfo = rest[:at], rest[at+1:], true
+	}
 	if q := strings.IndexByte(rest, '?'); q >= 0 {
 		u.query = url.Values{}
 		for _, pair := range strings.Split(rest[q+1:], "&") {
@@ -74,9 +82,7 @@ func parseStoreURL(raw string) (*storeURL, error) {
 		}
 		rest = rest[:q]
 	}
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-		userinfo := rest[:at]
-		rest = rest[at+1:]
+	if hasUserinfo {
 		user, pass, hasPass := strings.Cut(userinfo, ":")
 		var err error
 		if u.user, err = url.PathUnescape(user); err != nil {
@@ -100,9 +106,35 @@ func parseStoreURL(raw string) (*storeURL, error) {
 	return u, nil
 }
 
+// userinfoAt returns the index in rest, a URL after its "://", of the "@"
+// that ends the userinfo, or -1 when there is none. It is the last "@"
+// that is not in a query parameter's value; an "@" after a "?" is in a
+// value when the "=" of its NAME=VALUE pair comes before it, as names hold
+// no "@". It is found before the query is split off, so that a "?" in a
+// password does not pass for the start of the query.
+func userinfoAt(rest string) int {
+	at, inQuery, inValue := -1, false, false
+	for i := 0; i < len(rest); i++ {
+		switch rest[i] {
+		case '?':
+			inQuery, inValue = true, false
+		case '&':
+			inValue = false
+		case '=':
+			inValue = inQuery
+		case '@':
+			if !inValue {
+				at = i
+			}
+		}
+	}
+	return at
+}
+
 // redact returns raw with its password, and the values of query parameters
-// whose names hold "password", replaced by "xxxxx". It works on malformed
-// URLs too, as it is what error messages show.
+// whose names hold "password", replaced by "xxxxx"; a userinfo holding a
+// "?" is replaced whole, as where its password starts is unclear. It works
+// on malformed URLs too, as it is what error messages show.
 func redact(raw string) string {
 	i := strings.Index(raw, "://")
 	if i < 0 {
@@ -112,14 +144,19 @@ func redact(raw string) string {
 		return raw
 	}
 	head, rest := raw[:i+3], raw[i+3:]
+	if at := userinfoAt(rest); at >= 0 {
+		userinfo := rest[:at]
+		if user, _, ok := strings.Cut(userinfo, ":"); ok {
+			userinfo = user + ":xxxxx"
+		}
+		if strings.IndexByte(rest[:at], '?') >= 0 {
+			userinfo = "xxxxx"
+		}
+		head, rest = head+userinfo+"@", rest[at+1:]
+	}
 	query := ""
 	if q := strings.IndexByte(rest, '?'); q >= 0 {
 		rest, query = rest[:q], rest[q:]
-	}
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-		if user, _, ok := strings.Cut(rest[:at], ":"); ok {
-			rest = user + ":xxxxx" + rest[at:]
-		}
 	}
 	if query != "" {
 		pairs := strings.Split(query[1:], "&")

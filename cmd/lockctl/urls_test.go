@@ -131,6 +131,9 @@ func TestRedact(t *testing.T) {
 		"redis://u:hunter2@h?prefix=a@b":          "redis://u:xxxxx@h?prefix=a@b",
 		"u:hunter2@h":                             "(unparsable URL, not shown as it may hold a password)",
 		"memory://":                               "memory://",
+		"redis://:Tr0ub4dor?3x@127.0.0.1:6379":    "redis://xxxxx@127.0.0.1:6379",
+		"redis://u:a@b?c@h?prefix=p":              "redis://xxxxx@h?prefix=p",
+		"redis://u:p@h?prefix=a@b?c":              "redis://u:xxxxx@h?prefix=a@b?c",
 	} {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%q) = %q; want %q", in, got, want)
@@ -207,3 +210,22 @@ func TestHistogram(t *testing.T) {
 }
 
 func timeMs(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// A "?" in a password, unescaped, is refused as a usage error, for every
+// scheme, and neither the message nor the URL it shows holds any of the
+// password: nor its tail, once shown as a query parameter's name.
+func TestPasswordWithQuestionMark(t *testing.T) {
+	if len(schemes) == 0 {
+		t.Fatal("no schemes registered")
+	}
+	for scheme := range schemes {
+		for _, userinfo := range []string{":Tr0ub4dor?3x", "u:Tr0ub4dor?3x", "u:Tr0@ub4dor?3x"} {
+			raw := scheme + "://" + userinfo + "@127.0.0.1:6379/m?name=n"
+			code, _, errOut := runCLI(t, map[string]string{storesEnv: raw}, "run", "job", "--", "true")
+			if code != exitUsage || !strings.Contains(errOut, "%3F") || !strings.Contains(errOut, scheme+"://xxxxx@127.0.0.1:6379") ||
+				strings.Contains(errOut, "Tr0") || strings.Contains(errOut, "3x") || strings.Contains(errOut, "ub4dor") {
+				t.Errorf("run with $%s=%s: exit %d, stderr %q; want %d, asking for %%3F, with the userinfo shown as xxxxx", storesEnv, raw, code, errOut, exitUsage)
+			}
+		}
+	}
+}
