@@ -181,7 +181,7 @@ out.`,
 					return err
 				}
 			}
-			return a.withHeldLock(ctx, sf, *file, *timeout, func(ctx context.Context, locker lock.Locker, lf lockFile) error {
+			return a.withHeldLock(ctx, sf, *file, *timeout, nil, func(ctx context.Context, _ *storeSet, locker lock.Locker, lf lockFile) error {
 				next, err := locker.Extend(ctx, lf.Lock, *ttl)
 				if err != nil {
 					return err
@@ -201,10 +201,11 @@ out.`,
 var extendedHook func()
 
 // withHeldLock reads the lock in file, opens its stores, and calls f with
-// a locker over them, within timeout. Stores other than those the file
-// records are a usage error, before anything is sent. It turns the errors
-// of f into lockctl's answers: 76 when the lock is no longer held.
-func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, timeout time.Duration, f func(context.Context, lock.Locker, lockFile) error) error {
+// them and a locker over them that reports to hook (if not nil), within
+// timeout. Stores other than those the file records are a usage error,
+// before anything is sent. It turns the errors of f into lockctl's
+// answers: 76 when the lock is no longer held.
+func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, timeout time.Duration, hook lock.Hook, f func(context.Context, *storeSet, lock.Locker, lockFile) error) error {
 	lf, err := a.readLockFile(file)
 	if err != nil {
 		return err
@@ -224,11 +225,11 @@ func (a *app) withHeldLock(ctx context.Context, sf *storeFlags, file string, tim
 		return err
 	}
 	defer set.Close()
-	locker, err := set.locker(nil)
+	locker, err := set.locker(hook)
 	if err != nil {
 		return &usageError{err: err}
 	}
-	err = f(ctx, locker, lf)
+	err = f(ctx, set, locker, lf)
 	switch {
 	case errors.Is(err, lock.ErrNotHeld):
 		return exitWith(exitLost, fmt.Errorf("the lock on %q is no longer held (it expired, was taken over, or was released with --force): the work done under it may have overlapped another owner's", l.Resource))

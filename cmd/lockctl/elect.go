@@ -24,7 +24,10 @@ The leader renews its term in the background. If the term ends — renewals
 failed, or the stores lost it — the command gets SIGTERM a tenth of the
 lock's validity before anyone else can be elected, then SIGKILL after
 --kill-after, and lockctl exits with status 76. Run it under a supervisor
-(systemd, a restart loop) to campaign again. With --fence-env the command
+(systemd, a restart loop) to campaign again. If the resignation fails, or a
+store of a Redlock does not confirm it, elect names the store on stderr and
+exits 1 if the command succeeded: the role frees there when its TTL runs
+out. With --fence-env the command
 gets the term's fence, which grows with every term, to pass to systems
 that can refuse a deposed leader's writes.
 
@@ -82,7 +85,8 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 		fmt.Fprintln(a.stderr, "lockctl elect: warning: memory:// terms exist only inside this lockctl process: other processes are not kept out")
 	}
 	set.opts.Holder = runHolder(argv) // status names the leader
-	locker, err := set.locker(nil)
+	watch := newReleaseWatch(true)
+	locker, err := set.locker(watch)
 	if err != nil {
 		return &usageError{err: err}
 	}
@@ -113,6 +117,9 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	}
 	res := sup.runCommand(term.Context(), term.Lock(), argv, o)
 	err = term.Resign(context.WithoutCancel(ctx))
+	if err == nil {
+		err = unconfirmedRelease(watch, set)
+	}
 	if o.verbose && err == nil {
 		fmt.Fprintf(a.stderr, "lockctl elect: resigned %q\n", role)
 	}
@@ -128,6 +135,10 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	}
 	if res.err != nil || res.code != 0 {
 		return exitWith(res.code, res.err)
+	}
+	if err != nil {
+		// The command succeeded, but a store may still hold the term.
+		return exitWith(exitFailure, nil)
 	}
 	return nil
 }

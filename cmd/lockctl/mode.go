@@ -61,6 +61,12 @@ func (m *modeFlags) wrap(locker lock.Locker) (lock.Locker, error) {
 	return locker, nil
 }
 
+// plain reports whether the flags take a lock: no permits, no side of a
+// read-write lock.
+func (m *modeFlags) plain() bool {
+	return m.permits == 0 && !m.shared && !m.exclusive
+}
+
 // conflict says that what the flags take on resource is held by others.
 // A nil m takes a lock.
 func (m *modeFlags) conflict(resource string) string {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockkit/lock"
@@ -23,8 +24,8 @@ than those FILE records are refused with status 2, before anything is sent.
 Exits 0 when released; 76 if the lock was no longer held (it expired, was
 taken over, or was released with --force: the work done under it may have
 overlapped another owner's), and FILE is removed all the same; 1 if a store
-failed, in which case FILE stays for another try and the lock frees when
-its TTL runs out.
+failed, or did not confirm the release within --timeout, in which case FILE
+stays for another try and the lock frees when its TTL runs out.
 
 With --force, deletes the lock on RESOURCE on every store, whoever holds
 it, for a lock whose owner is known to be gone and whose TTL is too long to
@@ -82,12 +83,22 @@ yes (nothing is released then).`,
 	},
 }
 
-// releaseFile releases the lock in file as its owner.
+// releaseFile releases the lock in file as its owner. On a Redlock, it
+// waits, within timeout, for every store to confirm the release: Unlock
+// succeeds once a quorum released the lock, and its retries on the other
+// stores would end with lockctl, FILE gone while they hold the lock.
 func (a *app) releaseFile(ctx context.Context, sf *storeFlags, file string, timeout time.Duration) error {
 	var released lockFile
-	err := a.withHeldLock(ctx, sf, file, timeout, func(ctx context.Context, locker lock.Locker, lf lockFile) error {
+	watch := newReleaseWatch(false)
+	err := a.withHeldLock(ctx, sf, file, timeout, watch, func(ctx context.Context, set *storeSet, locker lock.Locker, lf lockFile) error {
 		released = lf
-		return locker.Unlock(ctx, lf.Lock)
+		if err := locker.Unlock(ctx, lf.Lock); err != nil {
+			return err
+		}
+		if missing := watch.unconfirmed(ctx, set); missing != nil {
+			return fmt.Errorf("%q: released on a quorum of the stores, but %s did not confirm the release within --timeout %v and may hold the lock until its TTL runs out; %s stays for another try", lf.Resource, strings.Join(missing, ", "), timeout, lockFileName(file))
+		}
+		return nil
 	})
 	if code := exitCode(err); released.Token != "" && (code == exitOK || code == exitLost) {
 		a.removeLockFile(file, released)
@@ -146,4 +157,100 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 		return exitWith(exitFailure, nil)
 	}
 	return nil
+}
+
+// releaseWatch is a Hook that follows which stores of a Redlock may hold
+// its lock, from the answers of their calls, so that lockctl can tell
+// whether a release left the lock on a store. A Redlock's Unlock succeeds
+// once a quorum released the lock, and leaves the other stores to retries
+// in the background that end with lockctl: such a store may hold the lock
+// until its TTL runs out.
+type releaseWatch struct {
+	mu      sync.Mutex
+	taken   bool          // the watch saw the lock taken: a store not seen holds nothing
+	mayHold map[int]bool  // by store index, once a call answered
+	changed chan struct{} // closed, and replaced, when a store is seen to let go
+}
+
+// newReleaseWatch returns a releaseWatch for a lock it sees taken (run,
+// elect), or not (release --lock, where every store may hold it).
+func newReleaseWatch(taken bool) *releaseWatch {
+	return &releaseWatch{taken: taken, mayHold: map[int]bool{}, changed: make(chan struct{})}
+}
+
+// Observe records whether the store of a call may hold the lock after it:
+// a grant, an extension or a failed acquisition (it may have applied)
+// leaves it holding; a release, or an answer that it holds nothing, not.
+func (w *releaseWatch) Observe(_ context.Context, e lock.Event) {
+	if e.Kind != lock.EventStoreCall {
+		return
+	}
+	var holds bool
+	switch {
+	case e.StoreOp == "release" && (e.Err == nil || errors.Is(e.Err, lock.ErrNotHeld)),
+		e.StoreOp == "extend" && errors.Is(e.Err, lock.ErrNotHeld):
+		holds = false
+	case e.StoreOp == "acquire" && !errors.Is(e.Err, lock.ErrNotAcquired),
+		e.StoreOp == "extend" && e.Err == nil:
+		holds = true
+	default:
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	was, seen := w.mayHold[e.StoreIndex]
+	w.mayHold[e.StoreIndex] = holds
+	if !holds && (was || !seen) {
+		close(w.changed)
+		w.changed = make(chan struct{})
+	}
+}
+
+// unconfirmed waits until no store of set may hold the lock, or ctx ends,
+// and returns the names of the stores that may, or nil.
+func (w *releaseWatch) unconfirmed(ctx context.Context, set *storeSet) []string {
+	for {
+		missing, changed := w.missing(set)
+		if missing == nil {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return missing
+		}
+	}
+}
+
+// missing returns the names of the stores of set that may hold the lock,
+// or nil, and a channel closed when a store is next seen to let go. A
+// single store has no background retries: its Unlock's answer is final.
+// A watch that saw the lock taken skips the stores lockctl never reached.
+func (w *releaseWatch) missing(set *storeSet) ([]string, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(set.stores) < 2 {
+		return nil, w.changed
+	}
+	var missing []string
+	for i, spec := range set.specs {
+		holds, seen := w.mayHold[i]
+		if !seen {
+			holds = !w.taken
+		}
+		if holds && !(w.taken && set.down[i] != nil) {
+			missing = append(missing, spec.name)
+		}
+	}
+	return missing, w.changed
+}
+
+// hookList is a Hook that passes each event to every hook in it.
+type hookList []lock.Hook
+
+// Observe passes e to every hook.
+func (hs hookList) Observe(ctx context.Context, e lock.Event) {
+	for _, h := range hs {
+		h.Observe(ctx, e)
+	}
 }

@@ -43,7 +43,10 @@ Signals (INT, TERM, HUP, QUIT, USR1, USR2) sent to lockctl are passed on to
 the command. If the lock is lost while the command runs (a store lost it,
 an operator ran release --force, extensions failed until the lock ran out),
 the command gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits
-with status 76: by then another owner may hold the lock.
+with status 76: by then another owner may hold the lock. If the release
+fails, or a store of a Redlock does not confirm it, run names the store on
+stderr and exits 1 if the command succeeded: the lock frees there when its
+TTL runs out.
 
 Run from an interactive prompt, the command stays in lockctl's process
 group, so it can read the terminal and gets Ctrl-C, Ctrl-\ and a hangup
@@ -166,9 +169,9 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	if set.inProcess() {
 		fmt.Fprintln(a.stderr, "lockctl run: warning: memory:// locks exist only inside this lockctl process: other processes are not kept out")
 	}
-	hook := &waitHook{}
+	hook, watch := &waitHook{}, newReleaseWatch(true)
 	set.opts.Holder = runHolder(argv)
-	locker, err := set.locker(hook)
+	locker, err := set.locker(hookList{hook, watch})
 	if err == nil {
 		locker, err = o.mode.wrap(locker)
 	}
@@ -197,6 +200,9 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	if !res.acquired {
 		return acquireError(acqCtx, err, resource, o.mode, o.take, hook)
 	}
+	if err == nil && o.mode.plain() {
+		err = unconfirmedRelease(watch, set)
+	}
 	if o.verbose && err == nil {
 		fmt.Fprintf(a.stderr, "lockctl run: released %q\n", resource)
 	}
@@ -212,6 +218,21 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	}
 	if res.err != nil || res.code != 0 {
 		return exitWith(res.code, res.err)
+	}
+	if err != nil {
+		// The command succeeded, but a store may still hold the lock.
+		return exitWith(exitFailure, nil)
+	}
+	return nil
+}
+
+// unconfirmedRelease returns an error naming the stores of set that watch
+// did not see confirm the release just made, or nil. It does not wait for
+// the retries that a Redlock's Unlock leaves to the background: they end
+// with lockctl, and the lock frees on those stores when its TTL runs out.
+func unconfirmedRelease(watch *releaseWatch, set *storeSet) error {
+	if missing, _ := watch.missing(set); missing != nil {
+		return fmt.Errorf("%s did not confirm the release", strings.Join(missing, ", "))
 	}
 	return nil
 }
