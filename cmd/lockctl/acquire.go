@@ -116,7 +116,7 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 			}
 		}()
 	}
-	l, err := (&acquirer{Locker: locker, ctx: acqCtx, wait: o.take.wait}).Lock(ctx, resource, o.ttl)
+	l, err := (&acquirer{Locker: locker, ctx: acqCtx, wait: o.take.wait, hook: hook}).Lock(ctx, resource, o.ttl)
 	if err != nil {
 		return acquireError(acqCtx, err, resource, nil, o.take, hook)
 	}

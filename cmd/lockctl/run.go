@@ -191,7 +191,7 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 		}
 	}
 
-	acquirer := &acquirer{Locker: locker, ctx: acqCtx, wait: o.take.wait}
+	acquirer := &acquirer{Locker: locker, ctx: acqCtx, wait: o.take.wait, hook: hook}
 	var res runResult
 	err = lock.Run(ctx, acquirer, resource, o.ttl, func(runCtx context.Context, l lock.Lock) error {
 		res = sup.runCommand(runCtx, l, argv, o)

@@ -89,18 +89,28 @@ type acquirer struct {
 	lock.Locker
 	ctx  context.Context // canceled by a signal before the lock is taken
 	wait waitValue
+	hook *waitHook // told of a first attempt refused, if not nil
 }
 
+// Lock takes the lock as --wait says. A --wait DURATION bounds the
+// waiting, not the first attempt's answer: that attempt is a TryLock,
+// bounded by the store timeout as with --wait 0, and only once it was
+// refused does Lock wait, within DURATION. A --wait shorter than a store
+// round trip would otherwise end the first attempt before any store told
+// that another owner holds the lock.
 func (w *acquirer) Lock(_ context.Context, resource string, ttl time.Duration, _ ...lock.LockOption) (lock.Lock, error) {
-	if !w.wait.forever && w.wait.d == 0 {
-		return w.TryLock(w.ctx, resource, ttl)
+	if w.wait.forever {
+		return w.Locker.Lock(w.ctx, resource, ttl)
 	}
-	ctx := w.ctx
-	if !w.wait.forever {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.wait.d)
-		defer cancel()
+	l, err := w.TryLock(w.ctx, resource, ttl)
+	if w.wait.d == 0 || !errors.Is(err, lock.ErrNotAcquired) {
+		return l, err
 	}
+	if w.hook != nil {
+		w.hook.met(true)
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, w.wait.d)
+	defer cancel()
 	return w.Locker.Lock(ctx, resource, ttl)
 }
 
@@ -114,11 +124,18 @@ type waitHook struct {
 	onWait   func()
 }
 
+// Observe records whether the attempt that a retry follows met
+// contention.
 func (h *waitHook) Observe(_ context.Context, e lock.Event) {
 	if e.Kind != lock.EventRetry {
 		return
 	}
-	held := errors.Is(e.Err, lock.ErrNotAcquired)
+	h.met(errors.Is(e.Err, lock.ErrNotAcquired))
+}
+
+// met records whether the last failed attempt met contention, and
+// announces the first wait for a held lock.
+func (h *waitHook) met(held bool) {
 	h.mu.Lock()
 	h.held = held
 	h.mu.Unlock()
