@@ -53,13 +53,14 @@ func (a *app) main(ctx context.Context, args []string) int {
 		a.shortUsage(a.stderr)
 		return exitUsage
 	}
+	out := &errWriter{w: a.stdout}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
-		return a.help(args[1:])
+		return a.written("help", out, a.help(out, args[1:]))
 	case "--version", "-version":
 		bi, ok := debug.ReadBuildInfo()
-		fmt.Fprint(a.stdout, versionText(bi, ok))
-		return exitOK
+		fmt.Fprint(out, versionText(bi, ok))
+		return a.written("--version", out, exitOK)
 	case completeCommand:
 		return a.complete(args[1:])
 	}
@@ -74,8 +75,8 @@ func (a *app) main(ctx context.Context, args []string) int {
 	pos, err := parseFlags(fs, args[1:], cmd.interspersed)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		a.commandHelp(a.stdout, cmd, fs)
-		return exitOK
+		a.commandHelp(out, cmd, fs)
+		return a.written(cmd.name, out, exitOK)
 	case err != nil:
 		err = &usageError{err: err}
 	default:
@@ -107,10 +108,10 @@ func (a *app) shortUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: lockctl COMMAND [flags] [arguments]\nCommands: %s\nRun 'lockctl help' for details.\n", strings.Join(names, ", "))
 }
 
-// help is lockctl help [command|topic].
-func (a *app) help(args []string) int {
+// help is lockctl help [command|topic], printed to w.
+func (a *app) help(w io.Writer, args []string) int {
 	if len(args) == 0 {
-		a.mainUsage(a.stdout)
+		a.mainUsage(w)
 		return exitOK
 	}
 	if len(args) > 1 {
@@ -120,10 +121,10 @@ func (a *app) help(args []string) int {
 	}
 	switch args[0] {
 	case "stores", "urls":
-		fmt.Fprint(a.stdout, storesHelp)
+		fmt.Fprint(w, storesHelp)
 		return exitOK
 	case "exit-codes", "exit":
-		fmt.Fprint(a.stdout, exitCodesHelp)
+		fmt.Fprint(w, exitCodesHelp)
 		return exitOK
 	}
 	cmd := lookup(args[0])
@@ -134,7 +135,7 @@ func (a *app) help(args []string) int {
 	}
 	fs := newFlagSet(cmd.name)
 	cmd.flags(fs)
-	a.commandHelp(a.stdout, cmd, fs)
+	a.commandHelp(w, cmd, fs)
 	return exitOK
 }
 
@@ -207,4 +208,36 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 // write the lock they hold, say what they did about it.
 func brokenPipeQuiet(name string, err error) bool {
 	return errors.Is(err, syscall.EPIPE) && name != "acquire" && name != "extend"
+}
+
+// errWriter is a writer that remembers the first error of its writes, so
+// that output printed with fmt.Fprint* is checked once, at its end, and a
+// reader that went away ends lockctl as it does status (brokenPipeQuiet).
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+// Write writes p, or fails with the first error once a write failed.
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+// written returns code, the exit status of what printed its output to w
+// outside a command's run (help, --version), unless a write to w failed:
+// then 141 when the reader went away, as for a command, or else 1.
+func (a *app) written(name string, w *errWriter, code int) int {
+	switch {
+	case w.err == nil:
+		return code
+	case brokenPipeQuiet(name, w.err):
+		return exitSignal + int(syscall.SIGPIPE)
+	}
+	fmt.Fprintf(a.stderr, "lockctl %s: %v\n", name, w.err)
+	return exitFailure
 }

@@ -174,8 +174,8 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 		if err := printJSON(a.stdout, rep); err != nil {
 			return err
 		}
-	} else {
-		rep.print(a, o)
+	} else if err := rep.print(a, o); err != nil {
+		return err
 	}
 	if rep.Pairs == 0 {
 		return exitWith(exitFailure, errors.New("no lock+unlock pair succeeded"))
@@ -183,8 +183,9 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 	return nil
 }
 
-func (r *benchReport) print(a *app, o *benchOptions) {
-	w := a.stdout
+// print prints the results as text, and returns the first write error.
+func (r *benchReport) print(a *app, o *benchOptions) error {
+	w := &errWriter{w: a.stdout}
 	fmt.Fprintf(w, "lockctl bench: %s, a key each, %v, ttl %v\n", count(o.workers, "worker"), o.duration, o.ttl)
 	fmt.Fprintf(w, "stores: %s\n\n", strings.Join(r.Stores, " "))
 	fmt.Fprintf(w, "%-12s %10s %9s %9s %9s %9s\n", "", "count", "p50", "p90", "p99", "max")
@@ -200,6 +201,7 @@ func (r *benchReport) print(a *app, o *benchOptions) {
 	if r.FirstError != "" {
 		fmt.Fprintf(w, "first error  %s\n", r.FirstError)
 	}
+	return w.err
 }
 
 // benchLoop takes and releases resource, one attempt at a time, until ctx

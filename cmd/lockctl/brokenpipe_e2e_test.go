@@ -89,6 +89,24 @@ func TestBrokenPipe(t *testing.T) {
 			t.Errorf("status with stdout a closed pipe: exit %d, stderr %q; want %d and nothing said", code, stderr, want)
 		}
 	})
+	// The other commands that hold nothing once they print, and help and
+	// --version, end as status does: quietly, with 141.
+	for _, args := range [][]string{
+		{"check", "--store", "memory://", "--workers", "2", "--duration", "100ms"},
+		{"bench", "--store", "memory://", "--workers", "1", "--duration", "100ms"},
+		{"release", "--force", "--yes", "--store", store, "force-res"},
+		{"help"},
+		{"help", "stores"},
+		{"run", "--help"},
+		{"--version"},
+	} {
+		t.Run(strings.Join(args[:1], ""), func(t *testing.T) {
+			code, stderr := lockctl(t, "stdout", args...)
+			if want := exitSignal + int(syscall.SIGPIPE); code != want || stderr != "" {
+				t.Errorf("%q with stdout a closed pipe: exit %d, stderr %q; want %d and nothing said", args, code, stderr, want)
+			}
+		})
+	}
 	t.Run("run-stderr", func(t *testing.T) {
 		// --verbose writes "acquired" on stderr while the lock is held.
 		code, stdout := lockctl(t, "stderr", "run", "--verbose", "--store", store, "--ttl", "5m", "run-res", "--", "sh", "-c", "echo ran")

@@ -238,8 +238,8 @@ func (a *app) check(ctx context.Context, o *checkOptions) error {
 		if err := printJSON(a.stdout, cr); err != nil {
 			return err
 		}
-	} else {
-		cr.print(a, o)
+	} else if err := cr.print(a, o); err != nil {
+		return err
 	}
 	switch {
 	case cr.Acquisitions == 0 && rep.Unsafe() == "":
@@ -274,8 +274,9 @@ func probeTTL(ctx context.Context, set *storeSet, resource string, ttl time.Dura
 	return held.ValidUntil.Sub(start), l.Unlock(ctx, held)
 }
 
-func (cr *checkReport) print(a *app, o *checkOptions) {
-	w := a.stdout
+// print prints the report as text, and returns the first write error.
+func (cr *checkReport) print(a *app, o *checkOptions) error {
+	w := &errWriter{w: a.stdout}
 	fmt.Fprintf(w, "lockctl check: %s, %s, %v, ttl %v, hold %v, pause %v\n", count(o.workers, "worker"), count(o.resources, "resource"), o.duration, o.ttl, o.hold, o.pause)
 	fmt.Fprintf(w, "stores: %s\n\n", strings.Join(cr.Stores, " "))
 	el := time.Duration(cr.ElapsedMs * float64(time.Millisecond))
@@ -308,6 +309,7 @@ func (cr *checkReport) print(a *app, o *checkOptions) {
 	default:
 		fmt.Fprintf(w, "FAIL: %s\n", cr.Problem)
 	}
+	return w.err
 }
 
 func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -142,5 +143,44 @@ func TestEnvironmentStores(t *testing.T) {
 	code, _, errOut = runCLI(t, map[string]string{storesEnv: "memory:// redis://h:x"}, "status", "r")
 	if code != exitUsage || !strings.Contains(errOut, "$"+storesEnv+": store redis://h:x: port") {
 		t.Fatalf("a bad URL in $%s: exit %d, stderr %q; want it named", storesEnv, code, errOut)
+	}
+}
+
+// failingWriter fails every write with err.
+type failingWriter struct{ err error }
+
+func (f failingWriter) Write([]byte) (int, error) { return 0, f.err }
+
+// Output that cannot be written is an error: 141, quietly, when the
+// reader went away (EPIPE), as for status; else 1, saying why.
+func TestOutputWriteErrors(t *testing.T) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	for _, args := range [][]string{
+		{"help"},
+		{"help", "exit-codes"},
+		{"release", "--help"},
+		{"--version"},
+		{"bench", "--store", "memory://", "--workers", "1", "--duration", "10ms"},
+		{"release", "--force", "--yes", "--store", "memory://", "r"},
+	} {
+		for _, tc := range []struct {
+			err  error
+			code int
+			said string
+		}{
+			{syscall.EPIPE, exitSignal + int(syscall.SIGPIPE), ""},
+			{syscall.ENOSPC, exitFailure, "no space left on device"},
+		} {
+			var errOut bytes.Buffer
+			a := &app{stdin: null, stdout: failingWriter{tc.err}, stderr: &errOut, getenv: func(string) string { return "" }}
+			code := a.main(context.Background(), args)
+			if code != tc.code || tc.said == "" && errOut.Len() != 0 || !strings.Contains(errOut.String(), tc.said) {
+				t.Errorf("%q with stdout failing with %v: exit %d, stderr %q; want %d, saying %q", args, tc.err, code, errOut.String(), tc.code, tc.said)
+			}
+		}
 	}
 }

@@ -149,9 +149,13 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 	case released > 0:
 		state = "released"
 	}
-	fmt.Fprintf(a.stdout, "%s: %s\n", resource, state)
+	w := &errWriter{w: a.stdout}
+	fmt.Fprintf(w, "%s: %s\n", resource, state)
 	for i, spec := range set.specs {
-		fmt.Fprintf(a.stdout, "  %s  %s\n", spec.name, lines[i])
+		fmt.Fprintf(w, "  %s  %s\n", spec.name, lines[i])
+	}
+	if w.err != nil {
+		return w.err
 	}
 	if failed > 0 {
 		return exitWith(exitFailure, nil)
