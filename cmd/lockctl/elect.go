@@ -25,9 +25,9 @@ failed, or the stores lost it — the command gets SIGTERM a tenth of the
 lock's validity before anyone else can be elected, then SIGKILL after
 --kill-after, and lockctl exits with status 76. Run it under a supervisor
 (systemd, a restart loop) to campaign again. If the resignation fails, or a
-store of a Redlock does not confirm it, elect names the store on stderr and
-exits 1 if the command succeeded: the role frees there when its TTL runs
-out. With --fence-env the command
+store of a Redlock does not confirm it, elect names the store in a warning
+on stderr (the role frees there when its TTL runs out) and exits with the
+command's status all the same. With --fence-env the command
 gets the term's fence, which grows with every term, to pass to systems
 that can refuse a deposed leader's writes.
 
@@ -135,10 +135,6 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 	}
 	if res.err != nil || res.code != 0 {
 		return exitWith(res.code, res.err)
-	}
-	if err != nil {
-		// The command succeeded, but a store may still hold the term.
-		return exitWith(exitFailure, nil)
 	}
 	return nil
 }

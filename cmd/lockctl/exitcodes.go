@@ -10,7 +10,7 @@ import (
 // scripts most often test for.
 const (
 	exitOK       = 0   // success; for run and elect, the command's own status
-	exitFailure  = 1   // a store failed or could not be reached, or another error; run, elect: the command succeeded but its release was not confirmed
+	exitFailure  = 1   // a store failed or could not be reached, or another error
 	exitUsage    = 2   // bad flags or arguments, a malformed store URL
 	exitUnsafe   = 3   // check: mutual exclusion violated, or updates lost
 	exitConflict = 75  // run, acquire: the lock is held by another owner (EX_TEMPFAIL)
@@ -23,9 +23,7 @@ const (
 // exitCodesHelp is the table shown by lockctl help and docs/lockctl.md.
 const exitCodesHelp = `Exit status:
   0        success; for run and elect, the command's own exit status
-  1        error: a store failed or could not be reached, among others;
-           run, elect: the command succeeded, but the release failed or a
-           store did not confirm it (the lock frees there at its TTL)
+  1        error: a store failed or could not be reached, among others
   2        usage error: bad flag or argument, malformed store URL
   3        check: mutual exclusion was violated or updates were lost
   75       run, acquire: the lock is held by another owner

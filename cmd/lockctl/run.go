@@ -44,9 +44,9 @@ the command. If the lock is lost while the command runs (a store lost it,
 an operator ran release --force, extensions failed until the lock ran out),
 the command gets SIGTERM, then SIGKILL after --kill-after, and lockctl exits
 with status 76: by then another owner may hold the lock. If the release
-fails, or a store of a Redlock does not confirm it, run names the store on
-stderr and exits 1 if the command succeeded: the lock frees there when its
-TTL runs out.
+fails, or a store of a Redlock does not confirm it, run names the store in
+a warning on stderr (the lock frees there when its TTL runs out) and exits
+with the command's status all the same.
 
 Run from an interactive prompt, the command stays in lockctl's process
 group, so it can read the terminal and gets Ctrl-C, Ctrl-\ and a hangup
@@ -218,10 +218,6 @@ func (a *app) run(ctx context.Context, o *runOptions, args []string) error {
 	}
 	if res.err != nil || res.code != 0 {
 		return exitWith(res.code, res.err)
-	}
-	if err != nil {
-		// The command succeeded, but a store may still hold the lock.
-		return exitWith(exitFailure, nil)
 	}
 	return nil
 }
