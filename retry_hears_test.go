@@ -249,9 +249,13 @@ func (c *countAttempts) Observe(_ context.Context, e lock.Event) {
 // A Semaphore or an RWLocker over a Redlock waits for a release on the
 // stores that hold the name: a name held by a quorum but not by one store
 // (restarted empty, or it refused the holder) made that store's wait
-// return at once, and Lock spun in bursts of attempts.
+// return at once, and Lock spun in bursts of attempts (88 in 1s). A
+// semaphore's wait lasts until a release; a reader's wait for the
+// writer's intent lasts the retry delay (it cannot hear every release of
+// the intent: see rwSide.hears), so its attempts follow the default
+// policy's backoff, 10ms doubling to 500ms: 7 or 8 in 1s.
 func TestDerivedRedlockWaitsOnTheStoresHolding(t *testing.T) {
-	for _, name := range []string{"Semaphore", "RWLocker reader"} {
+	for name, most := range map[string]int64{"Semaphore": 3, "RWLocker reader": 10} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx := t.Context()
@@ -276,8 +280,8 @@ func TestDerivedRedlockWaitsOnTheStoresHolding(t *testing.T) {
 				defer cancel()
 				_, err = waiter.Lock(lctx, "jobs", time.Hour)
 				wantIs(t, "Lock(jobs) held for an hour", err, context.DeadlineExceeded)
-				if n := count.n.Load(); n > 3 {
-					t.Errorf("Lock(jobs), held by a quorum for an hour, made %d attempts in 1s; want 1 and a wait", n)
+				if n := count.n.Load(); n > most {
+					t.Errorf("Lock(jobs), held by a quorum for an hour, made %d attempts in 1s; want at most %d", n, most)
 				}
 			})
 		})

@@ -44,9 +44,11 @@ import (
 // readers to leave at its retry delay, capped at a quarter of its TTL so
 // that its intent, renewed by each poll that finds less than half of it
 // left (by every poll over a Locker of another package, so that the
-// poll finds that locker shut down), outlives the waits; a reader
-// waiting for a writer wakes when the writer releases its intent, on
-// stores that can notify.
+// poll finds that locker shut down), outlives the waits. Callers waiting
+// for a writer's intent, readers and writers, wait for its release on
+// stores that can notify; such a store may wake one of them per release
+// (see [Waiter]), and a reader woken never takes the intent, so those not
+// woken try again at their retry delay.
 //
 // Shutdown of the locker it is built on shuts both sides down with it: a
 // Lock waiting on either side ends with [ErrClosed] (at once, or at its
@@ -309,11 +311,8 @@ func (s *rwSide) dropIntent(ctx context.Context, call *writerCall) {
 
 // Lock implements [Locker].
 func (s *rwSide) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...LockOption) (Lock, error) {
-	if ctx == nil {
+	if !s.write || ctx == nil {
 		return s.core.Lock(ctx, resource, ttl, opts...)
-	}
-	if !s.write {
-		return s.core.Lock(context.WithValue(ctx, readerTTLKey{}, ttl), resource, ttl, opts...)
 	}
 	if r, err := s.policy("lock", resource, collect(opts)); err == nil {
 		opts = append(opts[:len(opts):len(opts)], WithRetry(intentRetry(r, ttl)))
@@ -360,39 +359,10 @@ func (s *rwSide) wait(ctx context.Context, op, resource string, last *Error) boo
 	switch {
 	case last.Err == errReadersFirst:
 		return false
-	case s.write:
+	case s.write || last.Err == errWriterFirst:
 		return s.waitFor != nil && s.waitFor(ctx, op, writeName(resource))
-	case last.Err == errWriterFirst:
-		if s.waitFor == nil || !s.waitFor(ctx, op, writeName(resource)) {
-			return false
-		}
-		s.passOn(ctx, resource)
-		return true
 	}
 	return s.rw.readers.wait(ctx, op, readName(resource), last)
-}
-
-// readerTTLKey carries the TTL of a reader's Lock to its waits.
-type readerTTLKey struct{}
-
-// passOn hands on the wake of a reader woken by the release of the
-// writer's intent. A store may wake one waiter per release (see Waiter),
-// counting on the waiter it woke to take the lock and wake the next as it
-// releases it; a reader never takes the intent, so the other callers in
-// the intent's line (readers, and writers) would sleep until the TTL
-// bounds their waits. The reader takes the intent for a moment and gives
-// it back, which wakes the next caller in line. If the intent is taken
-// already (a writer got it first), that writer's release wakes the next.
-func (s *rwSide) passOn(ctx context.Context, resource string) {
-	ttl, _ := ctx.Value(readerTTLKey{}).(time.Duration)
-	if ttl <= 0 {
-		return
-	}
-	l, err := s.rw.locker.TryLock(ctx, writeName(resource), ttl)
-	if err != nil {
-		return
-	}
-	s.giveBack(ctx, s.rw.locker, l)
 }
 
 // hears implements hearer, as wait waits: not at all for readers to
@@ -403,7 +373,13 @@ func (s *rwSide) hears(last *Error) hearing {
 	case last.Err == errReadersFirst:
 		return hearing{stores: s.hearsAll}
 	case s.write || last.Err == errWriterFirst:
-		return hearing{some: true, all: s.hearsAll, stores: s.hearsAll}
+		// Not every release: a store may wake one waiter per release,
+		// counting on it to take the lock and wake the next as it
+		// releases it, and a reader woken by the intent's release never
+		// takes the intent. The others in the intent's line, readers and
+		// writers, are woken by the next writer's release, or try again
+		// at the retry delay.
+		return hearing{some: true, stores: s.hearsAll}
 	}
 	if h, ok := s.rw.readers.impl.(hearer); ok {
 		return h.hears(last)
