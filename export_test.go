@@ -51,3 +51,14 @@ func StartingHolders() int {
 	defer keepers.mu.Unlock()
 	return len(keepers.starting)
 }
+
+// KeepersRecorded returns how many keepers are recorded (see watch).
+func KeepersRecorded() int {
+	keepers.mu.Lock()
+	defer keepers.mu.Unlock()
+	n := 0
+	for _, ks := range keepers.m {
+		n += len(ks)
+	}
+	return n
+}

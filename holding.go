@@ -2,7 +2,9 @@ package lock
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"weak"
 )
 
 // The Runs, RunOnces and election terms under way, by the lock each
@@ -18,26 +20,35 @@ var keepers struct {
 // heldKey identifies a lock across extensions.
 type heldKey struct{ resource, token string }
 
-// starting is a holder from before its Lock call until its keeper is
-// recorded (watch). A lock is the locker's as soon as Lock takes it, so
-// UnlockAll and Shutdown may release it before its keeper can be found
-// and ended: they record in every holder starting meanwhile what they
-// released, and watch ends the keeper at once if its lock is among it.
-type starting struct{ released []released }
+// starting is a holder of resource from before its Lock call until its
+// keeper is recorded (watch). A lock is the locker's as soon as Lock
+// takes it, so UnlockAll and Shutdown may release it before its keeper
+// can be found and ended: they record in every holder of the resource
+// starting meanwhile what they released of it (the resource, or a name
+// derived from it: the names of a semaphore's slots and a read-write
+// lock's marks begin with it), and watch ends the keeper at once if its
+// lock is among it.
+type starting struct {
+	resource string
+	released []released
+}
 
-// released is a lock of c that op (UnlockAll, Shutdown) released; err is
-// what its holders' cause wraps.
+// released is a lock of c (weak: a locker shut down is not kept
+// reachable by the record) that op (UnlockAll, Shutdown) released; err
+// is what its holders' cause wraps.
 type released struct {
-	c      *core
+	c      weak.Pointer[core]
 	target heldKey
+	fence  uint64
 	op     string
 	err    error
 }
 
-// startHolding records a holder about to call Lock. It must then call
-// watch (through hold) with the lock it took, and abandon in any case.
-func startHolding() *starting {
-	s := new(starting)
+// startHolding records a holder of resource about to call Lock. It must
+// then call watch (through hold) with the lock it took, and abandon in
+// any case.
+func startHolding(resource string) *starting {
+	s := &starting{resource: resource}
 	keepers.mu.Lock()
 	if keepers.starting == nil {
 		keepers.starting = make(map[*starting]struct{})
@@ -70,7 +81,12 @@ func (s *starting) watch(ctx context.Context, l Lock, k *keeper) (unwatch func()
 	keepers.m[key] = append(keepers.m[key], k)
 	var gone *released
 	for i, r := range s.released {
-		if k.keeps(key, r.target, r.c) {
+		c := r.c.Value() // nil: collected, so not k's locker's (k.locker would keep it)
+		// The same resource and token but another fence is another lock
+		// (fixed tokens, as in tests): one released before this one was
+		// taken.
+		other := key == r.target && r.fence != 0 && l.Fence != 0 && r.fence != l.Fence
+		if c != nil && !other && k.keeps(key, r.target, c) {
 			gone = &s.released[i]
 			break
 		}
@@ -111,7 +127,9 @@ func endKeepers(ctx context.Context, c *core, l Lock, op string, err error) {
 	target := heldKey{l.Resource, l.Token}
 	keepers.mu.Lock()
 	for s := range keepers.starting {
-		s.released = append(s.released, released{c: c, target: target, op: op, err: err})
+		if strings.HasPrefix(target.resource, s.resource) {
+			s.released = append(s.released, released{c: weak.Make(c), target: target, fence: l.Fence, op: op, err: err})
+		}
 	}
 	var ks []*keeper
 	for key, held := range keepers.m {

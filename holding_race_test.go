@@ -9,9 +9,11 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/stores/memory"
+	"github.com/lockkit/lock/tokengen"
 )
 
 // releaser is a SpanHook that calls UnlockAll on the locker once, at the
@@ -249,5 +251,115 @@ func TestHolderRecordEndsWhenLockPanics(t *testing.T) {
 		if n := lock.StartingHolders(); n != before {
 			t.Errorf("%s panicked: %d holders recorded as starting; want %d", name, n, before)
 		}
+	}
+}
+
+// TestFixedTokenHolderAfterUnlockAll: with fixed tokens (tests), a Run
+// waiting for a resource while UnlockAll releases the locker's earlier
+// lock of it, under the same token, takes a lock of its own and keeps it:
+// the release recorded while it waited was of the other lock.
+func TestFixedTokenHolderAfterUnlockAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		l, err := lock.NewSingle(memory.New(), &lock.Options{Tokens: tokengen.Fixed("test-token")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.TryLock(ctx, "r", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			done <- lock.Run(ctx, l, "r", time.Minute, func(ctx context.Context, _ lock.Lock) error {
+				if ctx.Err() != nil {
+					t.Errorf("fn's context ended at its start: %v", context.Cause(ctx))
+				}
+				return nil
+			})
+		}()
+		synctest.Wait() // Run waits for r
+		if err := l.UnlockAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v; want nil (its lock was taken after UnlockAll released the other)", err)
+		}
+	})
+}
+
+// TestStartingHolderKeepsNoUnrelatedLocker: a holder waiting in Lock
+// records only the releases of its own resource: an unrelated locker
+// shut down meanwhile can be collected, and its releases are not kept.
+func TestStartingHolderKeepsNoUnrelatedLocker(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := memory.New()
+	holder, err := lock.NewSingle(store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.TryLock(ctx, "role", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	e, err := lock.NewElection(holder, "role", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	campaigned := make(chan error, 1)
+	go func() { _, err := e.Campaign(ctx); campaigned <- err }()
+	for lock.StartingHolders() == 0 { // the Campaign waits in Lock
+		runtime.Gosched()
+	}
+	var w weak.Pointer[lock.SingleLocker]
+	func() {
+		other, err := lock.NewSingle(memory.New(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w = weak.Make(other)
+		if _, err := other.TryLock(ctx, "job", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for i := 0; w.Value() != nil; i++ {
+		if i == 100 {
+			t.Fatal("a locker shut down is kept reachable by a Campaign waiting for another resource")
+		}
+		runtime.GC()
+	}
+	cancel()
+	if err := <-campaigned; !errors.Is(err, context.Canceled) {
+		t.Errorf("Campaign = %v; want context.Canceled", err)
+	}
+}
+
+// unlockPanics is a Locker whose Unlock panics.
+type unlockPanics struct{ lock.Locker }
+
+func (unlockPanics) Unlock(context.Context, lock.Lock) error { panic("unlock") }
+
+// TestKeeperRecordEndsWhenUnlockPanics: a Run whose release panics leaves
+// no keeper recorded (the record would keep the locker reachable, and
+// every UnlockAll would look at it).
+func TestKeeperRecordEndsWhenUnlockPanics(t *testing.T) {
+	ctx := context.Background()
+	l, err := lock.NewSingle(memory.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := lock.KeepersRecorded()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Unlock's panic did not reach Run's caller")
+			}
+		}()
+		_ = lock.Run(ctx, unlockPanics{l}, "r", time.Minute, func(context.Context, lock.Lock) error { return nil })
+	}()
+	if n := lock.KeepersRecorded(); n != before {
+		t.Errorf("after a Run whose Unlock panicked: %d keepers recorded; want %d", n, before)
 	}
 }

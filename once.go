@@ -82,7 +82,7 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 		return err
 	}
 	began := time.Now()
-	s := startHolding()
+	s := startHolding(job)
 	defer s.abandon() // if TryLock fails, or panics; a no-op once watched
 	held, err := locker.TryLock(ctx, job, ttl)
 	if errors.Is(err, ErrNotAcquired) {
@@ -93,12 +93,12 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	}
 	h := hold(ctx, op, locker, held, ttl, o, 0, s)
 	defer func() {
+		defer h.unwatch() // once the lock is released or kept, also if that panics
 		if rest := o.minInterval - time.Since(began); rest > 0 {
 			l, cause := h.end()
 			if !errors.Is(cause, ErrLost) {
 				kept, xerr := keepFor(ctx, locker, l, rest, ttl)
 				if kept || xerr != nil {
-					h.unwatch()
 					// Kept to the interval's end, or left to expire at its
 					// TTL: the interval's end at best. A lock that the hold
 					// limit left to run out is not held: the cause says so.

@@ -73,7 +73,7 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 	if err := checkRun(op, locker, resource, ttl, o, 0); err != nil {
 		return err
 	}
-	s := startHolding()
+	s := startHolding(resource)
 	defer s.abandon() // if Lock fails, or panics; a no-op once watched
 	held, err := locker.Lock(ctx, resource, ttl, opts...)
 	if err != nil {
@@ -260,6 +260,7 @@ func (h *holding) halt() {
 // cancellation, bounded by the TTL), and returns the cause that ended the
 // holder's claim, if any (see keeper.cause), and the release's error.
 func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
+	defer h.unwatch() // only now (and also if Unlock panics): UnlockAll, releasing it meanwhile, marks it released
 	l, cause := h.end()
 	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), h.k.ttl)
 	unlockErr = ownDeadline(h.k.locker.Unlock(uctx, l), "the lock's TTL")
@@ -267,7 +268,6 @@ func (h *holding) release(ctx context.Context) (cause, unlockErr error) {
 	if errors.Is(unlockErr, ErrNotHeld) && h.k.released.Load() {
 		unlockErr = nil // released by UnlockAll or Shutdown once the holder was done: no failure
 	}
-	h.unwatch() // only now: UnlockAll, releasing it meanwhile, marks it released
 	return cause, unlockErr
 }
 
