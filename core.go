@@ -330,7 +330,7 @@ func named(ctx context.Context, op string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case ctx.Err() != nil:
+	case ended(ctx):
 		return &Error{Op: op, Err: fmt.Errorf("%w (and releasing: %v)", ctxErr(ctx), err)}
 	}
 	return &Error{Op: op, Err: err}
