@@ -92,10 +92,10 @@ type hearing struct {
 
 // hearing returns what the engine's wait after the attempt that
 // returned last can hear: everything, unless the engine says otherwise
-// (hearer) —
-// a MultiLocker whose refusing stores do not all notify, a semaphore of
-// plain locks that watches only some of its slots, a writer waiting for
-// readers to leave.
+// (hearer): a MultiLocker whose refusing stores do not all notify, a
+// semaphore of plain locks that watches only some of its slots, a
+// read-write lock's side waiting for readers to leave or for a writer's
+// intent.
 func (c *core) hearing(last *Error) hearing {
 	if h, ok := c.eng.(hearer); ok {
 		return h.hears(last)
