@@ -73,6 +73,8 @@ func TestUsage(t *testing.T) {
 		{args: []string{"release", "--store", "memory://", "r"}, code: exitUsage, err: "release needs --lock FILE (a lock taken by acquire) or --force RESOURCE"},
 		{args: []string{"release", "--lock", "f", "--force", "r"}, code: exitUsage, err: "--force and --yes are for releasing a lock whoever holds it"},
 		{args: []string{"release", "--lock", "f", "r"}, code: exitUsage, err: `unexpected argument "r": the resource is in the lock file`},
+		{args: []string{"release", "--lock", "f", "--shared"}, code: exitUsage, err: "and so are -n, --shared and --exclusive"},
+		{args: []string{"release", "--force", "--yes", "--store", "memory://", "--shared", "--exclusive", "r"}, code: exitUsage, err: "--shared and --exclusive: give one of them"},
 		{args: []string{"acquire", "--store", "memory://"}, code: exitUsage, err: "want one RESOURCE, got 0"},
 		{args: []string{"acquire", "--store", "memory://", "r"}, code: exitUsage, err: "memory:// locks end with this lockctl process"},
 		{args: []string{"acquire", "--ttl", "0s", "r"}, code: exitUsage, err: "--ttl 0s: want a positive duration"},

@@ -18,8 +18,16 @@ type modeFlags struct {
 }
 
 func addModeFlags(fs *flag.FlagSet) *modeFlags {
+	return newModeFlags(fs,
+		"take one of `N` permits: up to N holders at once (a semaphore; every holder must give the same N)",
+		"take a shared (read) lock: held by many at once, never while an --exclusive one is",
+		"take an exclusive (write) lock: excludes --shared and other --exclusive holders; waiting, it keeps new --shared ones out")
+}
+
+// newModeFlags defines -n, --shared and --exclusive with the usages given.
+func newModeFlags(fs *flag.FlagSet, permits, shared, exclusive string) *modeFlags {
 	m := &modeFlags{}
-	fs.Func("n", "take one of `N` permits: up to N holders at once (a semaphore; every holder must give the same N)", func(s string) error {
+	fs.Func("n", permits, func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			return fmt.Errorf("want a number of permits >= 1")
@@ -27,8 +35,8 @@ func addModeFlags(fs *flag.FlagSet) *modeFlags {
 		m.permits = n
 		return nil
 	})
-	fs.BoolVar(&m.shared, "shared", false, "take a shared (read) lock: held by many at once, never while an --exclusive one is")
-	fs.BoolVar(&m.exclusive, "exclusive", false, "take an exclusive (write) lock: excludes --shared and other --exclusive holders; waiting, it keeps new --shared ones out")
+	fs.BoolVar(&m.shared, "shared", false, shared)
+	fs.BoolVar(&m.exclusive, "exclusive", false, exclusive)
 	return m
 }
 
@@ -80,4 +88,36 @@ func (m *modeFlags) conflict(resource string) string {
 		return fmt.Sprintf("%q is held by another owner (shared or exclusive)", resource)
 	}
 	return fmt.Sprintf("%q is held by another owner", resource)
+}
+
+// what names what the flags take on resource, for release --force's
+// question.
+func (m *modeFlags) what(resource string) string {
+	switch {
+	case m.permits > 0:
+		return fmt.Sprintf("the %d permits of %q (-n %d)", m.permits, resource, m.permits)
+	case m.shared || m.exclusive:
+		return fmt.Sprintf("the read-write lock on %q (the writer's intent and the readers' permits)", resource)
+	}
+	return strconv.Quote(resource)
+}
+
+// forced returns what release --force deletes for the flags on resource,
+// the names that run takes (see status_modes.go): locks, by name, on
+// every store, and permits that a lone store keeps itself
+// (lock.Permitter), by resource.
+func (m *modeFlags) forced(set *storeSet, resource string) (locks, permits []string) {
+	switch {
+	case m.plain():
+		return []string{resource}, nil
+	case m.permits > 0 && set.keepsPermits():
+		return nil, []string{resource}
+	case m.permits > 0:
+		return slotNames(resource, m.permits), nil
+	}
+	locks = []string{resource + writeSuffix}
+	if set.keepsPermits() {
+		return locks, []string{resource + readSuffix}
+	}
+	return append(locks, slotNames(resource+readSuffix, slotReaders)...), nil
 }

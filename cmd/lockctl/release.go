@@ -16,7 +16,7 @@ import (
 var releaseCommand = &command{
 	name:         "release",
 	summary:      "release a lock taken by acquire, or delete one whoever holds it",
-	usage:        "release --lock FILE [flags]\n       lockctl release --force [--yes] [flags] RESOURCE",
+	usage:        "release --lock FILE [flags]\n       lockctl release --force [--yes] [-n N | --shared | --exclusive] [flags] RESOURCE",
 	interspersed: true,
 	doc: `With --lock, releases the lock recorded in FILE by lockctl acquire (with
 --lock -, read on stdin), on the same stores, and removes FILE. Stores other
@@ -32,6 +32,15 @@ it, for a lock whose owner is known to be gone and whose TTL is too long to
 wait out. Locks are normally released by their owner's token; --force says
 you mean to bypass that.
 
+A lock is apart from what lockctl run -n N, --shared and --exclusive take
+on RESOURCE: give the same flag to release that. -n N deletes the N
+permits; --shared or --exclusive (either one) deletes the read-write lock,
+the writer's intent and the readers' permits. A lone redis store keeps
+permits and readers itself and cannot delete them whoever holds them: if
+any is held, release deletes the rest, says so and exits 1; they free when
+their TTL runs out. -n N other than the limit the permits were taken with
+exits 2, before anything is released.
+
 The owner is not told. A lockctl run holding the lock notices at its next
 extension (within a third of its TTL), stops its command and exits with 76;
 a program using the library gets ErrNotHeld at its next Extend or Unlock
@@ -40,10 +49,11 @@ a new one may both be running.
 
 On a terminal, release asks for confirmation; --yes skips the question, and
 is required when stdin is not a terminal. Exits 0 when the lock is gone
-(or was not held), 1 if a store failed or the question was not answered
-yes (nothing is released then).`,
+(or was not held), 1 if a store failed or could not release permits, or
+the question was not answered yes (nothing is released then).`,
 	examples: `  lockctl release --lock "$RUNNER_TEMP/deploy.lock"
   lockctl release --force --store redis://localhost:6379 deploy/prod
+  lockctl release --force --yes --exclusive deploy/prod
   LOCKCTL_STORES="memcache://mc1:11211 memcache://mc2:11211 memcache://mc3:11211" \
     lockctl release --force --yes nightly-report`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -51,12 +61,16 @@ yes (nothing is released then).`,
 		file := fs.String("lock", "", "release the lock in `FILE`, written by acquire (- for stdin)")
 		force := fs.Bool("force", false, "release RESOURCE whoever holds it")
 		yes := fs.Bool("yes", false, "with --force, do not ask for confirmation")
+		mode := newModeFlags(fs,
+			"with --force, release the permits of RESOURCE that run -n `N` takes",
+			"with --force, release the read-write lock that run --shared and --exclusive take on RESOURCE: the writer's intent and the readers' permits",
+			"with --force, the same as --shared")
 		timeout := fs.Duration("timeout", 10*time.Second, "give up on the stores after this long")
 		return func(ctx context.Context, a *app, args []string) error {
 			if *file != "" {
 				switch {
-				case *force || *yes:
-					return usagef("--lock releases the lock in the file as its owner; --force and --yes are for releasing a lock whoever holds it")
+				case *force || *yes || !mode.plain():
+					return usagef("--lock releases the lock in the file as its owner; --force and --yes are for releasing a lock whoever holds it, and so are -n, --shared and --exclusive")
 				case len(args) != 0:
 					return usagef("unexpected argument %q: the resource is in the lock file", args[0])
 				}
@@ -75,10 +89,13 @@ yes (nothing is released then).`,
 			case !*yes && !isTerminal(a.stdin):
 				return usagef("stdin is not a terminal, so lockctl cannot ask for confirmation: add --yes")
 			}
+			if err := mode.check(); err != nil {
+				return err
+			}
 			if err := positiveDuration("timeout", *timeout); err != nil {
 				return err
 			}
-			return a.release(ctx, sf, args[0], *yes, *timeout)
+			return a.release(ctx, sf, args[0], mode, *yes, *timeout)
 		}
 	},
 }
@@ -106,10 +123,10 @@ func (a *app) releaseFile(ctx context.Context, sf *storeFlags, file string, time
 	return err
 }
 
-func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes bool, timeout time.Duration) error {
+func (a *app) release(ctx context.Context, sf *storeFlags, resource string, mode *modeFlags, yes bool, timeout time.Duration) error {
 	octx, ocancel := context.WithTimeout(ctx, timeout)
+	defer ocancel()
 	set, err := a.openStores(octx, sf, "", nil)
-	ocancel()
 	if err != nil {
 		return err
 	}
@@ -117,9 +134,16 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 	if err := set.checkResource(resource); err != nil {
 		return err
 	}
+	// Slots past -n N would be left held, as run -n N would refuse them.
+	if n := mode.permits; n > 0 {
+		if other := set.permitLimit(octx, resource); other != 0 && other != n {
+			return exitWith(exitUsage, fmt.Errorf("the permits on %q were taken with -n %d, not -n %d: nothing released", resource, other, n))
+		}
+	}
+	ocancel()
 	if !yes {
 		// The question waits for a person: the timeout starts after it.
-		fmt.Fprintf(a.stderr, "Release %q on %s whoever holds it? Its owner is not told and may go on working. [y/N] ", resource, set.names())
+		fmt.Fprintf(a.stderr, "Release %s on %s whoever holds it? Its owner is not told and may go on working. [y/N] ", mode.what(resource), set.names())
 		answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			return exitWith(exitFailure, errors.New("not released"))
@@ -127,10 +151,11 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	locks, permits := mode.forced(set, resource)
 	lines := make([]string, len(set.stores))
 	released, failed := 0, 0
 	for i, s := range set.stores {
-		held, err := s.forceRelease(ctx, resource)
+		held, err := s.forceReleaseAll(ctx, locks, permits)
 		switch {
 		case err != nil:
 			failed++
@@ -161,6 +186,39 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, yes 
 		return exitWith(exitFailure, nil)
 	}
 	return nil
+}
+
+// forceReleaseAll deletes the locks and the permits (those the store
+// keeps itself) on o whoever holds them, and reports whether any was
+// held. It stops at the first failure. Permits that the store cannot
+// delete are a failure if any is held.
+func (o *openStore) forceReleaseAll(ctx context.Context, locks, permits []string) (bool, error) {
+	released := false
+	for _, name := range locks {
+		held, err := o.forceRelease(ctx, name)
+		if err != nil {
+			return released, err
+		}
+		released = released || held
+	}
+	for _, name := range permits {
+		if o.forceReleasePermits != nil {
+			held, err := o.forceReleasePermits(ctx, name)
+			if err != nil {
+				return released, err
+			}
+			released = released || held
+			continue
+		}
+		n, err := o.Store.(lock.Permitter).Permits(ctx, name)
+		switch {
+		case err != nil:
+			return released, err
+		case n > 0:
+			return released, fmt.Errorf("the store keeps permits itself and cannot release them whoever holds them: %d held on %q, until their holders release them or their TTL runs out", n, name)
+		}
+	}
+	return released, nil
 }
 
 // releaseWatch is a Hook that follows which stores of a Redlock may hold

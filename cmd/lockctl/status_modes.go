@@ -170,7 +170,7 @@ func slotHolders(ctx context.Context, set *storeSet, locker lock.Locker, resourc
 		turns <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-turns }()
-			h, held, err := teller.Holder(ctx, resource+slotSuffix+strconv.Itoa(i))
+			h, held, err := teller.Holder(ctx, slotName(resource, i))
 			switch {
 			case err != nil:
 				mu.Lock()
@@ -198,6 +198,20 @@ func slotHolders(ctx context.Context, set *storeSet, locker lock.Locker, resourc
 		}
 	}
 	return names, nil
+}
+
+// slotName is the name of slot i of a semaphore of plain locks on
+// resource.
+func slotName(resource string, i int) string { return resource + slotSuffix + strconv.Itoa(i) }
+
+// slotNames are the names of the slots of a semaphore of limit on
+// resource.
+func slotNames(resource string, limit int) []string {
+	names := make([]string, limit)
+	for i := range names {
+		names[i] = slotName(resource, i)
+	}
+	return names
 }
 
 // rwStatusOf tells of the read-write lock on resource: its readers, and

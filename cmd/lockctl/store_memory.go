@@ -42,6 +42,12 @@ func parseMemory(u *storeURL) (*storeSpec, error) {
 					}
 					return s.Expire(resource), nil
 				},
+				forceReleasePermits: func(ctx context.Context, resource string) (bool, error) {
+					if err := ctx.Err(); err != nil {
+						return false, err
+					}
+					return s.ExpirePermits(resource) > 0, nil
+				},
 			}, nil
 		},
 	}, nil

@@ -41,6 +41,10 @@ type openStore struct {
 	lock.Store
 	close        func()
 	forceRelease func(ctx context.Context, resource string) (bool, error)
+	// forceReleasePermits deletes the permits the store keeps on a
+	// resource (lock.Permitter) whoever holds them, and reports whether
+	// any was held; nil when the store cannot.
+	forceReleasePermits func(ctx context.Context, resource string) (bool, error)
 	// lastFence reads the last fence handed out for a resource; nil when
 	// the store cannot tell.
 	lastFence func(ctx context.Context, resource string) (uint64, bool, error)
