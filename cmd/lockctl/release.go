@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,11 +36,14 @@ you mean to bypass that.
 A lock is apart from what lockctl run -n N, --shared and --exclusive take
 on RESOURCE: give the same flag to release that. -n N deletes the N
 permits; --shared or --exclusive (either one) deletes the read-write lock,
-the writer's intent and the readers' permits. A lone redis store keeps
-permits and readers itself and cannot delete them whoever holds them: if
-any is held, release deletes the rest, says so and exits 1; they free when
-their TTL runs out. -n N other than the limit the permits were taken with
-exits 2, before anything is released.
+the writer's intent and the readers' permits. Without them, if the lock was
+not held but a read-write lock or permits are, release says so and names
+the flag to give (it finds permits only where the stores tell the limit
+they were taken with: redis). A lone redis store keeps permits and readers
+itself and cannot delete them whoever holds them: if any is held, release
+deletes the rest, says so and exits 1; they free when their TTL runs out.
+-n N other than the limit the permits were taken with exits 2, before
+anything is released.
 
 The owner is not told. A lockctl run holding the lock notices at its next
 extension (within a third of its TTL), stops its command and exits with 76;
@@ -173,6 +177,10 @@ func (a *app) release(ctx context.Context, sf *storeFlags, resource string, mode
 		state = fmt.Sprintf("%d of %d stores failed", failed, len(set.stores))
 	case released > 0:
 		state = "released"
+	case mode.plain():
+		if other := heldOtherwise(ctx, set, resource); other != "" {
+			state = "was not held as a lock; " + other
+		}
 	}
 	w := &errWriter{w: a.stdout}
 	fmt.Fprintf(w, "%s: %s\n", resource, state)
@@ -219,6 +227,38 @@ func (o *openStore) forceReleaseAll(ctx context.Context, locks, permits []string
 		}
 	}
 	return released, nil
+}
+
+// heldOtherwise says what run --shared, --exclusive or -n N holds on
+// resource, which a lock on it is apart from, as status's first line
+// does, and the flag that releases it; "" if nothing is held or the stores
+// cannot tell. Permits are found only where the stores tell the limit
+// they were taken with.
+func heldOtherwise(ctx context.Context, set *storeSet, resource string) string {
+	locker, err := set.locker(nil)
+	if err != nil {
+		return ""
+	}
+	free := false
+	rep := statusReport{Held: &free, RWLock: rwStatusOf(ctx, set, locker, resource)}
+	flag := "--shared"
+	switch rw := rep.RWLock; {
+	case rw.Writer != nil && *rw.Writer == writerHolds:
+		flag = "--exclusive"
+	case rw.held():
+	default:
+		n := set.permitLimit(ctx, resource)
+		if n == 0 {
+			return ""
+		}
+		rep.Permits = permitsOf(ctx, set, locker, resource, n)
+		flag = "-n " + strconv.Itoa(n)
+	}
+	state := rep.state()
+	if state == "free" || strings.HasPrefix(state, "lock free") {
+		return ""
+	}
+	return state + ": add " + flag + " to release it"
 }
 
 // releaseWatch is a Hook that follows which stores of a Redlock may hold

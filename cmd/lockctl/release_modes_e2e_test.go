@@ -99,3 +99,59 @@ func TestReleaseForceModes(t *testing.T) {
 		}
 	})
 }
+
+// release --force without -n, --shared or --exclusive, finding the lock
+// free but a read-write lock or permits held on RESOURCE, says so and
+// names the flag that releases them, rather than "was not held".
+func TestReleaseForceNamesTheFlag(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		locker := b.locker(t)
+		release := func(resource string) (int, string, string) {
+			t.Helper()
+			return lockctl(t, nil, append(append([]string{"release", "--force", "--yes"}, b.flags()...), resource)...)
+		}
+		rw, err := lock.NewRWLocker(locker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rw.Writer().TryLock(ctx, "stuck", 10*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := release("stuck")
+		if code != 0 || !strings.HasPrefix(stdout, "stuck: was not held as a lock; held --exclusive") || !strings.Contains(stdout, ": add --exclusive to release it\n") {
+			t.Errorf("release --force with a writer holding the read-write lock: exit %d, stdout %q, stderr %q; want 0 and the flag to use", code, stdout, stderr)
+		}
+		for range 2 {
+			if _, err := rw.Reader().TryLock(ctx, "shared", 10*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, stdout, stderr = release("shared")
+		if code != 0 || !strings.HasPrefix(stdout, "shared: was not held as a lock; held --shared by 2 readers: add --shared to release it\n") {
+			t.Errorf("release --force with readers holding the read-write lock: exit %d, stdout %q, stderr %q; want 0 and the flag to use", code, stdout, stderr)
+		}
+		sem, err := lock.NewSemaphore(locker, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := sem.TryLock(ctx, "builds", 10*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Permits are found where the stores tell their limit.
+		want := "builds: was not held\n"
+		if b.limits {
+			want = "builds: was not held as a lock; 2 of 2 permits held: add -n 2 to release it\n"
+		}
+		code, stdout, stderr = release("builds")
+		if code != 0 || !strings.HasPrefix(stdout, want) {
+			t.Errorf("release --force with permits held: exit %d, stdout %q, stderr %q; want 0 and %q", code, stdout, stderr, want)
+		}
+		if code, stdout, _ := release("free"); code != 0 || !strings.HasPrefix(stdout, "free: was not held\n") {
+			t.Errorf("release --force of a free resource: exit %d, stdout %q; want 0 and was not held", code, stdout)
+		}
+	})
+}
