@@ -160,7 +160,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if err := e.yield(ctx); err != nil {
 		return nil, err
 	}
-	s := startHolding(e.role)
+	s := startHolding(e.locker, e.role)
 	defer s.abandon() // if Lock fails, or panics; a no-op once watched
 	held, err := e.locker.Lock(ctx, e.role, e.ttl, e.opts...)
 	if err != nil {
@@ -413,7 +413,8 @@ func (t *Term) Lock() Lock {
 // stays taken until the lock expires). A term that reached its MaxHold
 // leaves its lock to run out: finding it run out is no error, nor is
 // finding it released by the locker's UnlockAll or Shutdown once Resign
-// has begun (before, they ended the term: ErrLost). Later calls
+// has begun (before, unless the hold limit had passed, they ended the
+// term: ErrLost). Later calls
 // return the same, whatever their context. A nil context is refused with
 // ErrInvalid unless the term was already resigned, and changes nothing.
 func (t *Term) Resign(ctx context.Context) error {

@@ -62,3 +62,15 @@ func KeepersRecorded() int {
 	}
 	return n
 }
+
+// StartingReleases returns how many releases the holders starting have
+// recorded (see starting).
+func StartingReleases() int {
+	keepers.mu.Lock()
+	defer keepers.mu.Unlock()
+	n := 0
+	for s := range keepers.starting {
+		n += len(s.released)
+	}
+	return n
+}

@@ -25,9 +25,8 @@ type heldKey struct{ resource, token string }
 // takes it, so UnlockAll and Shutdown may release it before its keeper
 // can be found and ended: they record in every holder of the resource
 // starting meanwhile what they released of it (the resource, or a name
-// derived from it: the names of a semaphore's slots and a read-write
-// lock's marks begin with it), and watch ends the keeper at once if its
-// lock is among it.
+// derived from it: resource~permitN, ~limit, ~read, ~write, and so on),
+// and watch ends the keeper at once if its lock is among it.
 type starting struct {
 	resource string
 	released []released
@@ -44,11 +43,15 @@ type released struct {
 	err    error
 }
 
-// startHolding records a holder of resource about to call Lock. It must
-// then call watch (through hold) with the lock it took, and abandon in
-// any case.
-func startHolding(resource string) *starting {
+// startHolding records a holder of resource about to call Lock of locker.
+// It must then call watch (through hold) with the lock it took, and
+// abandon in any case. A Locker of another package may take its lock
+// under any name: its holder records every release.
+func startHolding(locker Locker, resource string) *starting {
 	s := &starting{resource: resource}
+	if !ours(locker) {
+		s.resource = ""
+	}
 	keepers.mu.Lock()
 	if keepers.starting == nil {
 		keepers.starting = make(map[*starting]struct{})
@@ -75,26 +78,39 @@ func (s *starting) watch(ctx context.Context, l Lock, k *keeper) (unwatch func()
 	key := heldKey{l.Resource, l.Token}
 	keepers.mu.Lock()
 	delete(keepers.starting, s)
-	if keepers.m == nil {
-		keepers.m = make(map[heldKey][]*keeper)
-	}
-	keepers.m[key] = append(keepers.m[key], k)
 	var gone *released
 	for i, r := range s.released {
-		c := r.c.Value() // nil: collected, so not k's locker's (k.locker would keep it)
-		// The same resource and token but another fence is another lock
-		// (fixed tokens, as in tests): one released before this one was
-		// taken.
-		other := key == r.target && r.fence != 0 && l.Fence != 0 && r.fence != l.Fence
-		if c != nil && !other && k.keeps(key, r.target, c) {
+		// A lock with another fence is another lock (fixed tokens, as in
+		// tests): one released before this one was taken.
+		if r.fence != 0 && l.Fence != 0 && r.fence != l.Fence {
+			continue
+		}
+		var match bool
+		if c := r.c.Value(); c != nil {
+			match = k.keeps(key, r.target, c)
+		} else {
+			// Collected: not the locker of ours that k's locker is (it
+			// would keep it), but perhaps one a Locker of another package
+			// made for the call.
+			match = key == r.target && mayBeOf(k.locker, nil)
+		}
+		if match {
 			gone = &s.released[i]
 			break
 		}
 	}
+	if gone == nil {
+		if keepers.m == nil {
+			keepers.m = make(map[heldKey][]*keeper)
+		}
+		keepers.m[key] = append(keepers.m[key], k)
+	}
 	keepers.mu.Unlock()
 	if gone != nil {
+		// Lost already: not recorded, for no UnlockAll need find it.
 		k.released.Store(true)
 		k.lose(ctx, "released by the locker's "+gone.op, gone.err)
+		return func() {}
 	}
 	return func() {
 		keepers.mu.Lock()
@@ -127,7 +143,7 @@ func endKeepers(ctx context.Context, c *core, l Lock, op string, err error) {
 	target := heldKey{l.Resource, l.Token}
 	keepers.mu.Lock()
 	for s := range keepers.starting {
-		if strings.HasPrefix(target.resource, s.resource) {
+		if s.resource == "" || target.resource == s.resource || strings.HasPrefix(target.resource, s.resource+"~") {
 			s.released = append(s.released, released{c: weak.Make(c), target: target, fence: l.Fence, op: op, err: err})
 		}
 	}
@@ -153,6 +169,16 @@ func (k *keeper) keeps(key, target heldKey, c *core) bool {
 		return mayBeOf(k.locker, c)
 	}
 	return standsFor(k.locker, Lock{Resource: key.resource, Token: key.token}, target, c)
+}
+
+// ours reports whether locker is one of this package's, which takes its
+// locks under the resource's name or names derived from it.
+func ours(locker Locker) bool {
+	switch locker.(type) {
+	case *SingleLocker, *MultiLocker, *Semaphore, *rwSide:
+		return true
+	}
+	return false
 }
 
 // mayBeOf reports whether locker may take its locks with c: it is c's

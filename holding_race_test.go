@@ -56,7 +56,7 @@ func (r *releaser) Begin(ctx context.Context, op, _ string) context.Context {
 // live until the first extension, while another took the lock).
 func TestUnlockAllAsHolderStarts(t *testing.T) {
 	ctx := context.Background()
-	for _, holder := range []string{"Run", "RunOnce", "Campaign", "Run on a Semaphore"} {
+	for _, holder := range []string{"Run", "RunOnce", "Campaign", "Run on a Semaphore", "Run on a wrapper renaming"} {
 		t.Run(holder, func(t *testing.T) {
 			store := memory.New()
 			r := &releaser{at: lock.EventAcquired}
@@ -105,6 +105,8 @@ func TestUnlockAllAsHolderStarts(t *testing.T) {
 					t.Fatal(err)
 				}
 				got = lock.Run(ctx, sem, "r", time.Minute, func(ctx context.Context, _ lock.Lock) error { fn(ctx); return nil })
+			case "Run on a wrapper renaming":
+				got = lock.Run(ctx, renaming{l, "tenant/"}, "r", time.Minute, func(ctx context.Context, _ lock.Lock) error { fn(ctx); return nil })
 			}
 			if r.err != nil {
 				t.Fatalf("UnlockAll = %v", r.err)
@@ -259,11 +261,25 @@ func TestHolderRecordEndsWhenLockPanics(t *testing.T) {
 // lock of it, under the same token, takes a lock of its own and keeps it:
 // the release recorded while it waited was of the other lock.
 func TestFixedTokenHolderAfterUnlockAll(t *testing.T) {
+	for _, holder := range []string{"Run", "Run on a writer"} {
+		t.Run(holder, func(t *testing.T) { fixedTokenHolder(t, holder == "Run on a writer") })
+	}
+}
+
+func fixedTokenHolder(t *testing.T, writer bool) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		l, err := lock.NewSingle(memory.New(), &lock.Options{Tokens: tokengen.Fixed("test-token")})
+		single, err := lock.NewSingle(memory.New(), &lock.Options{Tokens: tokengen.Fixed("test-token")})
 		if err != nil {
 			t.Fatal(err)
+		}
+		var l lock.Locker = single
+		if writer {
+			rw, err := lock.NewRWLocker(single)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l = rw.Writer()
 		}
 		if _, err := l.TryLock(ctx, "r", time.Minute); err != nil {
 			t.Fatal(err)
@@ -278,7 +294,7 @@ func TestFixedTokenHolderAfterUnlockAll(t *testing.T) {
 			})
 		}()
 		synctest.Wait() // Run waits for r
-		if err := l.UnlockAll(ctx); err != nil {
+		if err := single.UnlockAll(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-done; err != nil {
@@ -324,6 +340,9 @@ func TestStartingHolderKeepsNoUnrelatedLocker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}()
+	if n := lock.StartingReleases(); n != 0 {
+		t.Errorf("a Campaign waiting for role recorded %d releases of another resource; want 0", n)
+	}
 	for i := 0; w.Value() != nil; i++ {
 		if i == 100 {
 			t.Fatal("a locker shut down is kept reachable by a Campaign waiting for another resource")
@@ -361,5 +380,86 @@ func TestKeeperRecordEndsWhenUnlockPanics(t *testing.T) {
 	}()
 	if n := lock.KeepersRecorded(); n != before {
 		t.Errorf("after a Run whose Unlock panicked: %d keepers recorded; want %d", n, before)
+	}
+}
+
+// renaming is a Locker of another package that takes its locks under
+// names of its own.
+type renaming struct {
+	lock.Locker
+	prefix string
+}
+
+func (r renaming) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.LockOption) (lock.Lock, error) {
+	return r.Locker.Lock(ctx, r.prefix+resource, ttl, opts...)
+}
+
+func (r renaming) TryLock(ctx context.Context, resource string, ttl time.Duration) (lock.Lock, error) {
+	return r.Locker.TryLock(ctx, r.prefix+resource, ttl)
+}
+
+// lostPanics is a Hook that releases every lock of its locker at the
+// first acquisition and panics when told of the loss that causes.
+type lostPanics struct{ releaser }
+
+func (h *lostPanics) Observe(ctx context.Context, e lock.Event) {
+	if e.Kind == lock.EventLost {
+		panic("lost")
+	}
+	h.releaser.Observe(ctx, e)
+}
+
+// TestKeeperNotRecordedWhenBornLost: a holder whose lock UnlockAll
+// released as Lock took it is lost at once and not recorded, so that a
+// hook panicking at that loss leaves no record (and the locker is not
+// kept reachable by it).
+func TestKeeperNotRecordedWhenBornLost(t *testing.T) {
+	ctx := context.Background()
+	h := &lostPanics{releaser{at: lock.EventAcquired}}
+	l, err := lock.NewSingle(memory.New(), &lock.Options{Hook: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.locker = l
+	before := lock.KeepersRecorded()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the hook's panic did not reach Run's caller")
+			}
+		}()
+		_ = lock.Run(ctx, l, "r", time.Minute, func(context.Context, lock.Lock) error { return nil })
+	}()
+	if n := lock.KeepersRecorded(); n != before {
+		t.Errorf("after a Run whose hook panicked at the loss: %d keepers recorded; want %d", n, before)
+	}
+}
+
+// extendPanics is a Locker whose Extend panics.
+type extendPanics struct{ lock.Locker }
+
+func (extendPanics) Extend(context.Context, lock.Lock, time.Duration) (lock.Lock, error) {
+	panic("extend")
+}
+
+// TestKeeperRecordEndsWhenKeepingPanics: RunOnce keeping its lock for its
+// MinInterval, with an Extend that panics, leaves no keeper recorded.
+func TestKeeperRecordEndsWhenKeepingPanics(t *testing.T) {
+	ctx := context.Background()
+	l, err := lock.NewSingle(memory.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := lock.KeepersRecorded()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Extend's panic did not reach RunOnce's caller")
+			}
+		}()
+		_ = lock.RunOnce(ctx, extendPanics{l}, "job", time.Minute, func(context.Context, lock.Lock) error { return nil }, lock.MinInterval(time.Hour))
+	}()
+	if n := lock.KeepersRecorded(); n != before {
+		t.Errorf("after a RunOnce whose Extend panicked: %d keepers recorded; want %d", n, before)
 	}
 }

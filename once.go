@@ -82,7 +82,7 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 		return err
 	}
 	began := time.Now()
-	s := startHolding(job)
+	s := startHolding(locker, job)
 	defer s.abandon() // if TryLock fails, or panics; a no-op once watched
 	held, err := locker.TryLock(ctx, job, ttl)
 	if errors.Is(err, ErrNotAcquired) {

@@ -73,7 +73,7 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 	if err := checkRun(op, locker, resource, ttl, o, 0); err != nil {
 		return err
 	}
-	s := startHolding(resource)
+	s := startHolding(locker, resource)
 	defer s.abandon() // if Lock fails, or panics; a no-op once watched
 	held, err := locker.Lock(ctx, resource, ttl, opts...)
 	if err != nil {
