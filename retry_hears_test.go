@@ -250,10 +250,10 @@ func (c *countAttempts) Observe(_ context.Context, e lock.Event) {
 // stores that hold the name: a name held by a quorum but not by one store
 // (restarted empty, or it refused the holder) made that store's wait
 // return at once, and Lock spun in bursts of attempts (88 in 1s). A
-// semaphore's wait lasts until a release; a reader's wait for the
-// writer's intent lasts the retry delay (it cannot hear every release of
-// the intent: see rwSide.hears), so its attempts follow the default
-// policy's backoff, 10ms doubling to 500ms: 7 or 8 in 1s.
+// semaphore's wait lasts until a release; a reader waiting for a writer
+// looks again at the retry delay (see rwSide.wait), so its attempts
+// follow the default policy's backoff, 10ms doubling to 500ms: 7 to 9 in
+// 1s.
 func TestDerivedRedlockWaitsOnTheStoresHolding(t *testing.T) {
 	for name, most := range map[string]int64{"Semaphore": 3, "RWLocker reader": 10} {
 		t.Run(name, func(t *testing.T) {

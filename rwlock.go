@@ -44,11 +44,10 @@ import (
 // readers to leave at its retry delay, capped at a quarter of its TTL so
 // that its intent, renewed by each poll that finds less than half of it
 // left (by every poll over a Locker of another package, so that the
-// poll finds that locker shut down), outlives the waits. Callers waiting
-// for a writer's intent, readers and writers, wait for its release on
-// stores that can notify; such a store may wake one of them per release
-// (see [Waiter]), and a reader woken never takes the intent, so those not
-// woken try again at their retry delay.
+// poll finds that locker shut down), outlives the waits. A writer waiting
+// for another writer waits for its release, on stores that can notify; a
+// reader waiting for a writer tries again at its retry delay (a store may
+// wake one waiter per release, and a reader would not pass it on).
 //
 // Shutdown of the locker it is built on shuts both sides down with it: a
 // Lock waiting on either side ends with [ErrClosed] (at once, or at its
@@ -351,35 +350,33 @@ func (s *rwSide) TryLock(ctx context.Context, resource string, ttl time.Duration
 	return l, err
 }
 
-// wait implements engine: a reader refused for a writer, or a writer
-// refused for another writer, waits for the intent's release; a reader
-// refused for want of a permit waits for one; a writer waits for readers
-// to leave by polling, at its retry delay.
+// wait implements engine: a writer refused for another writer waits for
+// the intent's release; a reader refused for want of a permit waits for
+// one; a writer waits for readers to leave, and a reader for a writer, by
+// polling, at the retry delay. A reader does not wait in the intent's
+// line: a store may wake one waiter per release (see [Waiter]), counting
+// on it to take the lock and so wake the next with its release, and a
+// reader woken never takes the intent, so the writers behind it in line
+// would sleep until the TTL.
 func (s *rwSide) wait(ctx context.Context, op, resource string, last *Error) bool {
 	switch {
-	case last.Err == errReadersFirst:
+	case last.Err == errReadersFirst, last.Err == errWriterFirst:
 		return false
-	case s.write || last.Err == errWriterFirst:
+	case s.write:
 		return s.waitFor != nil && s.waitFor(ctx, op, writeName(resource))
 	}
 	return s.rw.readers.wait(ctx, op, readName(resource), last)
 }
 
 // hears implements hearer, as wait waits: not at all for readers to
-// leave, on the intent through the locker's stores that notify, and for a
-// permit as the readers' semaphore does.
+// leave or for a writer, on the intent through the locker's stores that
+// notify, and for a permit as the readers' semaphore does.
 func (s *rwSide) hears(last *Error) hearing {
 	switch {
-	case last.Err == errReadersFirst:
+	case last.Err == errReadersFirst, last.Err == errWriterFirst:
 		return hearing{stores: s.hearsAll}
-	case s.write || last.Err == errWriterFirst:
-		// Not every release: a store may wake one waiter per release,
-		// counting on it to take the lock and wake the next as it
-		// releases it, and a reader woken by the intent's release never
-		// takes the intent. The others in the intent's line, readers and
-		// writers, are woken by the next writer's release, or try again
-		// at the retry delay.
-		return hearing{some: true, stores: s.hearsAll}
+	case s.write:
+		return hearing{some: true, all: s.hearsAll, stores: s.hearsAll}
 	}
 	if h, ok := s.rw.readers.impl.(hearer); ok {
 		return h.hears(last)
