@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/ctxend"
 	"github.com/lockkit/lock/internal/storecall"
 )
 
@@ -349,13 +350,19 @@ func (s *Store) drop(ctx context.Context, id int64, key string) {
 	}
 }
 
-// undo revokes, in the background, the lease of an acquisition whose
-// outcome is unknown. ctx has usually ended (that is why the outcome is
-// unknown), so the revocation gets a context of its own, bounded by
+// undo revokes the lease of an acquisition whose outcome is unknown,
+// within ctx while it lasts, as the call's own work. If ctx has ended
+// (usually why the outcome is unknown), or ends during the revocation,
+// it is sent in the background on a context of its own, bounded by
 // undoTimeout: revoked on ctx, it would never be sent. Once the lease is
 // gone, a transaction still on its way fails (the lease is not found),
 // and one applied already loses its key.
 func (s *Store) undo(ctx context.Context, id int64) {
+	if ctxend.Err(ctx) == nil {
+		if err := s.revoke(ctx, id); err == nil || ctxend.Err(ctx) == nil {
+			return // revoked, or failed for a reason of its own: the caller releases by token
+		}
+	}
 	go func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
 		defer cancel()
