@@ -60,15 +60,9 @@ func TestUnlockAllAsHolderStarts(t *testing.T) {
 		t.Run(holder, func(t *testing.T) {
 			store := memory.New()
 			r := &releaser{at: lock.EventAcquired}
-			l, err := lock.NewSingle(store, &lock.Options{Hook: r})
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustSingle(t, store, &lock.Options{Hook: r})
 			r.locker = l
-			other, err := lock.NewSingle(store, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			other := mustSingle(t, store, nil)
 			var acted bool
 			fn := func(ctx context.Context) {
 				if ctx.Err() == nil {
@@ -133,10 +127,7 @@ func TestUnlockAllAsHolderEnds(t *testing.T) {
 		t.Run(holder, func(t *testing.T) {
 			store := memory.New()
 			r := &releaser{}
-			l, err := lock.NewSingle(store, &lock.Options{Hook: r})
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := mustSingle(t, store, &lock.Options{Hook: r})
 			r.locker = l
 			arm := func() { r.op = "unlock" } // UnlockAll as the holder's release begins
 			var got error
@@ -185,10 +176,7 @@ func TestUnlockAllAsHolderEnds(t *testing.T) {
 func TestLostKeeperStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		l, err := lock.NewSingle(memory.New(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := mustSingle(t, memory.New(), nil)
 		e, err := lock.NewElection(l, "role", time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -226,10 +214,7 @@ func (panicker) Observe(_ context.Context, e lock.Event) {
 // starting, which every later UnlockAll would add to.
 func TestHolderRecordEndsWhenLockPanics(t *testing.T) {
 	ctx := context.Background()
-	l, err := lock.NewSingle(memory.New(), &lock.Options{Hook: panicker{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustSingle(t, memory.New(), &lock.Options{Hook: panicker{}})
 	e, err := lock.NewElection(l, "r", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -242,14 +227,7 @@ func TestHolderRecordEndsWhenLockPanics(t *testing.T) {
 		},
 		"Campaign": func() { _, _ = e.Campaign(ctx) },
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: the hook's panic did not reach the caller", name)
-				}
-			}()
-			call()
-		}()
+		wantPanic(t, name+": the hook's panic did not reach the caller", call)
 		if n := lock.StartingHolders(); n != before {
 			t.Errorf("%s panicked: %d holders recorded as starting; want %d", name, n, before)
 		}
@@ -269,16 +247,10 @@ func TestFixedTokenHolderAfterUnlockAll(t *testing.T) {
 func fixedTokenHolder(t *testing.T, writer bool) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		single, err := lock.NewSingle(memory.New(), &lock.Options{Tokens: tokengen.Fixed("test-token")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		single := mustSingle(t, memory.New(), &lock.Options{Tokens: tokengen.Fixed("test-token")})
 		var l lock.Locker = single
 		if writer {
-			rw, err := lock.NewRWLocker(single)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rw := mustRW(t, single)
 			l = rw.Writer()
 		}
 		if _, err := l.TryLock(ctx, "r", time.Minute); err != nil {
@@ -310,10 +282,7 @@ func TestStartingHolderKeepsNoUnrelatedLocker(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := memory.New()
-	holder, err := lock.NewSingle(store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder := mustSingle(t, store, nil)
 	if _, err := holder.TryLock(ctx, "role", time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -328,10 +297,7 @@ func TestStartingHolderKeepsNoUnrelatedLocker(t *testing.T) {
 	}
 	var w weak.Pointer[lock.SingleLocker]
 	func() {
-		other, err := lock.NewSingle(memory.New(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		other := mustSingle(t, memory.New(), nil)
 		w = weak.Make(other)
 		if _, err := other.TryLock(ctx, "job", time.Hour); err != nil {
 			t.Fatal(err)
@@ -365,19 +331,11 @@ func (unlockPanics) Unlock(context.Context, lock.Lock) error { panic("unlock") }
 // every UnlockAll would look at it).
 func TestKeeperRecordEndsWhenUnlockPanics(t *testing.T) {
 	ctx := context.Background()
-	l, err := lock.NewSingle(memory.New(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustSingle(t, memory.New(), nil)
 	before := lock.KeepersRecorded()
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("Unlock's panic did not reach Run's caller")
-			}
-		}()
+	wantPanic(t, "Unlock's panic did not reach Run's caller", func() {
 		_ = lock.Run(ctx, unlockPanics{l}, "r", time.Minute, func(context.Context, lock.Lock) error { return nil })
-	}()
+	})
 	if n := lock.KeepersRecorded(); n != before {
 		t.Errorf("after a Run whose Unlock panicked: %d keepers recorded; want %d", n, before)
 	}
@@ -416,20 +374,10 @@ func (h *lostPanics) Observe(ctx context.Context, e lock.Event) {
 func TestKeeperNotRecordedWhenBornLost(t *testing.T) {
 	ctx := context.Background()
 	h := &lostPanics{releaser{at: lock.EventAcquired}}
-	l, err := lock.NewSingle(memory.New(), &lock.Options{Hook: h})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustSingle(t, memory.New(), &lock.Options{Hook: h})
 	h.locker = l
 	before := lock.KeepersRecorded()
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("the hook's panic did not reach Run's caller")
-			}
-		}()
-		_ = lock.Run(ctx, l, "r", time.Minute, func(context.Context, lock.Lock) error { return nil })
-	}()
+	wantPanic(t, "the hook's panic did not reach Run's caller", func() { _ = lock.Run(ctx, l, "r", time.Minute, func(context.Context, lock.Lock) error { return nil }) })
 	if n := lock.KeepersRecorded(); n != before {
 		t.Errorf("after a Run whose hook panicked at the loss: %d keepers recorded; want %d", n, before)
 	}
@@ -446,20 +394,24 @@ func (extendPanics) Extend(context.Context, lock.Lock, time.Duration) (lock.Lock
 // MinInterval, with an Extend that panics, leaves no keeper recorded.
 func TestKeeperRecordEndsWhenKeepingPanics(t *testing.T) {
 	ctx := context.Background()
-	l, err := lock.NewSingle(memory.New(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustSingle(t, memory.New(), nil)
 	before := lock.KeepersRecorded()
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("Extend's panic did not reach RunOnce's caller")
-			}
-		}()
+	wantPanic(t, "Extend's panic did not reach RunOnce's caller", func() {
 		_ = lock.RunOnce(ctx, extendPanics{l}, "job", time.Minute, func(context.Context, lock.Lock) error { return nil }, lock.MinInterval(time.Hour))
-	}()
+	})
 	if n := lock.KeepersRecorded(); n != before {
 		t.Errorf("after a RunOnce whose Extend panicked: %d keepers recorded; want %d", n, before)
 	}
+}
+
+// wantPanic calls f and reports an error saying what if it does not
+// panic.
+func wantPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Error(what)
+		}
+	}()
+	f()
 }

@@ -18,19 +18,8 @@ import (
 func TestReadersWakeOnWriterRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		single, err := lock.NewSingle(memory.New(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rw, err := lock.NewRWLocker(single)
-		if err != nil {
-			t.Fatal(err)
-		}
 		const ttl = time.Minute
-		w, err := rw.Writer().TryLock(ctx, "r", ttl)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rw, w := writerHolding(t, "r", ttl)
 		const readers = 3
 		got := make(chan error, readers)
 		for range readers {
@@ -63,19 +52,8 @@ func TestReadersWakeOnWriterRelease(t *testing.T) {
 func TestWriterBehindReaderWokenAtRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		single, err := lock.NewSingle(memory.New(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rw, err := lock.NewRWLocker(single)
-		if err != nil {
-			t.Fatal(err)
-		}
 		const ttl = time.Minute
-		w, err := rw.Writer().TryLock(ctx, "r", ttl)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rw, w := writerHolding(t, "r", ttl)
 		read := make(chan error, 1)
 		go func() {
 			_, err := rw.Reader().Lock(ctx, "r", ttl)
@@ -107,4 +85,16 @@ func TestWriterBehindReaderWokenAtRelease(t *testing.T) {
 			t.Fatalf("Reader().Lock = %v", err)
 		}
 	})
+}
+
+// writerHolding returns a read-write lock over a fresh memory store, and
+// its writer's lock on resource.
+func writerHolding(t *testing.T, resource string, ttl time.Duration) (*lock.RWLocker, lock.Lock) {
+	t.Helper()
+	rw := mustRW(t, mustSingle(t, memory.New(), nil))
+	w, err := rw.Writer().TryLock(context.Background(), resource, ttl)
+	if err != nil {
+		t.Fatalf("Writer().TryLock(%s) = %v", resource, err)
+	}
+	return rw, w
 }
