@@ -161,7 +161,8 @@ taken over, or was released with release --force: the work done since it
 was taken may have overlapped another owner's), or was released by a
 release --lock while extend ran (FILE is then not written again); 1 if a
 store failed, in which case the lock may still be held until its TTL runs
-out.`,
+out, or if FILE's directory cannot be written (found before the lock is
+extended: the lock and FILE are left as they were).`,
 	examples: `  lockctl extend --ttl 30m --lock "$RUNNER_TEMP/deploy.lock"
   lock=$(printf '%s' "$lock" | lockctl extend --lock -)`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *app, []string) error {
@@ -182,6 +183,11 @@ out.`,
 				}
 			}
 			return a.withHeldLock(ctx, sf, *file, *timeout, nil, func(ctx context.Context, _ *storeSet, locker lock.Locker, lf lockFile) error {
+				staged, err := stageLockFile(*file)
+				if err != nil {
+					return err // before the lock is extended: FILE stays true
+				}
+				defer staged.discard()
 				next, err := locker.Extend(ctx, lf.Lock, *ttl)
 				if err != nil {
 					return err
@@ -190,7 +196,7 @@ out.`,
 				if extendedHook != nil {
 					extendedHook()
 				}
-				return a.writeLockFile(*file, lf)
+				return a.writeLockFile(*file, staged, lf)
 			})
 		}
 	},
