@@ -157,6 +157,11 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if ctx == nil {
 		return nil, invalidf("campaign", e.role, "nil context")
 	}
+	return e.campaign(ctx, context.WithoutCancel(ctx))
+}
+
+// campaign is Campaign, for a term whose context is derived from base.
+func (e *Election) campaign(ctx, base context.Context) (*Term, error) {
 	if err := e.yield(ctx); err != nil {
 		return nil, err
 	}
@@ -166,7 +171,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := hold(context.WithoutCancel(ctx), "campaign", e.locker, held, e.ttl, e.o, termMargin, s)
+	h := hold(base, "campaign", e.locker, held, e.ttl, e.o, termMargin, s)
 	return &Term{h: h, fence: held.Fence, e: e}, nil
 }
 
@@ -240,14 +245,13 @@ func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Ter
 	case ctx == nil:
 		return invalidf("lead", e.role, "nil context")
 	}
-	t, err := e.Campaign(ctx)
+	// The term's context is derived from ctx, as Run's function's is:
+	// it, and every context derived from it, ends with ctx's error.
+	t, err := e.campaign(ctx, ctx)
 	if err != nil {
 		return err
 	}
-	t.h.k.endedWith.Store(&ctx)
-	stop := context.AfterFunc(ctx, func() { t.h.cancel(context.Cause(ctx)) })
 	defer func() {
-		stop()
 		// As Run: fn's error, whatever it wraps, with the cause of a loss
 		// or of the hold limit that it does not already say.
 		cause, rerr := t.resign(context.WithoutCancel(ctx))

@@ -361,13 +361,6 @@ func (c runContext) Err() error {
 		c.k.check()
 		err = c.Context.Err()
 	}
-	// Ended with Lead's ctx (its cause is the context's): ctx's error,
-	// context.DeadlineExceeded included, not the Canceled of a cancel.
-	if p := c.k.endedWith.Load(); err != nil && p != nil {
-		if lead := *p; lead.Err() != nil && context.Cause(c.Context) == context.Cause(lead) {
-			return lead.Err()
-		}
-	}
 	return err
 }
 
@@ -396,8 +389,7 @@ func runResult(fnErr, cause, unlockErr error) error {
 
 // keeper extends a lock in the background for Run.
 type keeper struct {
-	endedWith    atomic.Pointer[context.Context] // Lead's ctx, whose end ends the term's context: see runContext.Err
-	op           string                          // "run", "runonce", "campaign": the operation in its events
+	op           string // "run", "runonce", "campaign": the operation in its events
 	locker       Locker
 	ttl          time.Duration
 	first        time.Duration // until the first extension

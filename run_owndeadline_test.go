@@ -67,20 +67,26 @@ func TestRunOwnDeadlinesAreNotTheCallers(t *testing.T) {
 
 // Lead's function, whose context ends with Lead's ctx, sees ctx's error:
 // context.DeadlineExceeded when ctx's deadline passed (it saw the
-// Canceled of the term's cancellation), and Lead returns it.
+// Canceled of the term's cancellation), and so do the contexts it derives
+// from it (which saw Canceled when fn's own did not); Lead returns it.
 func TestLeadContextEndsWithCallersDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := mustElection(t, mustSingle(t, memory.New(), nil), "role", 10*time.Second)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
-		var seen error
+		var seen, derived error
 		err := e.Lead(ctx, func(tctx context.Context, _ *lock.Term) error {
-			<-tctx.Done()
-			seen = tctx.Err()
+			child, cancel := context.WithCancel(tctx)
+			defer cancel()
+			<-child.Done()
+			seen, derived = tctx.Err(), child.Err()
 			return seen
 		})
 		if !errors.Is(seen, context.DeadlineExceeded) {
 			t.Errorf("Lead's function's ctx.Err() once Lead's ctx timed out = %v; want context.DeadlineExceeded", seen)
+		}
+		if !errors.Is(derived, context.DeadlineExceeded) {
+			t.Errorf("Err() of a context derived from Lead's function's, once Lead's ctx timed out = %v; want context.DeadlineExceeded", derived)
 		}
 		wantIs(t, "Lead() whose ctx timed out", err, context.DeadlineExceeded)
 	})
