@@ -47,7 +47,10 @@ func BenchmarkSingleLockUnlock(b *testing.B) {
 		{"holder", lock.Options{Holder: "build-7 4242 make deploy 2026-11-24T20:00:00Z"}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			l, _ := lock.NewSingle(memory.New(), &c.o)
+			l, err := lock.NewSingle(memory.New(), &c.o)
+			if err != nil {
+				b.Fatal(err)
+			}
 			benchPairs(b, l)
 		})
 	}
@@ -55,7 +58,10 @@ func BenchmarkSingleLockUnlock(b *testing.B) {
 
 func BenchmarkMultiLockUnlock(b *testing.B) {
 	_, ls := memStores(5)
-	l, _ := lock.NewMulti(ls, nil)
+	l, err := lock.NewMulti(ls, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	benchPairs(b, l)
 }
 
@@ -64,7 +70,10 @@ func BenchmarkMultiLockUnlock(b *testing.B) {
 func TestHookAddsNoAllocation(t *testing.T) {
 	ctx := context.Background()
 	allocs := func(h lock.Hook) float64 {
-		l, _ := lock.NewSingle(memory.New(), &lock.Options{Hook: h})
+		l, err := lock.NewSingle(memory.New(), &lock.Options{Hook: h})
+		if err != nil {
+			t.Fatal(err)
+		}
 		return testing.AllocsPerRun(3200, func() { // tokens come 32 to an allocation
 			held, err := l.TryLock(ctx, "res", time.Minute)
 			if err != nil {
@@ -99,7 +108,10 @@ func BenchmarkMultiFence(b *testing.B) {
 					for _, m := range ms {
 						m.Inject(memory.Fault{Delay: 200 * time.Microsecond, Times: memory.Always})
 					}
-					l, _ := lock.NewMulti(ls, &lock.Options{NoFence: noFence, StoreTimeout: time.Second})
+					l, err := lock.NewMulti(ls, &lock.Options{NoFence: noFence, StoreTimeout: time.Second})
+					if err != nil {
+						b.Fatal(err)
+					}
 					par := 16
 					if mode == "latency" {
 						par = 1
@@ -178,7 +190,10 @@ func BenchmarkPollingContention(b *testing.B) {
 	}
 	for _, p := range policies {
 		b.Run(p.name, func(b *testing.B) {
-			l, _ := lock.NewSingle(basic{memory.New()}, nil)
+			l, err := lock.NewSingle(basic{memory.New()}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			ctx := context.Background()
 			var left atomic.Int64
 			left.Store(int64(b.N))

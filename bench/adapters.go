@@ -127,6 +127,13 @@ func newGoRedis(addr string) *goredis.Client {
 	return goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 128})
 }
 
+// goRedisForStore is a client for stores/goredis, made as its
+// documentation recommends (ContextTimeoutEnabled), with go-redis raw's
+// pool.
+func goRedisForStore(addr string) *goredis.Client {
+	return goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 128, ContextTimeoutEnabled: true})
+}
+
 // ---- lockkit ----
 
 // options returns lockkit's options for a cell.
@@ -330,11 +337,10 @@ func lockkitRedis(noFence bool) func(e env) (client, error) {
 }
 
 // lockkitGoRedis is a SingleLocker over stores/goredis, on a client made
-// as its documentation recommends (ContextTimeoutEnabled) with go-redis
-// raw's pool.
+// for it (see goRedisForStore).
 func lockkitGoRedis(noFence bool) func(e env) (client, error) {
 	return func(e env) (client, error) {
-		c := goredis.NewClient(&goredis.Options{Addr: e.redis[0], PoolSize: 128, ContextTimeoutEnabled: true})
+		c := goRedisForStore(e.redis[0])
 		s, err := goredisstore.New(c)
 		return singleClient(s, err, e, e.options(noFence, nil), func() { _ = c.Close() })
 	}

@@ -47,11 +47,17 @@ func (r *runner) etcd() error {
 	sp := spec{key: "etcd", title: "etcd, 3 members: 64 goroutines, TryLock+Unlock pairs", kind: kindThroughput,
 		libs: libs, workers: 64, env: withCluster, count: etcdLeftovers}
 	r.warmUp(sp)
-	r.throughput(sp)
-	r.throughput(spec{key: "etcd-1", title: "etcd, 3 members: 1 goroutine, the latency of a TryLock+Unlock pair", kind: kindLatency,
-		libs: libs, workers: 1, env: withCluster, count: etcdLeftovers})
-	r.contention(spec{key: "etcd-contention", title: "Contention on etcd, 3 members: 16 workers (each its own client) on one name, Lock → update → Unlock → pause",
-		libs: libs, workers: 16, pauses: []time.Duration{0, time.Millisecond}, env: withCluster, count: etcdLeftovers})
+	if r.want("etcd", "etcd") {
+		r.throughput(sp)
+	}
+	if r.want("etcd", "etcd-1") {
+		r.throughput(spec{key: "etcd-1", title: "etcd, 3 members: 1 goroutine, the latency of a TryLock+Unlock pair", kind: kindLatency,
+			libs: libs, workers: 1, env: withCluster, count: etcdLeftovers})
+	}
+	if r.want("etcd", "etcd-contention") {
+		r.contention(spec{key: "etcd-contention", title: "Contention on etcd, 3 members: 16 workers (each its own client) on one name, Lock → update → Unlock → pause",
+			libs: libs, workers: 16, pauses: []time.Duration{0, time.Millisecond}, env: withCluster, count: etcdLeftovers})
+	}
 	return nil
 }
 

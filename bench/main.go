@@ -317,7 +317,7 @@ func run(p plan, out io.Writer) (*results, error) {
 		r.contention(spec{key: "permits-contention", title: fmt.Sprintf("Permits on Redis: 16 workers (each its own client) on one name, %d permits, acquire → release → pause", contendedPermitLimit),
 			libs: permitContentionLibraries(), workers: 16, pauses: []time.Duration{0, ms}, count: redisLeft})
 	}
-	if r.want("etcd", "etcd") {
+	if r.want("etcd", "etcd") || r.want("etcd", "etcd-1") || r.want("etcd", "etcd-contention") {
 		if err := r.etcd(); err != nil {
 			return nil, fmt.Errorf("etcd section: %w", err)
 		}
@@ -335,10 +335,6 @@ func run(p plan, out io.Writer) (*results, error) {
 func (r *runner) throughput(sp spec) *sectionResult {
 	libs := r.selected(sp.libs)
 	sec := &sectionResult{Key: sp.key, Title: sp.title, Kind: sp.kind, Libraries: names(libs)}
-	type item struct {
-		lib   library
-		names string
-	}
 	var items []item
 	for _, l := range libs {
 		if l.floor {
@@ -361,14 +357,8 @@ func (r *runner) throughput(sp spec) *sectionResult {
 		// once, then they take turns, a slice each, slices times over, so
 		// that a change of the machine's speed during the pass falls on
 		// all of them alike.
-		order := inPassOrder(items, pass)
 		for _, row := range []string{fresh, reused} {
-			var group []item
-			for _, it := range order {
-				if it.names == row {
-					group = append(group, it)
-				}
-			}
+			group := rowInPassOrder(items, row, pass)
 			if len(group) == 0 {
 				continue
 			}
@@ -415,6 +405,21 @@ func (r *runner) throughput(sp spec) *sectionResult {
 	setRatios(sec)
 	r.res.Sections = append(r.res.Sections, sec)
 	return sec
+}
+
+// item is a cell of an uncontended section: a library, with fresh or
+// reused names.
+type item struct {
+	lib   library
+	names string
+}
+
+// rowInPassOrder returns the items of a names row in the order of a pass:
+// the row's own turned by pass places, so that every cell takes a new
+// place each pass (turning the items of both rows together moved a row's
+// cells only every other pass).
+func rowInPassOrder(items []item, row string, pass int) []item {
+	return inPassOrder(filter(items, func(it item) bool { return it.names == row }), pass)
 }
 
 // rampUp is how long a cell that runs in slices runs before its first,

@@ -119,7 +119,7 @@ func lockkitPermits(limit int, busy, goRedis bool) func(e env) (client, error) {
 			closeFn func()
 		)
 		if goRedis {
-			c := newGoRedis(e.redis[0])
+			c := goRedisForStore(e.redis[0])
 			st, err := goredisstore.New(c)
 			if err != nil {
 				_ = c.Close()

@@ -36,8 +36,15 @@ func contentionPass(c contentionCell) int { return c.Pass }
 // ratios returns value(a)/value(b) per pass, for lib a and lib b with
 // names in sec.
 func ratios(sec *sectionResult, a, b, names string, value func(cellResult) float64) []float64 {
-	return pairedBy(cellsOf(sec, a, names), cellsOf(sec, b, names), cellPass,
+	return pairedBy(okCellsOf(sec, a, names), okCellsOf(sec, b, names), cellPass,
 		func(x, y cellResult) float64 { return value(x) / value(y) })
+}
+
+// okCellsOf is cellsOf without the cells that failed (an error, or no pair
+// done): their zeros would meet an "at most" target. The "no errors"
+// target counts them.
+func okCellsOf(sec *sectionResult, lib, names string) []cellResult {
+	return filter(cellsOf(sec, lib, names), func(c cellResult) bool { return c.Errors == 0 && c.PairsPerSec > 0 })
 }
 
 func pairsPerSec(c cellResult) float64 { return c.PairsPerSec }
@@ -102,13 +109,13 @@ func checkTargets(r *results) []target {
 	// In memory, one core: the figures are for one name reused.
 	mem := r.section("memory")
 	locker := "lockkit SingleLocker"
-	cs := cellsOf(mem, locker, reused)
+	cs := okCellsOf(mem, locker, reused)
 	ts.check(mem, "14", "memory store through "+locker+", one core (GOMAXPROCS 1), one name reused", "≤ 250 ns per pair",
 		values(cs, nsPerPair), "%.0f ns", atMost(250))
 	ts.check(mem, "14", "the same, allocations", "≤ 1 per pair",
 		values(cs, func(c cellResult) float64 { return c.AllocsPerPair }), "%.2f", atMost(1.05))
 	ts.check(mem, "14", "the same with a no-op Options.Hook", "≤ +20 ns per pair",
-		pairedBy(cellsOf(mem, locker+", no-op Hook", reused), cellsOf(mem, locker, reused), cellPass,
+		pairedBy(okCellsOf(mem, locker+", no-op Hook", reused), okCellsOf(mem, locker, reused), cellPass,
 			func(a, b cellResult) float64 { return nsPerPair(a) - nsPerPair(b) }), "%+.0f ns", atMost(20))
 
 	mc := r.section("memcached")
@@ -131,6 +138,36 @@ func checkTargets(r *results) []target {
 	for _, lib := range []string{"lockkit", "lockkit NoFence"} {
 		ts.check(pg, "16", "PostgreSQL, 64 goroutines, fresh names: "+lib, "≥ 0.9× raw INSERT … ON CONFLICT",
 			ratios(pg, lib, "raw INSERT … ON CONFLICT (floor)", fresh, pairsPerSec), "%.2f×", atLeast(0.9))
+	}
+
+	// Every lockkit cell ran without an error (those that did not are
+	// left out of the ratios above).
+	var failed []string
+	ran := 0
+	for _, sec := range r.Sections {
+		for _, c := range sec.Throughput {
+			if strings.HasPrefix(c.Library, "lockkit") {
+				ran++
+				if c.Errors > 0 || c.PairsPerSec == 0 {
+					failed = append(failed, fmt.Sprintf("%s %s %s pass %d", sec.Key, c.Library, c.Names, c.Pass))
+				}
+			}
+		}
+		for _, c := range sec.Contention {
+			if strings.HasPrefix(c.Library, "lockkit") {
+				ran++
+				if c.Errors > 0 || c.Acquisitions == 0 {
+					failed = append(failed, fmt.Sprintf("%s %s pause %v pass %d", sec.Key, c.Library, c.Pause, c.Pass))
+				}
+			}
+		}
+	}
+	if ran > 0 {
+		measured := fmt.Sprintf("%d failed of %d", len(failed), ran)
+		if len(failed) > 0 {
+			measured += ": " + strings.Join(failed, "; ")
+		}
+		ts = append(ts, target{"—", "every lockkit cell", "no errors, and something done", measured, len(failed) == 0})
 	}
 
 	// Correctness, in every contention cell of every library.

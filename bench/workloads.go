@@ -264,8 +264,8 @@ type acquisition struct {
 }
 
 type release struct {
-	gen int64
-	at  time.Time
+	gen   int64
+	began time.Time // when Unlock was called: a handoff is timed from here
 }
 
 // contend runs workers, each with a client of lib of its own (as
@@ -358,13 +358,14 @@ func contend(lib library, e env, workers int, pause, d time.Duration, count left
 				inside.Add(-1)
 				acqs[i] = append(acqs[i], acquisition{gen: gen, worker: i, called: called, at: at})
 				uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)
+				unlocking := time.Now()
 				err := w.unlock(uctx)
 				ucancel()
 				if err != nil {
 					errs.Add(1)
 					firstErr.Do(func() { r.FirstError = err.Error() })
 				}
-				rels[i] = append(rels[i], release{gen: gen, at: time.Now()})
+				rels[i] = append(rels[i], release{gen: gen, began: unlocking})
 				if pause > 0 {
 					time.Sleep(pause)
 				}
@@ -407,7 +408,10 @@ func (r *contentionResult) fairness(all []acquisition, rels [][]release, start, 
 	}
 
 	// Handoffs: consecutive acquisitions (by the counter each read) by
-	// different workers, timed from the release of the first.
+	// different workers, timed from the first's Unlock call to the
+	// second's Lock return. (Timed from Unlock's return, a handoff could
+	// end before it began: a store that hands the lock over as it
+	// releases it wakes the next holder before the releaser hears back.)
 	n := len(all)
 	byGen := make([]*acquisition, n)
 	for i := range all {
@@ -419,7 +423,7 @@ func (r *contentionResult) fairness(all []acquisition, rels [][]release, start, 
 	for _, rs := range rels {
 		for _, x := range rs {
 			if x.gen >= 0 && int(x.gen) < n {
-				relAt[x.gen] = x.at
+				relAt[x.gen] = x.began
 			}
 		}
 	}
@@ -429,7 +433,7 @@ func (r *contentionResult) fairness(all []acquisition, rels [][]release, start, 
 		if prev == nil || cur == nil || prev.worker == cur.worker || relAt[g-1].IsZero() {
 			continue
 		}
-		handoffs = append(handoffs, max(0, cur.at.Sub(relAt[g-1])))
+		handoffs = append(handoffs, cur.at.Sub(relAt[g-1]))
 	}
 	slices.Sort(handoffs)
 	r.HandoffP50 = micros(contention.Percentile(handoffs, 0.5))

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -67,10 +68,17 @@ func BenchmarkRawFloor(b *testing.B) {
 	unlockSQL := "DELETE FROM " + s.Table() + " WHERE resource = $1 AND token = $2"
 	pairs(b, pool, func(resource, token string) error {
 		r, t := []byte(resource), []byte(token)
-		if _, err := pool.Exec(ctx, lockSQL, r, t, int64(60e6)); err != nil {
+		tag, err := pool.Exec(ctx, lockSQL, r, t, int64(60e6))
+		if err == nil && tag.RowsAffected() != 1 {
+			err = fmt.Errorf("lock %q: %d rows; want 1 (not acquired)", resource, tag.RowsAffected())
+		}
+		if err != nil {
 			return err
 		}
-		_, err := pool.Exec(ctx, unlockSQL, r, t)
+		tag, err = pool.Exec(ctx, unlockSQL, r, t)
+		if err == nil && tag.RowsAffected() != 1 {
+			err = fmt.Errorf("unlock %q: %d rows; want 1 (not released)", resource, tag.RowsAffected())
+		}
 		return err
 	})
 }

@@ -111,6 +111,6 @@ func Benchmarks(b *testing.B, s Store) {
 				}
 			}
 		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "handovers/s")
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "acquisitions/s")
 	})
 }
