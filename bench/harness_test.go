@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -110,4 +112,72 @@ func TestFailedCellMeetsNoTarget(t *testing.T) {
 	if every.Met || !strings.HasPrefix(every.Measured, "2 failed of 6") {
 		t.Errorf("every-cell target: %q, met %v; want 2 failed of 6, not met", every.Measured, every.Met)
 	}
+}
+
+// slowFirstWait is a library whose workers share one in-process lock and
+// pay a setup cost the first time each has to wait (as a subscription or
+// a watch is set up on a first wait), and a round trip per call.
+func slowFirstWait() library {
+	held := make(chan struct{}, 1)
+	return library{name: "slow first wait", open: func(env) (client, error) {
+		return clientFuncs{w: func() worker { return &slowFirstWaitWorker{held: held} }}, nil
+	}}
+}
+
+const (
+	firstWaitSetup = 100 * time.Millisecond
+	roundTrip      = 50 * time.Microsecond
+)
+
+type slowFirstWaitWorker struct {
+	held   chan struct{}
+	waited bool
+}
+
+func (w *slowFirstWaitWorker) tryLock(context.Context, string) (bool, error) {
+	time.Sleep(roundTrip)
+	select {
+	case w.held <- struct{}{}:
+		return true, nil
+	default:
+		return false, nil
+	}
+}
+
+func (w *slowFirstWaitWorker) lock(ctx context.Context, name string) error {
+	if ok, err := w.tryLock(ctx, name); ok || err != nil {
+		return err
+	}
+	if !w.waited {
+		w.waited = true
+		time.Sleep(firstWaitSetup)
+	}
+	select {
+	case w.held <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *slowFirstWaitWorker) unlock(context.Context) error {
+	time.Sleep(roundTrip)
+	<-w.held
+	return nil
+}
+
+// A contention cell is timed once its workers have contended for a
+// while: a library's first wait, which sets up what later waits use,
+// is not among the cell's waits (it was, and made the max wait of the
+// libraries that wake waiters).
+func TestContentionWarmsTheWaitUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := contend(slowFirstWait(), env{}, 4, 0, time.Second, nil)
+		if r.Acquisitions == 0 || r.Errors != 0 {
+			t.Fatalf("contend: %d acquisitions, %d errors (%s)", r.Acquisitions, r.Errors, r.FirstError)
+		}
+		if max := time.Duration(r.WaitMax * float64(time.Millisecond)); max >= firstWaitSetup {
+			t.Errorf("max wait %v; want less than the %v a worker's first wait costs, paid off the record", max, firstWaitSetup)
+		}
+	})
 }

@@ -241,7 +241,10 @@ func (ts *targets) contention(r *results) {
 			}
 		}
 	}
-	of := " (the best poller of each run: " + strings.Join(names, ", ") + ")"
+	of := ""
+	if len(names) > 0 {
+		of = " (the best poller of each run: " + strings.Join(names, ", ") + ")"
+	}
 	w := "16 workers on one name, each its own client, re-lock at once: lockkit"
 	ts.check(sec, "14", w+", acquisitions/s over the best poller's (the fastest that served every worker)"+of, "≥ 0.9×",
 		pairedBy(ours, bests, contentionPass, func(a, b contentionCell) float64 { return a.PerSec / b.PerSec }), "%.2f×", atLeast(0.9))

@@ -307,6 +307,31 @@ func contend(lib library, e env, workers int, pause, d time.Duration, count left
 		}
 	}
 
+	// Off the record first: every worker contends for a moment, so that
+	// what a library sets up on its first wait (a subscription, a watch)
+	// is set up before the cell is timed, as in a service that has run a
+	// while. The warm-up's errors, violations and lost updates count; its
+	// rates and waits do not.
+	warm := contendFor(ws, name, pause, contentionWarmUp)
+	r = contendFor(ws, name, pause, d)
+	r.Errors += warm.Errors
+	r.Violations += warm.Violations
+	r.LostUpdates += warm.LostUpdates
+	r.CutShort += warm.CutShort
+	if r.FirstError == "" {
+		r.FirstError = warm.FirstError
+	}
+	return r
+}
+
+// contentionWarmUp is how long the workers of a contention cell contend
+// before the cell is timed.
+const contentionWarmUp = 300 * time.Millisecond
+
+// contendFor runs the workers ws on name for d, and returns what they did.
+func contendFor(ws []worker, name string, pause, d time.Duration) (r contentionResult) {
+	workers := len(ws)
+	r.Workers = workers
 	limit := holdersAtOnce(ws[0]) // more than one inside is a violation, except for permits
 	var (
 		inside     atomic.Int32
