@@ -15,6 +15,7 @@ func memcachedLibraries() []library {
 	return []library{
 		{name: "gomemcache raw (floor)", floor: true, open: rawMemcache(false, time.Millisecond)},
 		{name: "gomemcache raw, fenced (+ incr)", open: rawMemcache(true, time.Millisecond)},
+		{name: "raw meta commands (ms ME c, md C)", open: rawMeta(time.Millisecond)},
 		{name: "lockkit", open: lockkitMemcache(false, 128, false)},
 		{name: "lockkit WithServer", open: lockkitMemcache(false, 128, true)},
 		{name: "lockkit NoFence", open: lockkitMemcache(true, 128, false)},

@@ -123,6 +123,10 @@ func checkTargets(r *results) []target {
 		ts.check(mc, "14", "memcached, 64 goroutines, fresh names: "+lib, "≥ 0.9× gomemcache raw (add, gets, cas)",
 			ratios(mc, lib, "gomemcache raw (floor)", fresh, pairsPerSec), "%.2f×", atLeast(0.9))
 	}
+	// WithServer sends two requests a pair where gomemcache's floor sends
+	// three: its own floor is the raw meta commands it sends.
+	ts.check(mc, "14", "memcached, 64 goroutines, fresh names: lockkit WithServer, fenced", "≥ 0.9× raw meta commands (ms, md by CAS id; no fence)",
+		ratios(mc, "lockkit WithServer", "raw meta commands (ms ME c, md C)", fresh, pairsPerSec), "%.2f×", atLeast(0.9))
 
 	etcd := r.section("etcd")
 	ts.check(etcd, "15", "etcd, 64 goroutines, fresh names: lockkit (etcd)", "≥ etcd's concurrency.Mutex",
