@@ -37,6 +37,11 @@ type lockFile struct {
 	// Stores are the stores the lock was taken on, in the order given to
 	// acquire; nil when the file does not say.
 	Stores []storeRecord `json:"stores,omitempty"`
+	// ReleasedOnQuorum says that a release --lock released the lock on a
+	// quorum of a Redlock's stores, and kept the file because a store did
+	// not confirm: another release then expects the others to answer
+	// that they hold nothing.
+	ReleasedOnQuorum bool `json:"releasedOnQuorum,omitempty"`
 }
 
 // storeRecord says where a store keeps its locks, as a lock file records

@@ -26,7 +26,9 @@ Exits 0 when released; 76 if the lock was no longer held (it expired, was
 taken over, or was released with --force: the work done under it may have
 overlapped another owner's), and FILE is removed all the same; 1 if a store
 failed, or did not confirm the release within --timeout, in which case FILE
-stays for another try and the lock frees when its TTL runs out.
+stays for another try and the lock frees when its TTL runs out. When a
+quorum of a Redlock's stores released it, FILE records that: another try
+releases the rest and exits 0 once every store has confirmed.
 
 With --force, deletes the lock on RESOURCE on every store, whoever holds
 it, for a lock whose owner is known to be gone and whose TTL is too long to
@@ -113,10 +115,16 @@ func (a *app) releaseFile(ctx context.Context, sf *storeFlags, file string, time
 	watch := newReleaseWatch(false)
 	err := a.withHeldLock(ctx, sf, file, timeout, watch, func(ctx context.Context, set *storeSet, locker lock.Locker, lf lockFile) error {
 		released = lf
-		if err := locker.Unlock(ctx, lf.Lock); err != nil {
+		// After a release that a store did not confirm, a quorum answers
+		// that it holds nothing: the lock is released once the rest do.
+		if err := locker.Unlock(ctx, lf.Lock); err != nil && !(lf.ReleasedOnQuorum && errors.Is(err, lock.ErrNotHeld)) {
 			return err
 		}
 		if missing := watch.unconfirmed(ctx, set); missing != nil {
+			if !lf.ReleasedOnQuorum && file != stdio {
+				lf.ReleasedOnQuorum = true
+				a.recordReleasedOnQuorum(file, lf)
+			}
 			return fmt.Errorf("%q: released on a quorum of the stores, but %s did not confirm the release within --timeout %v and may hold the lock until its TTL runs out; %s stays for another try", lf.Resource, strings.Join(missing, ", "), timeout, lockFileName(file))
 		}
 		return nil
@@ -125,6 +133,19 @@ func (a *app) releaseFile(ctx context.Context, sf *storeFlags, file string, time
 		a.removeLockFile(file, released)
 	}
 	return err
+}
+
+// recordReleasedOnQuorum records in file that its lock was released on a
+// quorum (see lockFile.ReleasedOnQuorum), or warns that it could not.
+func (a *app) recordReleasedOnQuorum(file string, lf lockFile) {
+	staged, err := stageLockFile(file)
+	if err == nil {
+		defer staged.discard()
+		err = a.writeLockFile(file, staged, lf)
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "lockctl: warning: recording the release in %s: %v (another release will report the lock as no longer held)\n", file, err)
+	}
 }
 
 func (a *app) release(ctx context.Context, sf *storeFlags, resource string, mode *modeFlags, yes bool, timeout time.Duration) error {
