@@ -59,7 +59,7 @@ type Term struct {
 	Elected      time.Duration // Campaign returned
 	LastAct      time.Duration // the last action taken as leader (Elected if none)
 	Resigned     time.Duration // the leader stopped and went to resign
-	ValidUntil   time.Duration // the term's end as last reported
+	ValidUntil   time.Duration // the latest end of the term's validity that its leader was given
 	Lost, Killed bool          // the term ended with ErrLost; its leader was killed
 }
 
@@ -147,14 +147,20 @@ func (c *campaign) lead(ctx context.Context, i int, t *lock.Term) Term {
 	rec.LastAct = rec.Elected
 	c.leader.Store(int32(i + 1))
 	tctx := t.Context()
+	// The term's validity as the leader saw it while it acted: once the
+	// term is lost, ValidUntil is cut to the loss, before the actions
+	// that the validity given earlier allowed.
+	var promised time.Duration
 	for acts := 5 + rand.IntN(11); !c.killed[i].Load(); acts-- {
 		if acts <= 0 && !c.stays(i) {
 			break
 		}
 		now := c.since() // taken before the check: the action is at now
+		valid := t.ValidUntil().Sub(c.base)
 		if !c.e.Careless && tctx.Err() != nil {
 			break
 		}
+		promised = max(promised, valid)
 		rec.LastAct = now
 		if !contention.Sleep(ctx, 20*time.Millisecond) {
 			break
@@ -162,7 +168,7 @@ func (c *campaign) lead(ctx context.Context, i int, t *lock.Term) Term {
 	}
 	c.leader.CompareAndSwap(int32(i+1), 0)
 	rec.Resigned = c.since()
-	rec.ValidUntil = t.ValidUntil().Sub(c.base)
+	rec.ValidUntil = max(promised, t.ValidUntil().Sub(c.base))
 	rec.Lost = errors.Is(context.Cause(tctx), lock.ErrLost)
 	rec.Killed = c.killed[i].Load()
 	return rec

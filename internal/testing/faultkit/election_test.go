@@ -128,6 +128,16 @@ func TestElection(t *testing.T) {
 			if rep.Violations > 0 || rep.StaleAccepted > 0 {
 				t.Errorf("overlapping terms or fences out of order: %s", rep.Line())
 			}
+			// A leader that heeds its term acts only within the validity
+			// the library gave it: its record keeps that bound, not the
+			// one a loss cut afterwards (the judge of the terms as bounded
+			// then saw lost terms end before their last action, too early
+			// to find an overlap).
+			for _, term := range run.Terms {
+				if !term.Killed && term.LastAct > term.ValidUntil {
+					t.Errorf("term %+v: acted after the validity it records; want the bound it was given while it acted", term)
+				}
+			}
 			if run.Faults != 2 || run.Lost() == 0 || len(run.Terms) < 4 {
 				t.Errorf("%d faults on a leader, %d terms, %d lost; want both faults, and the pause to cost a term: %s", run.Faults, len(run.Terms), run.Lost(), rep.Line())
 			}
@@ -162,6 +172,7 @@ func TestElectionReport(t *testing.T) {
 	}{
 		{"apart", []faultkit.Term{term(0, 10, 0, 90, 100, 500), term(1, 11, 100, 190, 200, 600)}, 0, 0},
 		{"acting past its term", []faultkit.Term{term(0, 10, 0, 300, 310, 250), term(1, 11, 260, 290, 300, 700)}, 1, 0},
+		{"elected within the last term's validity", []faultkit.Term{term(0, 10, 0, 100, 300, 250), term(1, 11, 200, 290, 300, 700)}, 1, 0},
 		{"fence repeated", []faultkit.Term{term(0, 10, 0, 90, 100, 500), term(1, 10, 100, 190, 200, 600)}, 0, 1},
 		{"fence back", []faultkit.Term{term(0, 10, 0, 90, 100, 500), term(1, 9, 100, 190, 200, 600)}, 0, 1},
 		{"late term out of order", []faultkit.Term{term(0, 10, 0, 90, 100, 500), term(1, 9, 700, 700, 700, 650)}, 0, 0},

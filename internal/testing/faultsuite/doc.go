@@ -19,7 +19,7 @@
 //
 // Run it, and collect the report lines, with
 //
-//	LOCKKIT_FAULT_REPORT=/tmp/faults.txt go test -race ./internal/faultsuite/
+//	LOCKKIT_FAULT_REPORT=/tmp/faults.txt go test -race ./internal/testing/faultsuite/
 //
 // docs/reliability.md shows the latest table and what each store does and
 // does not guarantee.
