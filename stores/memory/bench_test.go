@@ -139,3 +139,51 @@ func pairCalls(ctx context.Context, h lock.Hook) {
 		h.Observe(ctx, lock.Event{})
 	}
 }
+
+// BenchmarkSingleLockerFresh is BenchmarkSingleLocker with a new name for
+// every lock, as a service that locks per request or per job does: the
+// store makes an entry for each name, which the pairs on one name reuse.
+func BenchmarkSingleLockerFresh(b *testing.B) {
+	l, err := lock.NewSingle(memory.New(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	freshPairs(b, func(ctx context.Context, resource string) error {
+		held, err := l.TryLock(ctx, resource, time.Minute)
+		if err != nil {
+			return err
+		}
+		return l.Unlock(ctx, held)
+	})
+}
+
+// BenchmarkStoreFresh is BenchmarkStore with a new name for every lock.
+func BenchmarkStoreFresh(b *testing.B) {
+	s := memory.New()
+	freshPairs(b, func(ctx context.Context, resource string) error {
+		if err := s.Acquire(ctx, resource, "token", time.Minute); err != nil {
+			return err
+		}
+		return s.Release(ctx, resource, "token")
+	})
+}
+
+// freshPairs runs pair on a new name each time: the goroutine's own
+// prefix and a counter (one allocation, the name's).
+func freshPairs(b *testing.B, pair func(ctx context.Context, resource string) error) {
+	ctx := context.Background()
+	var ids atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		buf := strconv.AppendInt([]byte("bench/"), ids.Add(1), 10)
+		buf = append(buf, '/')
+		base := len(buf)
+		for n := int64(0); pb.Next(); n++ {
+			if err := pair(ctx, string(strconv.AppendInt(buf[:base], n, 10))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}

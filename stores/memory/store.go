@@ -42,12 +42,18 @@ type shard struct {
 	waiters map[string]*waitQueue // callers blocked in WaitRelease, by resource
 	permits permitTable           // counted permits: see permit.go
 	sweepAt int                   // sweep free entries when the map reaches this size
+	free    int                   // released entries in locks (expired ones are not counted)
+	spare   []*entry              // entries taken out of locks, zeroed, for the next new resource
 	_       [64]byte              // keep shards on separate cache lines
 }
 
-// entry is a resource's lock. An entry is free once released or expired;
-// a free entry stays in its shard's map until the next sweep, so that
-// locking a resource again reuses it instead of inserting a new one.
+// entry is a resource's lock. An entry is free once released or expired.
+// Up to keepFree released entries stay in their shard's map, so that
+// locking a resource again reuses its entry instead of inserting a new
+// one; past that (a caller that locks a new name each time), a release
+// takes its entry out of the map and keeps it as a spare for the next
+// new name, so that the map holds the live locks and a few more, and a
+// sweep finds little to do. Expired entries stay until the next sweep.
 type entry struct {
 	token   string // "" when released
 	expires instant
@@ -62,8 +68,40 @@ type entry struct {
 
 func (e *entry) live(now instant) bool { return e.token != "" && now < e.expires }
 
-// free marks e released. (Its other fields no longer count.)
-func (e *entry) free() { e.token, e.expires = "", 0 }
+// keepFree is how many released entries a shard keeps in its map, and
+// maxSpare how many it keeps out of it (see entry).
+const keepFree, maxSpare = 8, 8
+
+// release frees the entry of resource, e, in the map (see entry). Called
+// with mu held.
+func (sh *shard) release(resource string, e *entry) {
+	if sh.free < keepFree {
+		if e.token != "" {
+			sh.free++
+		}
+		e.token, e.expires = "", 0 // its other fields no longer count
+		return
+	}
+	if e.token == "" {
+		sh.free--
+	}
+	delete(sh.locks, resource)
+	if len(sh.spare) < maxSpare {
+		*e = entry{}
+		sh.spare = append(sh.spare, e)
+	}
+}
+
+// newEntry returns a zero entry: a spare if the shard has one. Called
+// with mu held.
+func (sh *shard) newEntry() *entry {
+	if n := len(sh.spare); n > 0 {
+		e := sh.spare[n-1]
+		sh.spare = sh.spare[:n-1]
+		return e
+	}
+	return new(entry)
+}
 
 // instant is a reading of the store's clock: the time elapsed since the
 // store's epoch, on the process's monotonic clock.
@@ -196,8 +234,10 @@ func (s *Store) applyAcquire(resource, token string, ttl time.Duration, owner ui
 		if len(sh.locks) >= sh.sweepAt {
 			sh.sweep(now)
 		}
-		e = new(entry)
+		e = sh.newEntry()
 		sh.locks[resource] = e
+	} else if e.token == "" {
+		sh.free-- // a released entry, taken again
 	}
 	sh.fence++
 	expires := now.add(ttl)
@@ -213,6 +253,7 @@ func (sh *shard) sweep(now instant) {
 			delete(sh.locks, r)
 		}
 	}
+	sh.free = 0
 	sh.sweepAt = 2*len(sh.locks) + 64
 }
 
@@ -240,7 +281,7 @@ func (s *Store) applyRelease(resource, token string) (instant, error) {
 	if e == nil || !e.live(now) || e.token != token {
 		return now, lock.ErrNotHeld
 	}
-	e.free()
+	sh.release(resource, e)
 	sh.wakeOne(resource)
 	return now, nil
 }
@@ -329,7 +370,7 @@ func (s *Store) Expire(resource string) bool {
 		return false
 	}
 	live := e.live(now)
-	e.free()
+	sh.release(resource, e)
 	sh.wakeOne(resource)
 	return live
 }
