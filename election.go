@@ -157,11 +157,13 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if ctx == nil {
 		return nil, invalidf("campaign", e.role, "nil context")
 	}
-	return e.campaign(ctx, context.WithoutCancel(ctx))
+	base := context.WithoutCancel(ctx)
+	return e.campaign(ctx, base, base)
 }
 
-// campaign is Campaign, for a term whose context is derived from base.
-func (e *Election) campaign(ctx, base context.Context) (*Term, error) {
+// campaign is Campaign, for a term whose context is derived from base and
+// which is renewed within renew.
+func (e *Election) campaign(ctx, base, renew context.Context) (*Term, error) {
 	if err := e.yield(ctx); err != nil {
 		return nil, err
 	}
@@ -171,7 +173,7 @@ func (e *Election) campaign(ctx, base context.Context) (*Term, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := hold(base, "campaign", e.locker, held, e.ttl, e.o, termMargin, s)
+	h := hold(base, renew, "campaign", e.locker, held, e.ttl, e.o, termMargin, s)
 	return &Term{h: h, fence: held.Fence, e: e}, nil
 }
 
@@ -245,9 +247,10 @@ func (e *Election) Lead(ctx context.Context, fn func(ctx context.Context, t *Ter
 	case ctx == nil:
 		return invalidf("lead", e.role, "nil context")
 	}
-	// The term's context is derived from ctx, as Run's function's is:
-	// it, and every context derived from it, ends with ctx's error.
-	t, err := e.campaign(ctx, ctx)
+	// The term's context is derived from ctx: it, and every context
+	// derived from it, ends with ctx's error. The term is renewed until
+	// fn returns all the same.
+	t, err := e.campaign(ctx, ctx, context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}

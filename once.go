@@ -91,7 +91,7 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 	if err != nil {
 		return err
 	}
-	h := hold(ctx, op, locker, held, ttl, o, 0, s)
+	h := hold(ctx, ctx, op, locker, held, ttl, o, 0, s)
 	defer func() {
 		defer h.unwatch() // once the lock is released or kept, also if that panics
 		if rest := o.minInterval - time.Since(began); rest > 0 {

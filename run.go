@@ -79,7 +79,7 @@ func Run(ctx context.Context, locker Locker, resource string, ttl time.Duration,
 	if err != nil {
 		return err
 	}
-	h := hold(ctx, op, locker, held, ttl, o, 0, s)
+	h := hold(ctx, ctx, op, locker, held, ttl, o, 0, s)
 	defer func() {
 		cause, uerr := h.release(ctx)
 		err = runResult(err, cause, uerr)
@@ -186,12 +186,12 @@ type holding struct {
 	unwatch  func()                  // ends the record of the keeper (see watch); once the lock is released, kept or lost
 }
 
-// hold starts keeping held, just acquired with ttl, extended within ctx
-// as Run does, at the interval checkRun accepted. The holder's context
-// ends at the lock's validity less a divisor-th of its validity (no
-// margin when divisor is 0). s is the holder's record from before its
-// Lock call (see starting).
-func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Duration, o callOptions, divisor int, s *starting) *holding {
+// hold starts keeping held, just acquired with ttl, extended within renew
+// as Run does, at the interval checkRun accepted. The holder's context is
+// derived from ctx, and ends at the lock's validity less a divisor-th of
+// its validity (no margin when divisor is 0). s is the holder's record
+// from before its Lock call (see starting).
+func hold(ctx, renew context.Context, op string, locker Locker, held Lock, ttl time.Duration, o callOptions, divisor int, s *starting) *holding {
 	acquired := time.Now()
 	validity, known := validityOf(locker, ttl)
 	if !known {
@@ -216,9 +216,9 @@ func hold(ctx context.Context, op string, locker Locker, held Lock, ttl time.Dur
 		first = min(every, max((validity-margin)/2, minDelay))
 	}
 	inner, cancel := context.WithCancelCause(ctx)
-	// The extensions end with ctx, and when the holder is done: one under
-	// way then, stuck in a store call, must not hold up the release.
-	extending, abandon := context.WithCancel(ctx)
+	// The extensions end with renew, and when the holder is done: one
+	// under way then, stuck in a store call, must not hold up the release.
+	extending, abandon := context.WithCancel(renew)
 	h := &holding{ctx: inner, cancel: cancel, stopHold: func() {}, exited: make(chan struct{}), abandon: abandon}
 	var maxHoldAt time.Time
 	var maxHoldCause error

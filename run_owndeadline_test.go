@@ -91,3 +91,36 @@ func TestLeadContextEndsWithCallersDeadline(t *testing.T) {
 		wantIs(t, "Lead() whose ctx timed out", err, context.DeadlineExceeded)
 	})
 }
+
+// Lead renews the term until fn returns, also once Lead's ctx has ended
+// (fn's context then ends with ctx's error): a function that cleans up
+// for several TTLs after ctx ended still leads, and another candidate
+// cannot campaign in meanwhile. Built on ctx, the term's renewals stopped
+// with it, and the term was lost while fn ran (another took the role).
+func TestLeadRenewsAfterCtxEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = time.Second
+		store := memory.New()
+		e := mustElection(t, mustSingle(t, store, nil), "role", ttl)
+		rival := mustElection(t, mustSingle(t, store, nil), "role", ttl, lock.WithRetry(lock.NoRetry))
+		ctx, cancel := context.WithCancel(t.Context())
+		err := e.Lead(ctx, func(tctx context.Context, term *lock.Term) error {
+			cancel()
+			<-tctx.Done()
+			time.Sleep(3 * ttl) // cleaning up, the term still its own
+			if l := term.Lock(); !l.Valid() {
+				t.Errorf("Term.Lock() %v after Lead's ctx ended, fn still running; want it valid (renewed)", l)
+			}
+			if other, err := rival.Campaign(t.Context()); err == nil {
+				other.Resign(t.Context())
+				t.Errorf("another candidate's Campaign while fn still ran after Lead's ctx ended = a term; want ErrNotAcquired")
+			} else if !errors.Is(err, lock.ErrNotAcquired) {
+				t.Errorf("another candidate's Campaign = %v; want ErrNotAcquired", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("Lead() whose fn returned nil after its ctx was canceled = %v; want nil (not lost)", err)
+		}
+	})
+}
