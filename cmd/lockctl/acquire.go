@@ -183,11 +183,9 @@ extended: the lock and FILE are left as they were).`,
 				}
 			}
 			return a.withHeldLock(ctx, sf, *file, *timeout, nil, func(ctx context.Context, _ *storeSet, locker lock.Locker, lf lockFile) error {
-				staged, err := stageLockFile(*file)
-				if err != nil {
+				if err := checkLockFileDir(*file); err != nil {
 					return err // before the lock is extended: FILE stays true
 				}
-				defer staged.discard()
 				next, err := locker.Extend(ctx, lf.Lock, *ttl)
 				if err != nil {
 					return err
@@ -196,7 +194,7 @@ extended: the lock and FILE are left as they were).`,
 				if extendedHook != nil {
 					extendedHook()
 				}
-				return a.writeLockFile(*file, staged, lf)
+				return a.writeLockFile(*file, lf)
 			})
 		}
 	},

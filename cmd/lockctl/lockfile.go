@@ -195,65 +195,63 @@ func (a *app) warnIfOpen(path string) {
 	fmt.Fprintf(a.stderr, "lockctl: warning: %s is open to others (mode %v): its token lets anyone who reads it release the lock; chmod 600 %s\n", path, fi.Mode().Perm(), path)
 }
 
-// stagedFile is the file that writeLockFile renames over a lock file: extend
-// makes it before it extends the lock, so that a directory it cannot write
-// fails the command with the lock as FILE records it, not extended and FILE
-// stale.
-type stagedFile struct{ tmp *os.File }
-
-// stageLockFile creates the stagedFile for path, in its directory and
-// readable by its owner only; for "-" (stdout) there is nothing to create.
-// The caller must discard it, which is harmless once it was written.
-func stageLockFile(path string) (*stagedFile, error) {
+// checkLockFileDir makes sure that writeLockFile can create its file in
+// the directory of path, by creating one and removing it: extend checks
+// before it extends the lock, so that a directory it cannot write fails
+// the command with the lock as FILE records it, not extended and FILE
+// stale. (Keeping the file for writeLockFile would leave it behind when
+// a signal ends lockctl during the Extend.) Nothing to check for "-".
+func checkLockFileDir(path string) error {
 	if path == stdio {
-		return &stagedFile{}, nil
+		return nil
 	}
-	base := filepath.Base(path)
-	if len(base) > maxStagedBase {
-		base = base[:maxStagedBase] // the random suffix must fit in a name
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+base+".*") // mode 0600
+	tmp, err := createTempFor(path)
 	if err != nil {
-		return nil, fmt.Errorf("preparing to record the lock in %s: %w", path, err)
+		return fmt.Errorf("preparing to record the lock in %s: %w", path, err)
 	}
-	return &stagedFile{tmp: tmp}, nil
+	tmp.Close()
+	return os.Remove(tmp.Name())
 }
 
-// maxStagedBase is the longest part of a lock file's name that its staged
-// file's name repeats: a dot, it, a dot and CreateTemp's random number (up
-// to 10 digits) fit in the 255 bytes of a name.
-const maxStagedBase = 200
-
-// discard removes the staged file unless it was renamed over the lock file.
-func (s *stagedFile) discard() {
-	if s.tmp != nil {
-		s.tmp.Close()
-		os.Remove(s.tmp.Name())
-		s.tmp = nil
+// createTempFor creates a file, readable by its owner only, in the
+// directory of path, named after it.
+func createTempFor(path string) (*os.File, error) {
+	base := filepath.Base(path)
+	if len(base) > maxTempBase {
+		base = base[:maxTempBase] // the random suffix must fit in a name
 	}
+	return os.CreateTemp(filepath.Dir(path), "."+base+".*") // mode 0600
 }
 
-// writeLockFile records lf, extended, in path through staged, atomically
-// and readable by its owner only, or prints it on stdout for "-". It does
-// not recreate a file that release --lock removed meanwhile, nor replace
-// one that holds another lock: the lock it recorded is then gone, and it
-// says so as extend does of a lock no longer held.
-func (a *app) writeLockFile(path string, staged *stagedFile, lf lockFile) error {
+// maxTempBase is the longest part of a lock file's name that createTempFor
+// repeats: a dot, it, a dot and CreateTemp's random number (up to 10
+// digits) fit in the 255 bytes of a name.
+const maxTempBase = 200
+
+// writeLockFile records lf, extended, in path, atomically and readable by
+// its owner only, or prints it on stdout for "-". It does not recreate a
+// file that release --lock removed meanwhile, nor replace one that holds
+// another lock: the lock it recorded is then gone, and it says so as
+// extend does of a lock no longer held.
+func (a *app) writeLockFile(path string, lf lockFile) error {
 	if path == stdio {
 		_, err := a.stdout.Write(encodeLock(lf))
 		return err
 	}
 	held, err := lockFileHeld(path, lf, func() error {
-		tmp := staged.tmp
-		_, err := tmp.Write(encodeLock(lf))
+		tmp, err := createTempFor(path)
+		if err != nil {
+			return err
+		}
+		_, err = tmp.Write(encodeLock(lf))
 		if cerr := tmp.Close(); err == nil {
 			err = cerr
 		}
 		if err == nil {
 			err = os.Rename(tmp.Name(), path)
 		}
-		if err == nil {
-			staged.tmp = nil // renamed: nothing to discard
+		if err != nil {
+			os.Remove(tmp.Name())
 		}
 		return err
 	})

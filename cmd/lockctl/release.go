@@ -138,12 +138,7 @@ func (a *app) releaseFile(ctx context.Context, sf *storeFlags, file string, time
 // recordReleasedOnQuorum records in file that its lock was released on a
 // quorum (see lockFile.ReleasedOnQuorum), or warns that it could not.
 func (a *app) recordReleasedOnQuorum(file string, lf lockFile) {
-	staged, err := stageLockFile(file)
-	if err == nil {
-		defer staged.discard()
-		err = a.writeLockFile(file, staged, lf)
-	}
-	if err != nil {
+	if err := a.writeLockFile(file, lf); err != nil {
 		fmt.Fprintf(a.stderr, "lockctl: warning: recording the release in %s: %v (another release will report the lock as no longer held)\n", file, err)
 	}
 }
