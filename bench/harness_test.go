@@ -181,3 +181,22 @@ func TestContentionWarmsTheWaitUp(t *testing.T) {
 		}
 	})
 }
+
+// A lockkit contention cell that failed meets no contention target: its
+// zeros (no wait, nobody passed over, no handoff) would meet them all.
+func TestFailedContentionCellMeetsNoTarget(t *testing.T) {
+	cell := func(lib string, acqs, errs int) contentionCell {
+		return contentionCell{Library: lib, Pass: 1, contentionResult: contentionResult{
+			Acquisitions: acqs, Errors: errs, PerSec: float64(acqs), WaitP99: 10, Served: 16, Workers: 16, HandoffP50: 100}}
+	}
+	r := &results{Sections: []*sectionResult{{
+		Key: "contention", Kind: kindContention, Pollers: []string{"poller"},
+		Contention: []contentionCell{cell("lockkit", 0, 1), cell("poller", 1000, 0)},
+	}}}
+	r.Sections[0].Contention[0].WaitP99 = 0
+	for _, tg := range checkTargets(r) {
+		if tg.Met && tg.Issue == "14" {
+			t.Errorf("target %q met (%s) by a lockkit cell that failed", tg.Workload, tg.Measured)
+		}
+	}
+}

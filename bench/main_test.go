@@ -192,7 +192,7 @@ func TestInPassOrder(t *testing.T) {
 // against the best poller say so, rather than that a row is missing.
 func TestTargetsWithoutServingPoller(t *testing.T) {
 	cell := func(lib string, served int) contentionCell {
-		return contentionCell{Library: lib, Pass: 1, contentionResult: contentionResult{PerSec: 100, WaitP99: 10, Served: served, Workers: 16}}
+		return contentionCell{Library: lib, Pass: 1, contentionResult: contentionResult{Acquisitions: 300, PerSec: 100, WaitP99: 10, Served: served, Workers: 16}}
 	}
 	r := &results{Sections: []*sectionResult{{
 		Key: "contention", Kind: kindContention, Pollers: []string{"poller"},

@@ -47,6 +47,12 @@ func okCellsOf(sec *sectionResult, lib, names string) []cellResult {
 	return filter(cellsOf(sec, lib, names), func(c cellResult) bool { return c.Errors == 0 && c.PairsPerSec > 0 })
 }
 
+// okContentionOf is contentionOf without the cells that failed (an error,
+// or no acquisition), as okCellsOf.
+func okContentionOf(sec *sectionResult, lib string, pause time.Duration) []contentionCell {
+	return filter(contentionOf(sec, lib, pause), func(c contentionCell) bool { return c.Errors == 0 && c.Acquisitions > 0 })
+}
+
 func pairsPerSec(c cellResult) float64 { return c.PairsPerSec }
 func p50(c cellResult) float64         { return c.P50 }
 
@@ -134,7 +140,7 @@ func checkTargets(r *results) []target {
 	ec := r.section("etcd-contention")
 	for _, pause := range pausesOf(ec) {
 		ts.check(ec, "15", "etcd contention, 16 workers, "+pauseText(pause)+": handoff p50, lockkit (etcd) over concurrency.Mutex", "< 1× (a faster handoff)",
-			pairedBy(contentionOf(ec, "lockkit (etcd)", pause), contentionOf(ec, "etcd concurrency.Mutex", pause), contentionPass,
+			pairedBy(okContentionOf(ec, "lockkit (etcd)", pause), okContentionOf(ec, "etcd concurrency.Mutex", pause), contentionPass,
 				func(a, b contentionCell) float64 { return a.HandoffP50 / b.HandoffP50 }), "%.2f×", func(v float64) bool { return v < 1 })
 	}
 
@@ -223,13 +229,13 @@ func (ts *targets) leftovers(r *results) {
 // contention checks the contention targets of issue 14.
 func (ts *targets) contention(r *results) {
 	sec := r.section("contention")
-	ours := contentionOf(sec, "lockkit", 0)
+	ours := okContentionOf(sec, "lockkit", 0)
 	// The best poller of each run: the one with the most acquisitions
 	// among those that served every worker (a poller that leaves workers
 	// with nothing barely counts their waits, so its p99 says little).
 	best := map[int]contentionCell{}
 	for _, lib := range pollersOf(sec) {
-		for _, c := range contentionOf(sec, lib, 0) {
+		for _, c := range okContentionOf(sec, lib, 0) {
 			if b, ok := best[c.Pass]; c.Served == c.Workers && (!ok || c.PerSec > b.PerSec) {
 				best[c.Pass] = c
 			}
@@ -269,16 +275,16 @@ func (ts *targets) contention(r *results) {
 
 	sec64 := r.section("contention-64")
 	ts.check(sec64, "14", "64 workers on one name, pause 1ms: lockkit's p99 wait, in rounds of the line (64 / acquisitions per second)", "≤ 2",
-		values(contentionOf(sec64, "lockkit", time.Millisecond), func(c contentionCell) float64 { return c.WaitP99 / c.Round }),
+		values(okContentionOf(sec64, "lockkit", time.Millisecond), func(c contentionCell) float64 { return c.WaitP99 / c.Round }),
 		"%.2f rounds", atMost(2))
 
 	mc := r.section("memcached-contention")
 	for _, pause := range pausesOf(mc) {
 		for _, lib := range []string{"lockkit", "lockkit WithServer"} {
-			ours := contentionOf(mc, lib, pause)
+			ours := okContentionOf(mc, lib, pause)
 			w := "memcached, 16 workers on one name, " + pauseText(pause) + ": " + lib
 			ts.check(mc, "14", w+"'s p99 wait over a simple 10ms poller's", "≤ 1×",
-				pairedBy(ours, contentionOf(mc, "gomemcache raw poller 10ms", pause), contentionPass,
+				pairedBy(ours, okContentionOf(mc, "gomemcache raw poller 10ms", pause), contentionPass,
 					func(a, b contentionCell) float64 { return a.WaitP99 / b.WaitP99 }), "%.2f×", atMost(1))
 			ts.check(mc, "14", w+", workers served", "every worker (16)",
 				values(ours, func(c contentionCell) float64 { return float64(c.Served) }), "%.0f", atLeast(16))
