@@ -23,14 +23,20 @@ func rawMeta(delay time.Duration) func(e env) (client, error) {
 		var conns []net.Conn
 		return clientFuncs{
 			w: func() worker {
-				nc, err := net.DialTimeout("tcp", e.memcached, time.Second)
+				dial := func() (net.Conn, error) {
+					nc, err := net.DialTimeout("tcp", e.memcached, time.Second)
+					if err == nil {
+						mu.Lock()
+						conns = append(conns, nc)
+						mu.Unlock()
+					}
+					return nc, err
+				}
+				nc, err := dial()
 				if err != nil {
 					return failedWorker{err}
 				}
-				mu.Lock()
-				conns = append(conns, nc)
-				mu.Unlock()
-				return &rawMetaWorker{nc: nc, r: bufio.NewReader(nc), token: []byte(rawToken()), exp: exp, delay: delay}
+				return &rawMetaWorker{nc: nc, r: bufio.NewReader(nc), dial: dial, token: []byte(rawToken()), exp: exp, delay: delay}
 			},
 			c: func() {
 				mu.Lock()
@@ -54,6 +60,7 @@ func (f failedWorker) unlock(context.Context) error                  { return f.
 type rawMetaWorker struct {
 	nc    net.Conn
 	r     *bufio.Reader
+	dial  func() (net.Conn, error)
 	buf   []byte
 	token []byte
 	exp   int64
@@ -62,14 +69,30 @@ type rawMetaWorker struct {
 	cas   []byte // the CAS id of the lock it holds
 }
 
+// call sends req and reads the reply's first line. After a failure the
+// connection is replaced: a late reply on it would answer the next call.
 func (w *rawMetaWorker) call(req []byte) ([]byte, error) {
-	if err := w.nc.SetDeadline(time.Now().Add(time.Second)); err != nil {
-		return nil, err
+	err := w.nc.SetDeadline(time.Now().Add(time.Second))
+	if err == nil {
+		_, err = w.nc.Write(req)
 	}
-	if _, err := w.nc.Write(req); err != nil {
-		return nil, err
+	var line []byte
+	if err == nil {
+		line, err = w.r.ReadSlice('\n')
 	}
-	return w.r.ReadSlice('\n')
+	if err != nil {
+		w.redial()
+	}
+	return line, err
+}
+
+// redial replaces the worker's connection (the client closes every
+// connection it dialed, the replaced ones included).
+func (w *rawMetaWorker) redial() {
+	_ = w.nc.Close()
+	if nc, err := w.dial(); err == nil {
+		w.nc, w.r = nc, bufio.NewReader(nc)
+	}
 }
 
 func (w *rawMetaWorker) tryLock(_ context.Context, name string) (bool, error) {

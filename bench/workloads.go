@@ -458,7 +458,9 @@ func (r *contentionResult) fairness(all []acquisition, rels [][]release, start, 
 		if prev == nil || cur == nil || prev.worker == cur.worker || relAt[g-1].IsZero() {
 			continue
 		}
-		handoffs = append(handoffs, cur.at.Sub(relAt[g-1]))
+		// Never negative but between holders of permits, which overlap
+		// (the report shows no handoff for them).
+		handoffs = append(handoffs, max(0, cur.at.Sub(relAt[g-1])))
 	}
 	slices.Sort(handoffs)
 	r.HandoffP50 = micros(contention.Percentile(handoffs, 0.5))

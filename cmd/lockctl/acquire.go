@@ -159,7 +159,9 @@ than those FILE records are refused with status 2, before anything is sent.
 Exits 0 when extended; 76 if the lock is no longer held (it expired, was
 taken over, or was released with release --force: the work done since it
 was taken may have overlapped another owner's), or was released by a
-release --lock while extend ran (FILE is then not written again); 1 if a
+release --lock while extend ran (FILE is then not written again) or on a
+quorum of a Redlock's stores by an earlier release --lock that kept FILE
+(run release --lock again); 1 if a
 store failed, in which case the lock may still be held until its TTL runs
 out, or if FILE's directory cannot be written (found before the lock is
 extended: the lock and FILE are left as they were).`,
@@ -183,6 +185,9 @@ extended: the lock and FILE are left as they were).`,
 				}
 			}
 			return a.withHeldLock(ctx, sf, *file, *timeout, nil, func(ctx context.Context, _ *storeSet, locker lock.Locker, lf lockFile) error {
+				if lf.ReleasedOnQuorum {
+					return exitWith(exitLost, fmt.Errorf("the lock on %q was released on a quorum of its stores by release --lock, which kept %s because a store did not confirm: run release --lock again to free that store", lf.Resource, lockFileName(*file)))
+				}
 				if err := checkLockFileDir(*file); err != nil {
 					return err // before the lock is extended: FILE stays true
 				}

@@ -50,6 +50,13 @@ func TestReleaseRedlockWaitsForEveryStore(t *testing.T) {
 		t.Fatalf("third store: Exists(p) = %v, %v; want true, as its release was held back", held, err)
 	}
 
+	// FILE records the quorum's release: extend says so, before it sends
+	// anything (it said the lock may have been taken over).
+	extend := append([]string{"extend", "--lock", file, "--timeout", "2s"}, stores...)
+	if code, _, stderr := lockctl(t, nil, extend...); code != exitLost || !strings.Contains(stderr, "run release --lock again") {
+		t.Errorf("extend of a lock released on a quorum: exit %d, stderr %q; want %d, pointing to release --lock", code, stderr, exitLost)
+	}
+
 	if err := srvs[2].ClientUnpause(); err != nil {
 		t.Fatal(err)
 	}
