@@ -40,7 +40,8 @@ import (
 // that may hold the token, those still answering once they answered (a
 // release sent earlier could overtake their acquisition and find
 // nothing). A failed attempt waits for the releases of the stores that had
-// answered, and leaves the others to the background. A release that
+// answered in time, and leaves the others (those still answering, and those
+// whose call ended at the store timeout) to the background. A release that
 // fails, or finds nothing after an acquisition whose outcome was unknown
 // (it may still land: a request on its way when its caller gave up), is
 // tried again in the background (core.later).
@@ -260,7 +261,7 @@ func (b *ballot) failures() []StoreError {
 // store that cannot hold it. With all set (Unlock) it waits for every
 // store, or for a store timeout if a quorum released it by then (see
 // collect); otherwise (a failed attempt) for the stores that had answered
-// the attempt. The other stores are released in the background once they
+// the attempt in time. The other stores are released in the background once they
 // answer. A second release of the token (a concurrent Unlock) waits for
 // every answer and asks every store.
 func (b *ballot) release(ctx context.Context, op string, all bool) []error {
@@ -287,12 +288,22 @@ func (b *ballot) release(ctx context.Context, op string, all bool) []error {
 	b.onAnswer = func(i int, _ error) { releaseOne(i, b.mayHold[i], b.ambiguous[i]) }
 	wait := slices.Clone(b.answered)
 	mayHold, ambiguous := slices.Clone(b.mayHold), slices.Clone(b.ambiguous)
+	var timedOut []bool // the attempt's call to store i ended at the store timeout
+	if !all {
+		timedOut = make([]bool, len(wait))
+		for i, ok := range wait {
+			timedOut[i] = ok && errors.As(b.votes[i], new(timeoutError))
+		}
+	}
 	b.mu.Unlock()
 	for i, ok := range wait {
 		if ok {
 			releaseOne(i, mayHold[i], ambiguous[i])
 		}
-		wait[i] = wait[i] || all
+		// A failed attempt does not wait for a store that did not answer
+		// it in time: its release would most likely hold the caller up
+		// for another store timeout. It goes on in the background.
+		wait[i] = all || ok && !timedOut[i]
 	}
 	return m.collect(results, wait, !all)
 }

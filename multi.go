@@ -21,8 +21,10 @@ import (
 // TTL granularity among the stores; the lock is granted only if the quorum
 // is met and validity remains. A failed attempt returns once the kind of
 // failure is certain (contention or store failures), after releasing the
-// lock on every store that answered and may hold it; the stores still
-// answering are released in the background once they answer.
+// lock on every store that answered in time and may hold it; the stores
+// still answering are released in the background once they answer, and
+// those whose call ended at the store timeout in the background too (so
+// that a dead store costs an attempt one store timeout, not two).
 //
 // Once a lock is granted, the stores that did not grant it — those that
 // failed (but not those that refused the request itself, ErrInvalid), and
