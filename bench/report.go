@@ -29,7 +29,7 @@ func report(w io.Writer, r *results, took time.Duration) {
 		fmt.Fprintf(w, "- Skipped, %s\n", s)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Every cell ran several times, each time with the libraries' order turned by one place: "+
+	fmt.Fprintf(w, "Every cell ran several times, each time with the libraries' order (within a names row) turned by one place: "+
 		"a value reads \"median (lowest–highest)\" over the runs (with one or two runs, each value). Ratios are to the floor "+
 		"of the same run, with the same names. Fresh names: a new name for every lock, as a service that locks per request; "+
 		"reused: each goroutine locks its own name again and again. Allocations per pair count every allocation of the "+
