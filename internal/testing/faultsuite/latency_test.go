@@ -2,7 +2,10 @@ package faultsuite_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,11 +187,15 @@ func TestSplitVotesWithJitter(t *testing.T) {
 	s.finish(rep, 2*time.Second, b.count)
 }
 
-// Replies lost after the server applied the command: the link drops the
-// server's replies for 200ms at a time. Acquisitions and releases in
-// those windows take effect without the client knowing; the lockers
-// release by token, so no key is left behind — checked long before the
-// TTL could have cleaned up.
+// Replies lost after the server applied the command: three times, the
+// next acquisition attempt to begin switches the link to the first server
+// to dropping the server's replies, for the rest of a 200ms window, so
+// that an acquisition is in flight when replies are lost: the server takes
+// the lock and the client never hears. The link then resets, the
+// acquisition fails with an unknown outcome, and the locker releases what
+// it may have taken, by token: no key is left behind. The run does not
+// wait past its duration for a recovery, and the TTL is long, so that the
+// residue is counted long before the TTL could have cleaned up.
 func TestReplyLostAfterApply(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		name := "redis"
@@ -204,30 +211,98 @@ func TestReplyLostAfterApply(t *testing.T) {
 				addrs[i] = srv.Addr()
 			}
 			addrs[0] = p.Addr()
-			const ttl = 5 * time.Second
+			const ttl = 10 * time.Second
 			b := s.redisBackendAt(name, servers, addrs, s.prefix())
 			// Cleanups must reach the server, reconnecting after the reset
 			// even on a loaded machine.
 			b.opts.StoreTimeout = 2 * time.Second
+			loss := &replyLoss{p: p}
+			b.opts.Hook = loss
 			cfg := b.config(3, ttl, 10*time.Millisecond, 3*time.Second)
+			// An orphaned key would keep a lock busy until its TTL: waiting
+			// for a recovery would wait for the TTL to clean up.
+			cfg.AwaitRecovery = 0
 			cfg.LockTimeout = 2 * time.Second
 			for i := range 3 {
 				cfg.Faults = append(cfg.Faults, contention.Fault{
 					Name: "drop replies", At: time.Duration(300+700*i) * time.Millisecond, For: 200 * time.Millisecond,
-					Inject: func() error { p.Set(faultproxy.ToClient, faultproxy.Drop()); return nil },
-					Heal:   func() error { p.Set(faultproxy.ToClient, faultproxy.Pass()); return nil },
+					Inject: loss.arm,
+					Heal:   loss.heal,
 				})
 			}
+			start := time.Now()
 			rep, _ := s.run(cfg)
+			rep.Add("dropped_replies", fmt.Sprint(p.Dropped(faultproxy.ToClient)))
+			rep.Add("unknown_acquisitions", fmt.Sprint(loss.unknown.Load()))
+			if p.Dropped(faultproxy.ToClient) == 0 {
+				t.Errorf("the proxy dropped no reply: %s", rep.Line())
+			}
+			if loss.unknown.Load() == 0 {
+				t.Errorf("no acquisition on the first server ended with an unknown outcome: the lost replies missed the acquisitions: %s", rep.Line())
+			}
 			if !rep.Recovered || rep.Acquisitions == 0 {
 				t.Errorf("the workload did not recover from lost replies: %s", rep.Line())
 			}
-			// Orphans: keys left once the run is over, far within the TTL.
-			rep = s.finish(rep, 500*time.Millisecond, b.count)
+			// Orphans: keys left once the run is over, counted before the
+			// TTL of the first could have run out.
+			var counted time.Duration
+			rep = s.finish(rep, 500*time.Millisecond, func(ctx context.Context) (int, error) {
+				n, err := b.count(ctx)
+				counted = time.Since(start)
+				return n, err
+			})
 			if rep.Residue != 0 {
 				t.Errorf("%d keys left behind by lost replies, within the TTL", rep.Residue)
 			}
+			if counted >= ttl {
+				t.Errorf("residue counted %v after the run began, past the %v TTL: a key orphaned by the first fault could have expired uncounted", counted, ttl)
+			}
 		})
+	}
+}
+
+// replyLoss is a fault and a hook: armed, it makes the link drop the
+// server's replies as soon as an acquisition attempt begins, until healed;
+// it counts the acquisitions on the first store (the one behind the link)
+// whose outcome was unknown: neither granted nor refused.
+type replyLoss struct {
+	p       *faultproxy.Proxy
+	mu      sync.Mutex
+	armed   bool
+	unknown atomic.Int64
+}
+
+// arm makes the next acquisition attempt start dropping replies.
+func (r *replyLoss) arm() error {
+	r.mu.Lock()
+	r.armed = true
+	r.mu.Unlock()
+	return nil
+}
+
+// heal disarms and passes replies again, which resets the connections
+// that lost some.
+func (r *replyLoss) heal() error {
+	r.mu.Lock()
+	r.armed = false
+	r.p.Set(faultproxy.ToClient, faultproxy.Pass())
+	r.mu.Unlock()
+	return nil
+}
+
+// Observe implements lock.Hook.
+func (r *replyLoss) Observe(_ context.Context, e lock.Event) {
+	switch {
+	case e.Kind == lock.EventAttempt:
+		r.mu.Lock()
+		if r.armed {
+			r.armed = false
+			r.p.Set(faultproxy.ToClient, faultproxy.Drop())
+		}
+		r.mu.Unlock()
+	case e.Kind == lock.EventStoreCall && e.StoreOp == "acquire" && e.StoreIndex == 0 &&
+		e.Err != nil && !errors.Is(e.Err, lock.ErrNotAcquired):
+		r.unknown.Add(1)
 	}
 }
 
