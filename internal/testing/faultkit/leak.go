@@ -146,8 +146,9 @@ func stacks() []goroutine {
 
 // Residue polls count — a function the scenario provides that counts the
 // keys with the test's prefix left on the servers — until it reports 0 or
-// wait has passed (give it the TTL plus some slack), and returns the last
-// count. It returns the error of the last call if that call failed.
+// wait has passed, and returns the last count. Keep wait well under the
+// TTL of the keys: a key left behind that expires meanwhile is not
+// counted. It returns the error of the last call if that call failed.
 func Residue(ctx context.Context, wait time.Duration, count func(context.Context) (int, error)) (int, error) {
 	deadline := time.Now().Add(wait)
 	for {

@@ -337,7 +337,7 @@ func TestBadInput(t *testing.T) {
 			rep := contention.Analyze("bad-input", c.name, rec)
 			rep.Add("cases", fmt.Sprint(cases))
 			rep.Add("refused_before_sending", fmt.Sprint(silent))
-			s.finish(rep, time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }
@@ -406,5 +406,5 @@ func TestBadConfiguration(t *testing.T) {
 	}
 	rep := contention.Report{FaultSuccess: math.NaN(), Residue: contention.NotChecked, LeakedGoroutines: contention.NotChecked}
 	rep.Add("cases", fmt.Sprint(len(cases)))
-	s.finish(rep, time.Second, func(ctx context.Context) (int, error) { return countRedis([]node{obs}, "") })
+	s.finish(rep, func(ctx context.Context) (int, error) { return countRedis([]node{obs}, "") })
 }

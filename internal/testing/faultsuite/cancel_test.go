@@ -220,7 +220,7 @@ func TestCancellation(t *testing.T) {
 			rep.Add("stages", fmt.Sprint(ran))
 			rep.AddMillis("cancel_max_ms", longest)
 			rep.Add("left_after_heal", fmt.Sprint(leftAfterHeal))
-			s.finish(rep, ttl+time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }

@@ -47,7 +47,7 @@ func TestClusterFailover(t *testing.T) {
 			if !rep.Recovered || rep.Acquisitions < 10 {
 				t.Errorf("want locks granted before and after the failover: %s", rep.Line())
 			}
-			s.finish(rep, 2*time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }
@@ -138,7 +138,7 @@ func testFailoverLosingWrites(t *testing.T, c *redistest.Cluster, slot int, wait
 		_ = first.Unlock(s.ctx, held)
 	}
 	rep := contention.Analyze(name, backend, rec)
-	s.finish(rep, time.Second, b.count)
+	s.finish(rep, b.count)
 }
 
 // resourceInSlot returns a resource name whose key lands in slot.
@@ -188,7 +188,7 @@ func testClusterDown(t *testing.T, c *redistest.Cluster) {
 	checkFailures(t, errs)
 	rep := contention.Analyze("clusterdown-is-an-error", "redis-cluster", rec)
 	rep.Add("failed_calls", fmt.Sprint(len(errs)))
-	s.finish(rep, time.Second, b.count)
+	s.finish(rep, b.count)
 }
 
 // WRONGTYPE (the lock key holds a list some other program wrote) is a
@@ -254,7 +254,7 @@ func TestWrongType(t *testing.T) {
 			if err := del(); err != nil {
 				t.Fatal(err)
 			}
-			s.finish(rep, time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }

@@ -81,7 +81,7 @@ func TestContention(t *testing.T) {
 			if rep.Acquisitions < 8 || rep.MaxHolders != 1 || rep.ValidityChecked == 0 || res.Writes == 0 {
 				t.Errorf("the workload did not run as configured: %s", rep.Line())
 			}
-			s.finish(rep, bc.ttl+time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }
@@ -165,7 +165,7 @@ func TestTryLockRace(t *testing.T) {
 			rep.Add("rounds", fmt.Sprint(rounds))
 			rep.Add("rounds_without_winner", fmt.Sprint(noWinner))
 			rep.Add("failed_calls", fmt.Sprint(failed))
-			s.finish(rep, bc.ttl+time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }
@@ -234,7 +234,7 @@ func TestForeignAndLateUnlock(t *testing.T) {
 			if rep.Acquisitions != 2 {
 				t.Errorf("want the two acquisitions recorded: %s", rep.Line())
 			}
-			s.finish(rep, time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }

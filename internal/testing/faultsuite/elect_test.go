@@ -239,7 +239,7 @@ func TestElectionUnderFaults(t *testing.T) {
 			if run.Faults < 4 || run.Lost() == 0 || len(run.Terms) < 5 {
 				t.Errorf("%d faults on a leader, %d terms, %d lost; want the four faults, and the pause to cost a term", run.Faults, len(run.Terms), run.Lost())
 			}
-			s.finish(rep, ttl+time.Second, c.count)
+			s.finish(rep, c.count)
 		})
 	}
 }
@@ -253,5 +253,5 @@ func TestControlElectionLeaderIgnoringItsTerm(t *testing.T) {
 	s := beginControl(t, "election-careless-leader", eb.name)
 	c := eb.build(s, 3, lock.Options{})
 	rep := runElection(s, c, ttl, true).Report(s.name, eb.name)
-	s.finish(rep, ttl+time.Second, c.count)
+	s.finish(rep, c.count)
 }

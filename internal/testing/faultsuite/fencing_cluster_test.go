@@ -81,7 +81,7 @@ func TestPausedHolderFencedClusterFailover(t *testing.T) {
 			case !broken && (rep.FencedRejected == 0 || rep.FencedWrites == 0 || !rep.Recovered):
 				t.Errorf("want the stalled holders' writes refused by the fence, and locks after the failover: %s", rep.Line())
 			}
-			s.finish(rep, ttl+2*time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }

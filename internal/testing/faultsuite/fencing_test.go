@@ -48,7 +48,7 @@ func TestPausedHolderFenced(t *testing.T) {
 			if rep.FencedRejected == 0 || rep.FencedWrites == 0 {
 				t.Errorf("want the stalled holders' writes refused by the fence: %s", rep.Line())
 			}
-			s.finish(rep, ttl+time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }

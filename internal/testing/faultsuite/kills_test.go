@@ -41,7 +41,7 @@ func TestMinorityKilledRestartedAfterDelay(t *testing.T) {
 		if !(rep.FaultSuccess > 0) || !rep.Recovered {
 			t.Errorf("want locks granted by the majority during the fault, and after it: %s", rep.Line())
 		}
-		s.finish(rep, ttl+time.Second, b.count)
+		s.finish(rep, b.count)
 	})
 	t.Run("memcache-quorum-3", func(t *testing.T) {
 		const ttl = 2 * time.Second
@@ -59,7 +59,7 @@ func TestMinorityKilledRestartedAfterDelay(t *testing.T) {
 		if !(rep.FaultSuccess > 0) || !rep.Recovered {
 			t.Errorf("want locks granted by the majority during the fault, and after it: %s", rep.Line())
 		}
-		s.finish(rep, ttl+time.Second, b.count)
+		s.finish(rep, b.count)
 	})
 }
 
@@ -145,7 +145,7 @@ func TestMajorityDown(t *testing.T) {
 			if during == 0 || granted != 0 || !rep.Recovered {
 				t.Errorf("want calls during the fault, none granted, and locks again after it: %d calls, %d granted; %s", during, granted, rep.Line())
 			}
-			s.finish(rep, ttl+time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }
@@ -286,7 +286,7 @@ func TestRestartWithoutPersistence(t *testing.T) {
 			}
 			rep := contention.Analyze(c.scenario, c.backend, rec)
 			rep.Add("second_owner_locks", fmt.Sprint(bGot))
-			s.finish(rep, ttl+time.Second, func(context.Context) (int, error) { return countRedis(s.nodes(servers), prefix) })
+			s.finish(rep, func(context.Context) (int, error) { return countRedis(s.nodes(servers), prefix) })
 		})
 	}
 }
@@ -371,7 +371,7 @@ func TestExtensionRepairsVotes(t *testing.T) {
 		t.Errorf("Run lost the lock: %v", lost)
 	}
 	rep := contention.Analyze("extension-repairs-votes", "redlock-5", rec)
-	s.finish(rep, ttl+time.Second, b.count)
+	s.finish(rep, b.count)
 }
 
 // Background retries after a grant: two of five nodes reset every
@@ -440,7 +440,7 @@ func TestBackfillAfterTransientFailure(t *testing.T) {
 		t.Errorf("Unlock = %v", err)
 	}
 	rep := contention.Analyze("backfill-after-transient-failure", "redlock-5", rec)
-	s.finish(rep, ttl+time.Second, b.count)
+	s.finish(rep, b.count)
 }
 
 // refused asserts that another owner cannot take resource: its TryLock

@@ -102,7 +102,7 @@ func TestValidityUnderLatency(t *testing.T) {
 				if pct > 100 && slowOK > 0 {
 					t.Errorf("the client whose replies come after the TTL got %d locks; want none (no validity left)", slowOK)
 				}
-				s.finish(rep, ttl+time.Second, b.count)
+				s.finish(rep, b.count)
 			})
 		}
 	}
@@ -141,7 +141,7 @@ func TestSlowNodes(t *testing.T) {
 			if rep.Acquisitions < 4 {
 				t.Errorf("too few locks with a majority of healthy nodes: %s", rep.Line())
 			}
-			s.finish(rep, 2*time.Second, b.count)
+			s.finish(rep, b.count)
 		})
 	}
 }
@@ -184,7 +184,7 @@ func TestSplitVotesWithJitter(t *testing.T) {
 	if rep.Acquisitions != clients*locks || rep.Unknown != 0 {
 		t.Errorf("want every client to get its %d locks, each Lock call succeeding: %s (%d calls)", locks, rep.Line(), attempts)
 	}
-	s.finish(rep, 2*time.Second, b.count)
+	s.finish(rep, b.count)
 }
 
 // Replies lost after the server applied the command: three times, the
@@ -246,7 +246,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 			// Orphans: keys left once the run is over, counted before the
 			// TTL of the first could have run out.
 			var counted time.Duration
-			rep = s.finish(rep, 500*time.Millisecond, func(ctx context.Context) (int, error) {
+			rep = s.finish(rep, func(ctx context.Context) (int, error) {
 				n, err := b.count(ctx)
 				counted = time.Since(start)
 				return n, err

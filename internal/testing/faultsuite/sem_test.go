@@ -71,7 +71,7 @@ func TestSemaphoreContention(t *testing.T) {
 			if rep.Acquisitions < 20 || rep.MaxHolders != limit {
 				t.Errorf("the workload did not run as configured (want %d holders at once): %s", limit, rep.Line())
 			}
-			s.finish(rep, bc.ttl+time.Second, residue(b))
+			s.finish(rep, residue(b))
 		})
 	}
 }
@@ -97,7 +97,7 @@ func TestRWLockerContention(t *testing.T) {
 			if writers == 0 || res.Writes == 0 || rep.Acquisitions == writers {
 				t.Errorf("the workload did not run as configured (want readers and writers served): %s", rep.Line())
 			}
-			s.finish(rep, bc.ttl+time.Second, residue(b))
+			s.finish(rep, residue(b))
 		})
 	}
 }
@@ -116,7 +116,7 @@ func TestSemaphoreControls(t *testing.T) {
 		if rep.MaxHolders != 3 {
 			t.Errorf("want 3 holders at once from a semaphore of 3: %s", rep.Line())
 		}
-		s.finish(rep, 2*time.Second, residue(b))
+		s.finish(rep, residue(b))
 	})
 	t.Run("readers and writers apart", func(t *testing.T) {
 		s := beginControl(t, "control-rwlock-apart", "memory")
@@ -130,6 +130,6 @@ func TestSemaphoreControls(t *testing.T) {
 		cfg := b.config(6, time.Second, 5*time.Millisecond, time.Second)
 		faultkit.ReadersWriters(&cfg, 2)
 		rep, _ := s.run(cfg)
-		s.finish(rep, 2*time.Second, nil)
+		s.finish(rep, nil)
 	})
 }
