@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	gomemcache "github.com/bradfitz/gomemcache/memcache"
 	"github.com/redis/rueidis"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/faultproxy"
+	"github.com/lockkit/lock/stores/memcache"
 	"github.com/lockkit/lock/stores/redis"
 )
 
@@ -165,6 +168,77 @@ func TestControlReleaseNeverSent(t *testing.T) {
 			if broken && rep.Residue != 3 {
 				t.Errorf("residue = %d; want the 3 keys never released", rep.Residue)
 			}
+		})
+	}
+}
+
+// slowedLock is a locker whose Lock calls reach the store through a proxy
+// that delays the replies by latency: the lock is set on the server
+// latency before its holder hears of it. Its other calls pass at once.
+type slowedLock struct {
+	lock.Locker
+	p       *faultproxy.Proxy
+	latency time.Duration
+}
+
+func (l slowedLock) Lock(ctx context.Context, resource string, ttl time.Duration, opts ...lock.LockOption) (lock.Lock, error) {
+	l.p.Set(faultproxy.ToClient, faultproxy.Delay(l.latency, 0))
+	defer l.p.Set(faultproxy.ToClient, faultproxy.Pass())
+	return l.Locker.Lock(ctx, resource, ttl, opts...)
+}
+
+// The validity control on memcached, whose clock counts whole seconds: a
+// client's acquisition replies arrive 1.2s late. The server's clock has
+// ticked at least once by the time the lock is read back, so the whole
+// seconds it reports bound the lock's expiry within less than the delay:
+// counted from the reply, a full TTL of validity outlives them. Counted
+// from the request, less the granularity, it does not. (A bound a second
+// looser, as the server's seconds plus one, would let most such
+// validities through.)
+func TestControlMemcacheValidityWithoutElapsedTime(t *testing.T) {
+	const ttl, latency = 3 * time.Second, 1200 * time.Millisecond
+	for _, broken := range []bool{true, false} {
+		name := "twin-validity-with-elapsed-time"
+		if broken {
+			name = "control-validity-without-elapsed-time"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := begin(t, name, "memcache")
+			s.control, s.validityControl = broken, broken
+			servers := s.memcacheServers(1, nil)
+			b, prefix := s.memcacheBackend("memcache", servers)
+			b.opts.NoFence = true // one round trip per acquisition
+			p := s.proxy(servers[0].Addr())
+			b.stores = func(int) []lock.Store {
+				c := gomemcache.New(p.Addr())
+				c.Timeout = 2 * latency
+				s.onClose(func() { _ = c.Close() })
+				st, err := memcache.New(c, memcache.WithPrefix(prefix))
+				if err != nil {
+					t.Fatalf("memcache.New: %v", err)
+				}
+				s.onClose(func() { _ = st.Close() })
+				return []lock.Store{st}
+			}
+			cfg := b.config(1, ttl, holdFor, 0)
+			cfg.LocksPerWorker = 1
+			cfg.NewLocker = func(i int) (lock.Locker, func(), error) {
+				l, c, err := b.newLocker(i)
+				l = slowedLock{l, p, latency}
+				if broken {
+					l = naiveValidity{l}
+				}
+				return l, c, err
+			}
+			rep, _ := s.run(cfg)
+			if rep.Acquisitions != 1 || rep.ValidityChecked != 1 {
+				t.Errorf("want one lock, checked against the server: %s", rep.Line())
+			}
+			if broken && rep.ValidityViolations == 0 {
+				t.Errorf("the validity-vs-server checker is blind to a validity that ignores elapsed time on memcached: %s", rep.Line())
+			}
+			rep.Add("reply_latency_ms", fmt.Sprint(latency.Milliseconds()))
+			s.finish(rep, b.count)
 		})
 	}
 }
