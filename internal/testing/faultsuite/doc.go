@@ -12,8 +12,9 @@
 // Each scenario prints one machine-readable line (see
 // contention.Report.Line) and asserts that nothing unsafe happened; each
 // positive control runs a deliberately broken setup (a release without
-// token check, a validity that ignores elapsed time, a failover without
-// WAIT, memcached without -M, a restart without delay) and asserts that
+// token check, a release never sent, a validity that ignores elapsed time
+// on Redis and on memcached, a failover without WAIT, memcached without
+// -M, a restart without delay) and asserts that
 // the checkers catch it, since a checker that reports 0 on a known-unsafe
 // setup is blind.
 //
