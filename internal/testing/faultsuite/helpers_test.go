@@ -186,11 +186,13 @@ func (s *scenario) finish(rep contention.Report, count func(context.Context) (in
 }
 
 // residueWait bounds how long finish waits for the lock keys to go before
-// it counts them as residue: long enough for a release under way to
-// land, and well under every scenario's TTL, so that the servers' expiry
-// does not remove a key left behind before it is counted. A scenario whose
-// cleanup legitimately takes longer waits for it before finish.
-const residueWait = 50 * time.Millisecond
+// it counts them as residue: long enough for a release under way to land
+// on a loaded 2-core CI machine under the race detector (finish returns as
+// soon as none is left), and under the TTL of every scenario but the two
+// shortest (100 and 300ms), so that the servers' expiry does not remove a
+// key left behind before it is counted. A scenario whose cleanup
+// legitimately takes longer waits for it before finish.
+const residueWait = 200 * time.Millisecond
 
 // run runs a workload and returns its report; the run must not fail.
 func (s *scenario) run(cfg contention.Config) (contention.Report, *contention.Result) {
