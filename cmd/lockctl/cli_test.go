@@ -63,6 +63,7 @@ func TestUsage(t *testing.T) {
 		{args: []string{"run", "--ttl", "0s", "res", "true"}, code: exitUsage, err: "--ttl 0s"},
 		{args: []string{"run", "res", "true"}, code: exitUsage, err: "no store: give --store URL, or set $LOCKCTL_STORES"},
 		{args: []string{"run", "--wait", "soon", "res", "true"}, code: exitUsage, err: "invalid value \"soon\" for flag -wait"},
+		{args: []string{"acquire", "--ttl", "5", "res"}, code: exitUsage, err: "invalid value \"5\" for flag -ttl: want a duration with a unit, such as 500ms, 30s, 5m or 1h30m"},
 		{args: []string{"run", "--store", "memory://", "--quorum", "2", "res", "true"}, code: exitUsage, err: "--quorum applies to several stores"},
 		{args: []string{"run", "--store", "memory://a", "--store", "memory://b", "--quorum", "1", "res", "true"}, code: exitUsage, err: "want more than half"},
 		{args: []string{"run", "--store", "memory://", "--store", "memory://", "res", "true"}, code: exitUsage, err: "given twice"},

@@ -102,3 +102,17 @@ func TestExtendLockFileWithLongestName(t *testing.T) {
 		t.Errorf("FILE after extend --ttl 1h: %+v, %v; want a validity beyond a minute from now", lf, err)
 	}
 }
+
+// acquire --lock naming a directory says so (it said the path "exists: it
+// may hold a lock still held"), as a usage error, and takes no lock.
+func TestAcquireLockFileIsADirectory(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, nil, "acquire", "--store", "redis://"+srv.Addr(), "--lock", dir, "job/dir")
+	if code != exitUsage || !strings.Contains(stderr, "is a directory") {
+		t.Errorf("acquire --lock DIR: exit %d, stderr %q; want %d, saying it is a directory", code, stderr, exitUsage)
+	}
+	if held, err := redisStore(t, srv).Exists(t.Context(), "job/dir"); err != nil || held {
+		t.Errorf("Exists(job/dir) after acquire --lock DIR = %v, %v; want no lock", held, err)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ func parseFlags(fs *flag.FlagSet, args []string, interspersed bool) ([]string, e
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return nil, durationHint(fs, err)
 		}
 		rest := fs.Args()
 		used := len(args) - len(rest)
@@ -40,6 +41,26 @@ func parseFlags(fs *flag.FlagSet, args []string, interspersed bool) ([]string, e
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// durationHint says what a duration looks like in err, the error of a
+// duration flag's value, where the flag package says only "parse error":
+// invalid value "5" for flag -ttl: parse error.
+func durationHint(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	rest, ok := strings.CutSuffix(msg, ": parse error")
+	_, name, found := strings.Cut(rest, " for flag -")
+	if !ok || !found {
+		return err
+	}
+	if f := fs.Lookup(name); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				return errors.New(rest + ": want a duration with a unit, such as 500ms, 30s, 5m or 1h30m")
+			}
+		}
+	}
+	return err
 }
 
 // storeFlags are the flags that choose the stores, shared by every command.

@@ -150,6 +150,9 @@ const stdio = "-"
 func reserveLockFile(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return nil, usagef("--lock %s is a directory: want the path of a file to create", path)
+		}
 		return nil, fmt.Errorf("%s exists: it may hold a lock still held; release it (lockctl release --lock %s) or remove it", path, path)
 	}
 	return f, err

@@ -57,6 +57,8 @@ func TestParseStoreURLErrors(t *testing.T) {
 		{"redis://", []string{"host", "missing"}},
 		{"redis://:6379", []string{"host", "no host name"}},
 		{"redis://h:port", []string{"port", `"port"`, "1 to 65535"}},
+		{"redis://a redis://b", []string{"another URL follows", "repeat --store"}},
+		{"memcache://h1 memcache://h2", []string{"another URL follows", "repeat --store"}},
 		{"redis://h:0", []string{"port", "1 to 65535"}},
 		{"redis://h:70000", []string{"port"}},
 		{"redis://::1:6379", []string{"host", "brackets"}},
