@@ -261,9 +261,9 @@ func (b *ballot) failures() []StoreError {
 // store that cannot hold it. With all set (Unlock) it waits for every
 // store, or for a store timeout if a quorum released it by then (see
 // collect); otherwise (a failed attempt) for the stores that had answered
-// the attempt in time. The other stores are released in the background once they
-// answer. A second release of the token (a concurrent Unlock) waits for
-// every answer and asks every store.
+// the attempt in time. The other stores are released in the background
+// once they answer. A second release of the token (a concurrent Unlock)
+// waits for every answer and asks every store.
 func (b *ballot) release(ctx context.Context, op string, all bool) []error {
 	m := b.m
 	c := Call{Op: CallRelease, Resource: b.resource, Token: b.token}
@@ -286,24 +286,20 @@ func (b *ballot) release(ctx context.Context, op string, all bool) []error {
 		return m.releaseAll(ctx, op, c, nil, true, false)
 	}
 	b.onAnswer = func(i int, _ error) { releaseOne(i, b.mayHold[i], b.ambiguous[i]) }
-	wait := slices.Clone(b.answered)
+	answered := slices.Clone(b.answered)
 	mayHold, ambiguous := slices.Clone(b.mayHold), slices.Clone(b.ambiguous)
-	var timedOut []bool // the attempt's call to store i ended at the store timeout
-	if !all {
-		timedOut = make([]bool, len(wait))
-		for i, ok := range wait {
-			timedOut[i] = ok && errors.As(b.votes[i], new(timeoutError))
-		}
+	// A failed attempt does not wait for a store that did not answer it in
+	// time: its release would most likely hold the caller up for another
+	// store timeout. It goes on in the background.
+	wait := make([]bool, len(answered))
+	for i, ok := range answered {
+		wait[i] = all || ok && !errors.As(b.votes[i], new(timeoutError))
 	}
 	b.mu.Unlock()
-	for i, ok := range wait {
+	for i, ok := range answered {
 		if ok {
 			releaseOne(i, mayHold[i], ambiguous[i])
 		}
-		// A failed attempt does not wait for a store that did not answer
-		// it in time: its release would most likely hold the caller up
-		// for another store timeout. It goes on in the background.
-		wait[i] = all || ok && !timedOut[i]
 	}
 	return m.collect(results, wait, !all)
 }

@@ -44,14 +44,20 @@ func ratios(sec *sectionResult, a, b, names string, value func(cellResult) float
 // done): their zeros would meet an "at most" target. The "no errors"
 // target counts them.
 func okCellsOf(sec *sectionResult, lib, names string) []cellResult {
-	return filter(cellsOf(sec, lib, names), func(c cellResult) bool { return c.Errors == 0 && c.PairsPerSec > 0 })
+	return filter(cellsOf(sec, lib, names), func(c cellResult) bool { return !c.failed() })
 }
 
 // okContentionOf is contentionOf without the cells that failed (an error,
 // or no acquisition), as okCellsOf.
 func okContentionOf(sec *sectionResult, lib string, pause time.Duration) []contentionCell {
-	return filter(contentionOf(sec, lib, pause), func(c contentionCell) bool { return c.Errors == 0 && c.Acquisitions > 0 })
+	return filter(contentionOf(sec, lib, pause), func(c contentionCell) bool { return !c.failed() })
 }
+
+// failed reports whether an uncontended cell erred or did no pair.
+func (c cellResult) failed() bool { return c.Errors > 0 || c.PairsPerSec == 0 }
+
+// failed reports whether a contention cell erred or took no lock.
+func (c contentionCell) failed() bool { return c.Errors > 0 || c.Acquisitions == 0 }
 
 func pairsPerSec(c cellResult) float64 { return c.PairsPerSec }
 func p50(c cellResult) float64         { return c.P50 }
@@ -158,7 +164,7 @@ func checkTargets(r *results) []target {
 		for _, c := range sec.Throughput {
 			if strings.HasPrefix(c.Library, "lockkit") {
 				ran++
-				if c.Errors > 0 || c.PairsPerSec == 0 {
+				if c.failed() {
 					failed = append(failed, fmt.Sprintf("%s %s %s pass %d", sec.Key, c.Library, c.Names, c.Pass))
 				}
 			}
@@ -166,7 +172,7 @@ func checkTargets(r *results) []target {
 		for _, c := range sec.Contention {
 			if strings.HasPrefix(c.Library, "lockkit") {
 				ran++
-				if c.Errors > 0 || c.Acquisitions == 0 {
+				if c.failed() {
 					failed = append(failed, fmt.Sprintf("%s %s pause %v pass %d", sec.Key, c.Library, c.Pause, c.Pass))
 				}
 			}

@@ -94,7 +94,7 @@ func parseStoreURL(raw string) (*storeURL, error) {
 		u.hasPassword = hasPass
 	}
 	hosts, path, _ := strings.Cut(rest, "/")
-	if strings.Contains(path, "://") || strings.ContainsAny(hosts, " \t\n") && strings.Contains(raw[i+3:], "://") {
+	if strings.Contains(path, "://") || (strings.ContainsAny(hosts, " \t\n") && strings.Contains(raw[i+3:], "://")) {
 		return nil, bad("host", "another URL follows: give one URL per --store, and repeat --store for several stores")
 	}
 	u.path = path
