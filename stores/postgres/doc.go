@@ -161,12 +161,10 @@
 // # Waiting
 //
 // WaitRelease listens (LISTEN) on a channel named after the table as
-// WithTable spells it, not as PostgreSQL resolves it: stores that share
-// a table must spell it alike — all with the schema, or all without (a
-// store that names the schema and one that finds the table through its
-// search path listen on two channels, and miss each other's releases
-// until the locks' TTLs run out); two stores that leave the schema to
-// different search paths share a channel. It listens on one connection per Store taken out
+// the server resolves it (its OID: "lockkit:16384", say), so that stores
+// sharing a table share the channel however WithTable spells it — one
+// with the schema, one through its search path — and stores on two
+// tables of one name in two schemas do not. It listens on one connection per Store taken out
 // of the pool while callers wait and closed a second after the last one
 // leaves, or at once by [Store.Close] (a connection the pool kept across
 // a restart of the server, found dead, is replaced by another); then it

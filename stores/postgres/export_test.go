@@ -1,5 +1,7 @@
 package postgres
 
+import "testing"
+
 // Waiting returns how many callers of the store are in line for
 // resource, blocked once they have marked the lock as waited for.
 func (s *Store) Waiting(resource string) int {
@@ -42,8 +44,16 @@ func (s *Store) Table() string { return s.names.table }
 // Sequence returns the store's sequence of fences, quoted and qualified.
 func (s *Store) Sequence() string { return s.names.sequence }
 
-// Channel returns the channel of the store's release notifications.
-func (s *Store) Channel() string { return s.names.channel }
+// Channel returns the channel of the store's release notifications, as
+// the server resolves the store's table, which must exist.
+func (s *Store) Channel(t testing.TB) string {
+	t.Helper()
+	var channel string
+	if err := s.pool.QueryRow(t.Context(), "SELECT "+s.names.channel).Scan(&channel); err != nil {
+		t.Fatalf("the channel of %s: %v", s.names.table, err)
+	}
+	return channel
+}
 
 // Schema returns the schema of the store's table, as configured.
 func (s *Store) Schema() string { return s.config.schema }

@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -54,9 +52,7 @@ func newConfig(opts []Option) (config, error) {
 // and must be valid UTF-8: the server would refuse every statement naming
 // it. A table name is 1 to 57 bytes (the sequence's name adds 6, and
 // PostgreSQL keeps 63) and a schema at most 63. Each refusal gives an
-// error wrapping lock.ErrInvalid. Stores sharing a table must spell it
-// alike, schema and all: release notifications go to a channel named
-// after the spelling (see Waiting in the package documentation).
+// error wrapping lock.ErrInvalid.
 func WithTable(schema, table string) Option {
 	return func(c *config) error {
 		// The sequence's name adds 6 bytes, and names are at most 63.
@@ -105,7 +101,10 @@ func WithSweepInterval(d time.Duration) Option {
 type names struct {
 	table    string // the table, quoted and qualified: "s"."t"
 	sequence string // the sequence of fences, likewise
-	channel  string // the channel of release notifications, as a plain name
+	// channel is an SQL expression: the channel of release notifications,
+	// named after the table as the server resolves it (its OID), so that
+	// every store on one table shares it however WithTable spells it.
+	channel string
 }
 
 func (c config) names() names {
@@ -115,16 +114,10 @@ func (c config) names() names {
 		}
 		return pgx.Identifier{c.schema, name}
 	}
-	// The table's quoted name, so that no two tables share a channel
-	// (schema "a.b" and table "c" against schema "a" and table "b.c").
-	channel := "lockkit:" + ident(c.table).Sanitize()
-	if len(channel) > 63 { // the longest name PostgreSQL keeps
-		sum := sha256.Sum256([]byte(channel))
-		channel = "lockkit:" + hex.EncodeToString(sum[:16])
-	}
+	table := ident(c.table).Sanitize()
 	return names{
-		table:    ident(c.table).Sanitize(),
+		table:    table,
 		sequence: ident(c.table + "_fence").Sanitize(),
-		channel:  channel,
+		channel:  "'lockkit:' || " + quoteLiteral(table) + "::regclass::oid",
 	}
 }

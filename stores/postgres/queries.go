@@ -38,8 +38,8 @@ RETURNING CASE WHEN waited THEN pg_notify(%s, encode($1, 'hex'))::text END`
 		// nextval in RETURNING runs once the row is ours (inserted, or
 		// locked and updated), never for a refusal: see Fencing.
 		acquireFenced: newStatement(acquire+"\nRETURNING nextval("+seq+"::regclass)", bigintColumn),
-		release:       newStatement(fmt.Sprintf(release, n.table, "token = $2 AND", live, quoteLiteral(n.channel)), noColumn),
-		forceRelease:  newStatement(fmt.Sprintf(release, n.table, "", live, quoteLiteral(n.channel)), noColumn),
+		release:       newStatement(fmt.Sprintf(release, n.table, "token = $2 AND", live, n.channel), noColumn),
+		forceRelease:  newStatement(fmt.Sprintf(release, n.table, "", live, n.channel), noColumn),
 		extend: newStatement(fmt.Sprintf(`UPDATE %s SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
 WHERE resource = $1 AND token = $2 AND %s`, n.table, live), noColumn),
 		ttl:    newStatement(fmt.Sprintf("SELECT %s FROM %s WHERE resource = $1 AND %s", remaining, n.table, live), bigintColumn),

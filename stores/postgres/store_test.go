@@ -463,7 +463,7 @@ func listeners(t *testing.T, pool *pgxpool.Pool, s *postgres.Store) int {
 	t.Helper()
 	var n int
 	q := "SELECT count(*) FROM pg_stat_activity WHERE query = $1"
-	if err := pool.QueryRow(t.Context(), q, "LISTEN "+pgx.Identifier{s.Channel()}.Sanitize()).Scan(&n); err != nil {
+	if err := pool.QueryRow(t.Context(), q, "LISTEN "+pgx.Identifier{s.Channel(t)}.Sanitize()).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -480,7 +480,7 @@ func TestReleaseNotifiesOnlyWaitedLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	channel := pgx.Identifier{s.Channel()}.Sanitize()
+	channel := pgx.Identifier{s.Channel(t)}.Sanitize()
 	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestReleaseNotifiesOnlyWaitedLocks(t *testing.T) {
 	}
 	// Notifications arrive in commit order: a marker sent after the
 	// release comes first if the release sent none.
-	if _, err := pool.Exec(ctx, "SELECT pg_notify($1, 'marker')", s.Channel()); err != nil {
+	if _, err := pool.Exec(ctx, "SELECT pg_notify($1, 'marker')", s.Channel(t)); err != nil {
 		t.Fatal(err)
 	}
 	if got := next(); got != "marker" {

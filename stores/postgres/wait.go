@@ -424,20 +424,23 @@ func (w *waiting) listen(ctx context.Context, s *Store, ln *listener) error {
 	}
 }
 
-// listenConn takes a connection out of the pool and sends LISTEN on it.
+// listenConn takes a connection out of the pool and sends LISTEN on it,
+// on the channel of the table as the connection's server resolves it.
 // A connection found dead — the pool kept it across a restart of the
-// server — is closed and another one tried: LISTEN changes nothing but
-// its session, so sending it again is safe.
+// server — is closed and another one tried: neither statement changes
+// anything but its session, so sending them again is safe.
 func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
-	listen := "LISTEN " + pgx.Identifier{s.names.channel}.Sanitize()
 	for tries := int(s.pool.Config().MaxConns) + 1; ; tries-- {
 		pc, err := s.pool.Acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
 		conn := pc.Hijack() // the pool's connection settings, outside the pool
-		if _, err = conn.Exec(ctx, listen); err == nil {
-			return conn, nil
+		var channel string
+		if err = conn.QueryRow(ctx, "SELECT "+s.names.channel).Scan(&channel); err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err == nil {
+				return conn, nil
+			}
 		}
 		dead := conn.IsClosed()
 		closeConn(conn)

@@ -59,7 +59,7 @@ func TestWaitReleaseSeesAReleaseDuringAVainWake(t *testing.T) {
 	eventually(t, "a caller in line", func() bool { return s.Waiting("r") == 1 })
 
 	check.armed.Store(true)
-	if _, err := shared(t).Exec(ctx, "SELECT pg_notify($1, $2)", s.Channel(), hex.EncodeToString([]byte("r"))); err != nil {
+	if _, err := shared(t).Exec(ctx, "SELECT pg_notify($1, $2)", s.Channel(t), hex.EncodeToString([]byte("r"))); err != nil {
 		t.Fatal(err)
 	}
 	<-check.checked // the check found t1 holding r; its answer is held back
