@@ -50,6 +50,7 @@ type lease struct {
 	secs    int64     // its TTL
 	expires time.Time // on the store's clock, no later than it does in etcd
 	key     string    // of the lock it is lent to
+	head    bool      // the key, attached to it, heads its line: it holds the lock until deleted
 }
 
 func (p *pool) init() {
@@ -117,6 +118,27 @@ func (p *pool) confirm(id int64, key string) {
 	if l, ok := p.lent[id]; ok && l.key == key {
 		p.attached[key] = id
 	}
+}
+
+// heads records that the key of the lock the lent lease id is attached to
+// heads its line: as deleted keys never come back and new ones queue
+// behind, it holds the lock until it is deleted.
+func (p *pool) heads(id int64, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l, ok := p.lent[id]; ok && l.key == key && p.attached[key] == id {
+		l.head = true
+		p.lent[id] = l
+	}
+}
+
+// heading returns the lease attached to key, as attachedTo does, if the
+// store knows that key heads its line (see heads).
+func (p *pool) heading(key string) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id, ok := p.attached[key]
+	return id, ok && p.lent[id].head
 }
 
 // attachedTo returns the lease that the last transaction of the store to

@@ -89,8 +89,9 @@ func WithMinTTL(d time.Duration) Option { return func(s *Store) { s.min = d } }
 
 // WithTimeout bounds every call of the store (all the requests it makes
 // to etcd for one Acquire, Release, Extend, Exists, TTL, Holder,
-// LastFence, ForceRelease or Close, and the read that starts a
-// WaitRelease) by d, within the caller's context; the
+// LastFence, ForceRelease or Close, the read that starts a WaitRelease,
+// and each request of an AcquireQueued, whose wait in line its Wait
+// bounds) by d, within the caller's context; the
 // default is no bound but the context. A leader that dies loses the
 // writes it was replicating: etcd answers them only when its own request
 // timeout runs out (5s plus two election timeouts), so without a bound a
@@ -213,7 +214,7 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 	scope, key := s.scope(resource), s.key(resource, token)
 	if s.hub.held(scope) {
 		// Callers of this store wait for the resource, and the last its
-		// watch saw was the key put: an attempt would likely find it held,
+		// watch saw was a key in its scope: an attempt would likely find it held,
 		// for a write. A linearizable read finds it held for one read, and
 		// is a true answer: the key was held at a moment within this call.
 		// A waiter woken by the key's deletion goes straight to the
@@ -226,6 +227,25 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 			return 0, lock.ErrNotAcquired
 		}
 	}
+	resp, l, err := s.putLeased(ctx, key, secs, ttl, func(l lease) clientv3.Txn {
+		return s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(scope), "=", 0).WithPrefix()).
+			Then(clientv3.OpPut(key, strconv.FormatInt(wholeSeconds(ttl), 10), clientv3.WithLease(clientv3.LeaseID(l.id))))
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.pool.heads(l.id, key) // the only key of its scope
+	return uint64(resp.Header.Revision), nil
+}
+
+// putLeased runs the transaction txn(l), which puts key, holding the
+// lock's TTL, under the lease l if its comparisons hold: l is a kept
+// lease of secs seconds, or a new one. A kept lease found gone costs a
+// second attempt, with a new lease. It returns the transaction's answer
+// and the lease, its expiry as the store knows it (see attach), or
+// lock.ErrNotAcquired if the comparisons failed.
+func (s *Store) putLeased(ctx context.Context, key string, secs int64, ttl time.Duration, txn func(l lease) clientv3.Txn) (*clientv3.TxnResponse, lease, error) {
 	for fresh := false; ; fresh = true {
 		start := time.Now()
 		l, kept, renew := lease{}, false, false
@@ -233,15 +253,19 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 			l, kept, renew = s.pool.take(key, secs, start, ttl)
 		}
 		if !kept {
+			var err error
 			if l, err = s.grant(ctx, key, secs, ttl); err != nil {
-				return 0, err
+				return nil, lease{}, err
 			}
 		}
-		fence, err := s.attach(ctx, scope, key, wholeSeconds(ttl), l, renew, start)
+		resp, err := s.attach(ctx, key, l, renew, start, txn(l))
 		if err == errLeaseGone && kept {
 			continue // the kept lease expired: take a fresh one
 		}
-		return fence, err
+		if renew {
+			l.expires = start.Add(time.Duration(l.secs) * time.Second)
+		}
+		return resp, l, err
 	}
 }
 
@@ -249,38 +273,36 @@ func (s *Store) acquire(ctx context.Context, resource, token string, ttl time.Du
 // nothing, as the lease it named no longer exists.
 var errLeaseGone = errors.New("etcd acquire: the lock's lease expired before its key was put")
 
-// attach puts key, holding the lock's TTL of secs seconds, under lease l
-// if no key in scope exists, and returns the fence. A kept lease that
-// etcd may expire within the lock's TTL (renew) is renewed by a keepalive
-// sent along with the transaction: the lock's TTL then counts from the
-// renewal, after start, and a keepalive is answered by the leader
-// without a Raft write. The lock is then taken
-// only if both succeed: a transaction applied while the lease lived
-// attached the key to it, and the renewal kept the lease, and so the key,
-// alive for a whole TTL. A lease not renewed is one the pool knows to
-// live a whole TTL after start already.
-func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lease, renew bool, start time.Time) (uint64, error) {
+// attach runs txn, which puts key under lease l if its comparisons hold
+// (for Acquire: if no key in the resource's scope exists). A kept lease
+// that etcd may expire within the lock's TTL (renew) is renewed by a
+// keepalive sent along with the transaction: the lock's TTL then counts
+// from the renewal, after start, and a keepalive is answered by the
+// leader without a Raft write. The key is then put only if both
+// succeed: a transaction applied while the lease lived attached the key
+// to it, and the renewal kept the lease, and so the key, alive for a
+// whole TTL. A lease not renewed is one the pool knows to live a whole
+// TTL after start already. Comparisons that fail give
+// lock.ErrNotAcquired, and the lease, which holds nothing, is kept.
+func (s *Store) attach(ctx context.Context, key string, l lease, renew bool, start time.Time, txn clientv3.Txn) (*clientv3.TxnResponse, error) {
 	var renewed error
 	var wg sync.WaitGroup
 	if renew {
 		wg.Go(func() { _, renewed = s.renewer.renew(ctx, l.id) })
 	}
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(scope), "=", 0).WithPrefix()).
-		Then(clientv3.OpPut(key, strconv.FormatInt(secs, 10), clientv3.WithLease(clientv3.LeaseID(l.id)))).
-		Commit()
+	resp, err := txn.Commit()
 	wg.Wait()
 	switch {
 	case errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound):
 		s.pool.forget(l.id, key)
-		return 0, errLeaseGone
+		return nil, errLeaseGone
 	case err != nil:
 		// The key may have been put. Revoking the lease undoes whatever
 		// the transaction did; if that fails too, the caller releases
 		// by token.
 		s.pool.forget(l.id, key)
 		s.undo(ctx, l.id)
-		return 0, s.fail(ctx, "acquire", err)
+		return nil, s.fail(ctx, "acquire", err)
 	case !resp.Succeeded:
 		// The lease holds nothing: keep it for another lock, or revoke
 		// it. A lease whose renewal failed is not kept: its expiry is
@@ -294,7 +316,7 @@ func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lea
 			s.pool.forget(l.id, key)
 			_ = s.revoke(ctx, l.id)
 		}
-		return 0, lock.ErrNotAcquired
+		return nil, lock.ErrNotAcquired
 	case renewed != nil:
 		// The key is put under a lease that may expire before the TTL,
 		// or already has (a lease found gone took its key with it).
@@ -302,13 +324,13 @@ func (s *Store) attach(ctx context.Context, scope, key string, secs int64, l lea
 		// releases by token.
 		s.pool.forget(l.id, key)
 		s.undo(ctx, l.id)
-		return 0, s.fail(ctx, "acquire: renew the lease", renewed)
+		return nil, s.fail(ctx, "acquire: renew the lease", renewed)
 	}
 	if renew {
 		s.pool.renewed(l.id, l.secs, start)
 	}
 	s.pool.confirm(l.id, key)
-	return uint64(resp.Header.Revision), nil
+	return resp, nil
 }
 
 // grant grants a lease of secs seconds with an ID of the store's choosing
@@ -394,9 +416,17 @@ func raise(v *atomic.Int64, n int64) {
 }
 
 // Release implements [lock.Store]: one deletion of the lock's key, which
-// is token's alone, so that the deletion needs no condition: it deleted
-// a key if and only if token held resource. The lease the key was
-// attached to holds nothing now: the store keeps it for another lock (see
+// is token's alone, so that the deletion needs no condition. Where the
+// store knows the key to head its line (it took the lock, or was handed
+// it, or extended it), the deletion alone tells whether token held
+// resource: a head holds the lock until its key is deleted. Otherwise (a
+// lock taken through another store, or a key that waits in line) a
+// transaction reads the head of the line along with the deletion, at the
+// same revision, and token held resource if and only if its key was the
+// head: a key that waited in line (see AcquireQueued) is deleted all the
+// same, which takes it out of the line, and the answer is
+// lock.ErrNotHeld. The lease the key was attached to
+// holds nothing now: the store keeps it for another lock (see
 // WithIdleLeases), or revokes it. The deletion reports that lease only for
 // a lock whose lease the store does not know (another store took it); the
 // lease the store knows may be one an Extend racing the Release moved the
@@ -408,24 +438,42 @@ func (s *Store) Release(ctx context.Context, resource, token string) error {
 		return err
 	}
 	defer cancel()
-	key := s.key(resource, token)
+	scope, key := s.scope(resource), s.key(resource, token)
+	if id, ok := s.pool.heading(key); ok {
+		resp, err := s.client.Delete(ctx, key)
+		switch {
+		case err != nil:
+			return s.fail(ctx, "release", err)
+		case resp.Deleted == 0:
+			return lock.ErrNotHeld
+		}
+		s.drop(ctx, id, key)
+		return nil
+	}
 	id, known := s.pool.attachedTo(key)
 	var opts []clientv3.OpOption
 	if !known {
 		opts = append(opts, clientv3.WithPrevKV())
 	}
-	resp, err := s.client.Delete(ctx, key, opts...)
-	switch {
-	case err != nil:
+	resp, err := s.client.Txn(ctx).Then(
+		clientv3.OpGet(scope, append(clientv3.WithFirstCreate(), clientv3.WithKeysOnly())...),
+		clientv3.OpDelete(key, opts...),
+	).Commit()
+	if err != nil {
 		return s.fail(ctx, "release", err)
-	case resp.Deleted == 0:
+	}
+	head, deleted := resp.Responses[0].GetResponseRange(), resp.Responses[1].GetResponseDeleteRange()
+	if deleted.Deleted == 0 {
 		return lock.ErrNotHeld
 	}
-	for _, kv := range resp.PrevKvs {
+	for _, kv := range deleted.PrevKvs {
 		id = kv.Lease
 	}
 	if id != 0 {
 		s.drop(ctx, id, key)
+	}
+	if len(head.Kvs) == 0 || string(head.Kvs[0].Key) != key {
+		return lock.ErrNotHeld // it waited in line: out of it now
 	}
 	return nil
 }
@@ -474,8 +522,10 @@ func (s *Store) deleteHolder(ctx context.Context, op, scope string, holds func(*
 // deleteHolder while the key keeps changing.
 const deleteAttempts = 3
 
-// Extend implements [lock.Extender]. It reads the lock's key (token's
-// own) and, if it exists, renews the lease it is attached to. A lease
+// Extend implements [lock.Extender]. It reads the head of the resource's
+// line and, if it is the lock's key (token's own), renews the lease it is
+// attached to: a token waiting in line (see AcquireQueued) does not hold
+// the lock, and gets lock.ErrNotHeld. A lease
 // keeps the TTL it was granted with, so extending with another TTL (in
 // whole seconds) moves the lock to a new lease of that TTL, in a
 // transaction that checks that the key is still attached to the old
@@ -492,8 +542,8 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 		return err
 	}
 	defer cancel()
-	key := s.key(resource, token)
-	kv, err := s.get(ctx, key)
+	scope, key := s.scope(resource), s.key(resource, token)
+	kv, err := s.lockOf(ctx, scope, key)
 	for range moveAttempts {
 		switch {
 		case err != nil:
@@ -505,7 +555,7 @@ func (s *Store) Extend(ctx context.Context, resource, token string, ttl time.Dur
 		if moved, err = s.extend(ctx, key, kv, secs, ttl); !moved {
 			return err
 		}
-		kv, err = s.get(ctx, key)
+		kv, err = s.lockOf(ctx, scope, key)
 	}
 	// The key existed at every read, so "not held" would be false.
 	return fmt.Errorf("etcd extend: the lock's lease changed under the extension %d times in a row: try again", moveAttempts)
@@ -552,6 +602,7 @@ func (s *Store) extend(ctx context.Context, key string, kv *mvccpb.KeyValue, sec
 		return true, nil
 	}
 	s.pool.confirm(l.id, key)
+	s.pool.heads(l.id, key)    // read as the head of the line
 	s.drop(ctx, kv.Lease, key) // the old lease holds nothing now
 	return false, nil
 }
@@ -649,15 +700,28 @@ func (s *Store) get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
 	return resp.Kvs[0], nil
 }
 
-// holder reads the key of the lock in scope, linearizably; it returns nil
-// if resource is free. Acquisitions put a key in a scope only when it has
-// none, so there is at most one.
+// holder reads the key of the lock in scope, linearizably: the head of
+// the resource's line, the key of the lowest create revision (see
+// queue.go); it returns nil if resource is free. The other keys, if any,
+// wait in line.
 func (s *Store) holder(ctx context.Context, scope string) (*mvccpb.KeyValue, error) {
-	resp, err := s.client.Get(ctx, scope, clientv3.WithPrefix(), clientv3.WithLimit(1))
+	resp, err := s.client.Get(ctx, scope, clientv3.WithFirstCreate()...)
 	if err != nil || len(resp.Kvs) == 0 {
 		return nil, err
 	}
 	return resp.Kvs[0], nil
+}
+
+// lockOf reads the key of the lock in scope, linearizably, and returns it
+// if it is key, the lock of key's token; it returns nil if the resource is
+// free, or held by another token — key may then wait in line, which is
+// not holding the lock.
+func (s *Store) lockOf(ctx context.Context, scope, key string) (*mvccpb.KeyValue, error) {
+	kv, err := s.holder(ctx, scope)
+	if err != nil || kv == nil || string(kv.Key) != key {
+		return nil, err
+	}
+	return kv, nil
 }
 
 // slackOf returns the slack of the lease of a lock of secs seconds: how
