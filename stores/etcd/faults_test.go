@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -454,4 +455,10 @@ func (b brokenAcquire) Acquire(ctx context.Context, resource, token string, ttl 
 
 func (b brokenAcquire) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
 	return b.acquire(ctx, "faults/"+resource, token, int64((ttl+time.Second-1)/time.Second))
+}
+
+// AcquireQueued hides the store's, which takes locks with the store's own
+// commands: the locker makes its attempts with the broken ones instead.
+func (b brokenAcquire) AcquireQueued(context.Context, lock.QueuedAcquisition) (uint64, error) {
+	return 0, errors.ErrUnsupported
 }

@@ -17,8 +17,8 @@ import (
 // variable for the tests, read by New.
 var linger = 2 * time.Second
 
-// hub keeps one etcd watch per resource that callers of WaitRelease wait
-// for, shared by all of them.
+// hub keeps one etcd watch per resource that callers of WaitRelease or
+// AcquireQueued wait for, shared by all of them.
 type hub struct {
 	s       *Store
 	linger  time.Duration
@@ -27,19 +27,21 @@ type hub struct {
 }
 
 // watch follows the scope of one resource (its lock's scope, whichever
-// holder's it is) for the callers waiting for its release. Its
-// fields other than ready are guarded by the hub's mutex.
+// holder's it is, and its line) for the callers waiting for its release
+// (WaitRelease) or for their turn in line (AcquireQueued). Its fields
+// other than ready are guarded by the hub's mutex.
 type watch struct {
-	ready   chan struct{} // closed once the scope was read and the watch started, or that failed (err)
-	err     error         // why the watch failed to start or ended
-	ended   bool          // no longer in the hub: waiters must not join
-	held    bool          // a lock's key existed at the last revision seen
-	rev     int64         // the revision the watch started after: that of the read that started it
-	held0   bool          // whether a lock's key existed at rev
-	deleted int64         // the revision of the last deletion seen
-	waiters []*waiter     // in arrival order
-	stop    context.CancelFunc
-	idle    *time.Timer // ends the watch when it finds no waiter (see expire)
+	ready     chan struct{} // closed once the scope was read and the watch started, or that failed (err)
+	err       error         // why the watch failed to start or ended
+	ended     bool          // no longer in the hub: waiters must not join
+	keys      int64         // the keys in the scope at the last revision seen: the holder's and its line's
+	rev       int64         // the revision the watch started after: that of the read that started it
+	held0     bool          // whether a lock's key existed at rev
+	deleted   int64         // the revision of the last release seen: the deletion of the scope's last key
+	waiters   []*waiter     // in arrival order
+	followers []*follower   // the queued acquisitions waiting in line (queue.go)
+	stop      context.CancelFunc
+	idle      *time.Timer // ends the watch when it finds no waiter (see expire)
 }
 
 // waiter is one caller of WaitRelease.
@@ -68,10 +70,12 @@ func (h *hub) init(s *Store) {
 }
 
 // WaitRelease implements [lock.Waiter]. It returns nil at once if
-// resource is free, and otherwise waits until the lock's key is deleted
-// (released, or its lease expired) or ctx ends. The callers waiting for
+// resource is free, and otherwise waits until the resource is free — its
+// scope's last key is deleted (released, or its lease expired): the
+// deletion of a holder's key that hands the lock to the next in line
+// (see AcquireQueued) is not a release — or ctx ends. The callers waiting for
 // one resource share one watch of its scope, which starts at the revision
-// at which the scope was read, so no release after that read is missed; each deletion
+// at which the scope was read, so no release after that read is missed; each release
 // wakes one caller, the longest waiting (a caller that leaves passes a
 // wake it received on to the next). Each caller reads the scope (the
 // caller that starts the watch, with the read the watch starts from),
@@ -98,9 +102,11 @@ func (s *Store) WaitRelease(ctx context.Context, resource string) error {
 		// within this call tells whether the resource is held now.
 		rev, held := w.rev, w.held0
 		if !mine {
-			if rev, held, err = s.count(ctx, scope); err != nil {
+			var n int64
+			if rev, n, err = s.count(ctx, scope); err != nil {
 				return err
 			}
+			held = n > 0
 		}
 		if !held {
 			return nil
@@ -182,23 +188,24 @@ func (h *hub) open(ctx context.Context, scope string) (_ *watch, mine bool, _ er
 	}
 }
 
-// count reads, linearizably, whether a lock's key exists in scope, and
-// the revision of that read; the store's timeout bounds it.
-func (s *Store) count(ctx context.Context, scope string) (rev int64, held bool, err error) {
+// count reads, linearizably, how many keys exist in scope (the lock's
+// and its line's), and the revision of that read; the store's timeout
+// bounds it.
+func (s *Store) count(ctx context.Context, scope string) (rev, n int64, err error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	resp, err := s.client.Get(ctx, scope, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
-		return 0, false, s.fail(ctx, "wait", err)
+		return 0, 0, s.fail(ctx, "wait", err)
 	}
-	return resp.Header.Revision, resp.Count > 0, nil
+	return resp.Header.Revision, resp.Count, nil
 }
 
-// start reads whether a key exists in scope, and watches the scope from
-// the next revision.
+// start counts the keys in scope, and watches the scope from the next
+// revision.
 func (h *hub) start(ctx context.Context, scope string, w *watch) {
 	defer close(w.ready)
-	rev, held, err := h.s.count(ctx, scope)
+	rev, n, err := h.s.count(ctx, scope)
 	if err != nil {
 		h.mu.Lock()
 		h.end(scope, w, err)
@@ -208,16 +215,19 @@ func (h *hub) start(ctx context.Context, scope string, w *watch) {
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	events := h.s.client.Watch(wctx, scope, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 	h.mu.Lock()
-	w.held, w.rev, w.held0 = held, rev, held
+	w.keys, w.rev, w.held0 = n, rev, n > 0
 	w.stop = stop
 	w.idle = time.AfterFunc(h.linger, func() { h.expire(scope, w) })
 	h.mu.Unlock()
 	go h.follow(scope, w, events)
 }
 
-// follow applies the events of w's scope until the watch ends: a
-// deletion frees the resource (a scope holds one key at most), a put
-// takes it.
+// follow applies the events of w's scope until the watch ends: a key
+// created adds to the scope's keys, and a deletion takes one away, waking
+// the queued acquisitions that wait for that key to go; the deletion of
+// the last one frees the resource, and wakes a caller of WaitRelease.
+// The count is exact: the watch starts at the revision after the one at
+// which the keys were counted.
 func (h *hub) follow(scope string, w *watch, events clientv3.WatchChan) {
 	err := errWatchEnded
 	for resp := range events {
@@ -227,13 +237,19 @@ func (h *hub) follow(scope string, w *watch, events clientv3.WatchChan) {
 		}
 		h.mu.Lock()
 		for _, ev := range resp.Events {
-			switch ev.Type {
-			case mvccpb.DELETE:
-				w.held = false
-				w.deleted = ev.Kv.ModRevision
-				w.wakeOne(ev.Kv.ModRevision)
-			case mvccpb.PUT:
-				w.held = true
+			switch {
+			case ev.Type == mvccpb.DELETE:
+				w.keys--
+				for _, f := range w.followers {
+					f.deleted(string(ev.Kv.Key), ev.Kv.ModRevision)
+				}
+				if w.keys <= 0 {
+					w.keys = 0
+					w.deleted = ev.Kv.ModRevision
+					w.wakeOne(ev.Kv.ModRevision)
+				}
+			case ev.IsCreate():
+				w.keys++
 			}
 		}
 		h.mu.Unlock()
@@ -250,8 +266,12 @@ func (h *hub) held(scope string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w := h.watches[scope]
-	return w != nil && w.held
+	return w != nil && w.keys > 0
 }
+
+// busy reports whether a caller waits on w. Called with the hub's mutex
+// held.
+func (w *watch) busy() bool { return len(w.waiters) > 0 || len(w.followers) > 0 }
 
 // expire ends w if it has no waiter, and otherwise looks again after
 // h.linger: a watch ends between one and two lingers after its last
@@ -259,7 +279,7 @@ func (h *hub) held(scope string) bool {
 func (h *hub) expire(scope string, w *watch) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(w.waiters) > 0 {
+	if w.busy() {
 		w.idle.Reset(h.linger)
 		return
 	}
@@ -272,7 +292,7 @@ func (h *hub) closeIdle() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for scope, w := range h.watches {
-		if len(w.waiters) == 0 && w.stop != nil {
+		if !w.busy() && w.stop != nil {
 			h.end(scope, w, errWatchIdle)
 		}
 	}
@@ -296,6 +316,10 @@ func (h *hub) end(scope string, w *watch, err error) {
 		wt.wake <- err
 	}
 	w.waiters = nil
+	for _, f := range w.followers {
+		f.wake <- err
+	}
+	w.followers = nil
 }
 
 // wakeOne wakes, for the deletion at revision rev, the longest-waiting
