@@ -28,18 +28,24 @@
 // # Capabilities
 //
 //   - [lock.Extender]: Extend, which renews the lock's lease (see
-//     Operations).
+//     Operations); a token waiting in line gets lock.ErrNotHeld.
 //   - [lock.TTLReader]: TTL, the remaining time of the lock's lease in
 //     whole seconds.
 //   - [lock.HolderReader]: Holder, one linearizable read of the
 //     resource's keys: the public part of the holder's token
-//     (lock.Options.Holder).
+//     (lock.Options.Holder), the head of the line (see Keys).
 //   - [lock.Fencer]: AcquireFenced; the fence is the revision at which the
 //     lock's key was created.
 //   - [lock.Waiter]: WaitRelease, a read of the resource's keys and, if
 //     one exists, a wait woken by an etcd watch on them: one watch per
 //     resource and store, whatever the number of waiters, and one waiter
-//     woken per release.
+//     woken per release — the deletion of the resource's last key: a
+//     handoff down the line is not a release.
+//   - [lock.Queuer]: AcquireQueued, which waits in the resource's line,
+//     as etcd's concurrency.Mutex does (see Keys and Operations): a
+//     release hands the lock to the first in line by deleting its key,
+//     without a write of the waiter's, and nobody who asks later can
+//     take it first. A SingleLocker's Lock waits there.
 //   - [lock.Granular]: TTLGranularity returns zero, as etcd never expires
 //     a lease early (see TTLs).
 //
@@ -57,21 +63,32 @@
 //     MiB) before anything changes, with an error wrapping
 //     lock.ErrInvalid, etcd's in its chain, which the lockers do not
 //     retry: an acquisition's transaction carries the lock's key three
-//     times (the two ends of the resource's range, and the put), so with
-//     etcd's default request limit of 1.5 MiB, names longer than about
-//     500 KiB cannot be locked.
+//     times (the two ends of the resource's range, and the put), and a
+//     queued one's (a Lock's) four (the key compared, the put, and the two
+//     ends of the range it reads), so with etcd's default request limit
+//     of 1.5 MiB, names longer than about 500 KiB cannot be acquired, and
+//     names longer than about 380 KiB cannot be locked with Lock.
 //
 // # Keys
 //
 // A lock's key is its holder's alone: the store's prefix, the resource's
 // name, two NUL bytes, and the token — "lock/invoice/42\x00\x00<token>".
 // A NUL byte in a name is written as NUL 0x01, so that no resource's keys
-// start with another's. An acquisition puts its key only if no key of
-// the resource exists (etcd compares over the whole range of the
-// resource's keys in the transaction), so a resource has one key at
-// most, and a release deletes its own key without a condition: the
-// deletion tells whether the token held the lock. A key's value is the
-// lock's TTL in whole seconds, rounded up, which TTL reports at most.
+// start with another's. The resource's keys, its scope, are its line:
+// the key of the lowest create revision holds the lock, and the others,
+// each under a lease of its own, wait in the order of their create
+// revisions. Acquire puts its key only if no key of the resource exists
+// (etcd compares over the whole range of the resource's keys in the
+// transaction), so nobody passes a line; AcquireQueued puts its key
+// whatever the scope holds, and holds the lock once no key of a lower
+// create revision is left — for good, as deleted keys never come back and
+// new keys get higher revisions. A release deletes its own key without a
+// condition: the deletion tells whether the token held the lock where the
+// store knows the key to head its line, and otherwise a read of the head
+// of the line at the same revision, in one transaction, tells. Holder,
+// TTL, LastFence, Extend and ForceRelease read the head of the line. A
+// key's value is the lock's TTL in whole seconds, rounded up, which TTL
+// reports at most.
 //
 // # Operations
 //
@@ -109,15 +126,32 @@
 //     the lease is kept again. While callers of the store wait for the
 //     resource and its watch last saw a key put, the resource is read
 //     first, and a held resource costs that read only.
+//   - AcquireQueued (with a wait): a transaction that puts the lock's key
+//     under its lease whatever the resource's keys, and reads the key
+//     before it in the line — one Raft write, as Acquire, and the lock if
+//     there is none. Otherwise the call waits, woken by the store's watch
+//     of the resource when the key before it is deleted, and then reads
+//     the line, with a renewal of its lease sent along: a handoff costs
+//     the release's deletion, one read and one keepalive, as a
+//     concurrency.Mutex's does, and no waiter races another for the lock.
+//     While it waits, its lease is renewed every third of its TTL. A wait
+//     that runs out deletes the key, in a transaction that leaves it if
+//     it holds the lock by then; a call whose context ends deletes it.
 //   - Release: one deletion of the lock's key — one Raft write, and
-//     cheaper for etcd than a transaction, which reads before it writes.
+//     cheaper for etcd than a transaction, which reads before it writes —
+//     when the store knows the key to head its line (it took the lock,
+//     was handed it, or extended it): a head holds the lock until its key
+//     goes. Otherwise (a lock taken through another store, a key waiting
+//     in line) one transaction reads the head of the line and deletes the
+//     key, still one Raft write; a key that waits in line is taken out of
+//     it, and the answer is lock.ErrNotHeld.
 //     The lease the key was attached to is kept, or revoked if the store
 //     already keeps WithIdleLeases of them or did not lend it (a lock
 //     taken through another store, whose lease the deletion reports).
-//   - Extend: read the lock's key, and renew its lease (a keepalive,
-//     answered by the leader without a Raft write). Extending with another
-//     TTL than the lease's moves the lock to a new lease in a transaction
-//     that checks the old lease.
+//   - Extend: read the head of the line, and if it is the lock's key
+//     renew its lease (a keepalive, answered by the leader without a Raft
+//     write). Extending with another TTL than the lease's moves the lock
+//     to a new lease in a transaction that checks the old lease.
 //   - Exists: a count-only read. TTL: a read and a lease query.
 //
 // Renewals go over LeaseKeepAlive streams that the store keeps open
@@ -134,11 +168,14 @@
 // A lease is kept only when the store knows that no key is attached to it
 // — the deletion of its key reported it, or the transaction that would
 // have attached one did not — and an acquisition takes it alone, so no
-// two keys are ever attached to one lease. A lease whose key is in an
+// two keys are ever attached to one lease; a key waiting in line is
+// attached to its lease as a held lock's is. A lease whose key is in an
 // unknown state (a call failed after it was sent) is never kept.
 //
 // Nothing is left per resource after a release or an expiry: the key is
-// deleted, or goes with its lease. The leases the store keeps belong to
+// deleted, or goes with its lease; a key that waited in line is deleted
+// when its call leaves the line, or goes with its lease, which nobody
+// renews once its call has returned. The leases the store keeps belong to
 // the store, not to a resource: at most WithIdleLeases of them (64 by
 // default), with no key attached, each expiring by itself one TTL after
 // the lock that last used it was taken or extended. Close revokes them.
