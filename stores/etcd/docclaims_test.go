@@ -53,6 +53,10 @@ func TestDocWithTimeoutBoundsEveryCall(t *testing.T) {
 			_, err := s.AcquireFenced(ctx, "r", "b", 10*time.Second)
 			return err
 		}, lock.ErrNotAcquired},
+		{"AcquireQueued(held, b)", func(ctx context.Context) error {
+			_, err := s.AcquireQueued(ctx, lock.QueuedAcquisition{Resource: "held", Token: "b", TTL: 10 * time.Second, Wait: time.Minute})
+			return err
+		}, lock.ErrNotAcquired},
 		{"Release(held, a)", func(ctx context.Context) error { return s.Release(ctx, "held", "a") }, lock.ErrNotHeld},
 		{"Extend(held, a)", func(ctx context.Context) error { return s.Extend(ctx, "held", "a", 10*time.Second) }, lock.ErrNotHeld},
 		{"Exists(held)", func(ctx context.Context) error { _, err := s.Exists(ctx, "held"); return err }, nil},
