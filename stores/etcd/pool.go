@@ -99,6 +99,7 @@ func (p *pool) lend(l lease) {
 		}
 		p.sweep = max(64, 2*len(p.lent))
 	}
+	l.head = false // its new lock's key may wait in line
 	p.lent[l.id] = l
 }
 

@@ -64,3 +64,38 @@ func TestAttachedToFollowsTheLease(t *testing.T) {
 		t.Errorf("attachedTo(a) after its lease was kept = %d, true; want none", id)
 	}
 }
+
+// A key is known to head its line only once marked so, for the lease it is
+// attached to: not a key attached and not marked (it may wait in line),
+// and not a key that takes a kept lease whose previous lock held.
+func TestHeadingFollowsTheLock(t *testing.T) {
+	var p pool
+	p.init()
+	p.max = 4
+	now := time.Now()
+	p.granted(lease{id: 1, secs: 2, expires: now.Add(time.Minute), key: "a"})
+	p.confirm(1, "a")
+	if _, ok := p.heading("a"); ok {
+		t.Errorf("heading(a) of a key attached and not marked = true; want false: it may wait in line")
+	}
+	p.heads(1, "b")
+	if _, ok := p.heading("b"); ok {
+		t.Errorf("heading(b) after heads(1, b) of a lease lent to a = true; want false")
+	}
+	p.heads(1, "a")
+	if id, ok := p.heading("a"); !ok || id != 1 {
+		t.Errorf("heading(a) after heads(1, a) = %d, %v; want 1, true", id, ok)
+	}
+	p.keep(1, "a")
+	if _, ok := p.heading("a"); ok {
+		t.Errorf("heading(a) after its lease was kept = true; want false")
+	}
+	l, ok, _ := p.take("c", 2, now, time.Second)
+	if !ok || l.id != 1 {
+		t.Fatalf("take(c) = %+v, %v; want lease 1, kept", l, ok)
+	}
+	p.confirm(1, "c")
+	if _, ok := p.heading("c"); ok {
+		t.Errorf("heading(c) of a key on a kept lease whose previous lock held = true; want false: c may wait in line")
+	}
+}

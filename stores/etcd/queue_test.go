@@ -73,7 +73,15 @@ func TestReleaseOfAWaitingToken(t *testing.T) {
 	client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
 	s := newStore(t, client, etcd.WithPrefix("queue-release/"))
 	ctx := ctxFor(t, 30*time.Second)
-	if err := s.Acquire(ctx, "r", "a", 10*time.Second); err != nil {
+	// A lease of a released lock, kept by the store, for b to take: it
+	// held a lock, and must not make b's key look like one.
+	if err := s.Acquire(ctx, "other", "x", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "other", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Acquire(ctx, "r", "a", 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	b := queue(t, ctx, s, "r", "b", 10*time.Second)
