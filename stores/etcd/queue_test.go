@@ -381,3 +381,31 @@ func TestQueueMutualExclusion(t *testing.T) {
 		t.Errorf("keys of r after every lock was released = %d; want 0", n)
 	}
 }
+
+// A waiter whose key goes with its lease (expired, or revoked here) is out
+// of line: it answers ErrNotAcquired, and never takes the lock.
+func TestWaiterWhoseKeyIsGoneNeverHolds(t *testing.T) {
+	client := clientOf(t, etcdtest.Shared(t).Endpoints()...)
+	s := newStore(t, client, etcd.WithPrefix("queue-gone/"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "a", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b := queue(t, ctx, s, "r", "b", 10*time.Second)
+	resp, err := client.Get(ctx, etcd.LockKey("queue-gone/", "r", "b"))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("b's key = %v, %v; want it in line", resp, err)
+	}
+	if _, err := client.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.result(t); !errors.Is(err, lock.ErrNotAcquired) {
+		t.Errorf("AcquireQueued(r, b) once its lease was revoked = %v; want ErrNotAcquired: out of line", err)
+	}
+	if err := s.Release(ctx, "r", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := s.Exists(ctx, "r"); err != nil || held {
+		t.Errorf("Exists(r) after Release(r, a) = %v, %v; want false: b was out of line", held, err)
+	}
+}
