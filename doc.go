@@ -101,7 +101,7 @@
 // delay that is randomised (so waiters do not hit the stores in waves) and
 // can grow exponentially up to a cap. On stores that can notify releases
 // ([Waiter]), a waiter wakes when the lock is released instead of sleeping
-// out its delay; on a store that keeps a line ([Queuer]: Redis), a
+// out its delay; on a store that keeps a line ([Queuer]: Redis, etcd), a
 // SingleLocker's Lock gets in line and the release hands it the lock; on
 // the others the default policy polls every 5–10ms for a quarter of a
 // second before it backs off, so that no waiter starves.

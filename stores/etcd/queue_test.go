@@ -194,7 +194,7 @@ func TestWaiterOutlivesItsTTL(t *testing.T) {
 	}
 	b.waiting(t, "past its TTL")
 	if n := keys(t, client, etcd.LockKey("queue-outlives/", "r", "")); n != 2 {
-		t.Fatalf("keys of r after b waited twice its TTL = %d; want 2: a's and b's", n)
+		t.Fatalf("keys of r after b waited three times its TTL = %d; want 2: a's and b's", n)
 	}
 	if err := s.Release(ctx, "r", "a"); err != nil {
 		t.Fatal(err)
