@@ -327,7 +327,8 @@ func (q *queued) leave(ctx context.Context) (uint64, error) {
 // takeOut deletes q's key, which may hold the lock by now, as q gives up
 // with err, and returns err. The deletion runs on a context of its own,
 // bounded by the store's timeout or undoTimeout, if ctx has ended. If it
-// fails, the caller releases by token, or the key goes with its lease.
+// fails, the caller releases by token, or the key goes with its lease; a
+// refusal (lock.ErrNotAcquired) then becomes the deletion's error.
 func (q *queued) takeOut(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -340,6 +341,12 @@ func (q *queued) takeOut(ctx context.Context, err error) error {
 	switch {
 	case derr != nil:
 		q.s.pool.forget(q.l.id, q.key)
+		if errors.Is(err, lock.ErrNotAcquired) {
+			// The key may still be there (a leader that did not know its
+			// lease yet), in line or holding the lock: not a refusal, so
+			// that the caller releases by token.
+			return q.s.fail(ctx, "queued acquisition: leave the line", derr)
+		}
 	case resp.Deleted > 0:
 		q.s.drop(ctx, q.l.id, q.key)
 	default:
