@@ -124,8 +124,8 @@
 //     kept lease of the TTL, a lease is
 //     granted first (a Raft write, a round trip). When the key exists,
 //     the lease is kept again. While callers of the store wait for the
-//     resource and its watch last saw a key put, the resource is read
-//     first, and a held resource costs that read only.
+//     resource and its watch last saw a key in its scope, the resource is
+//     read first, and a held resource costs that read only.
 //   - AcquireQueued (with a wait): a transaction that puts the lock's key
 //     under its lease whatever the resource's keys, and reads the key
 //     before it in the line — one Raft write, as Acquire, and the lock if
@@ -137,11 +137,18 @@
 //     While it waits, its lease is renewed every third of its TTL. A wait
 //     that runs out deletes the key, in a transaction that leaves it if
 //     it holds the lock by then; a call whose context ends deletes it.
+//     A key waits under a lease of 15s at most, so that a waiter whose
+//     process dies, or is cut off from the cluster, holds up the line,
+//     once its turn comes, for no longer than that (or its TTL, if
+//     shorter): with a longer TTL the call first tries as Acquire does,
+//     waits under a lease of 15s, and when handed the lock moves its key
+//     to a lease of its TTL — a transaction more per handoff, which keeps
+//     the key's create revision (its place and its fence).
 //   - Release: one deletion of the lock's key — one Raft write, and
 //     cheaper for etcd than a transaction, which reads before it writes —
 //     when the store knows the key to head its line (it took the lock,
-//     was handed it, or extended it): a head holds the lock until its key
-//     goes. Otherwise (a lock taken through another store, a key waiting
+//     was handed it, or moved it to a new lease in an Extend): a head
+//     holds the lock until its key goes. Otherwise (a lock taken through another store, a key waiting
 //     in line) one transaction reads the head of the line and deletes the
 //     key, still one Raft write; a key that waits in line is taken out of
 //     it, and the answer is lock.ErrNotHeld.

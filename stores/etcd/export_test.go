@@ -78,3 +78,12 @@ func SetOpened(f func()) (restore func()) {
 	opened = f
 	return func() { opened = old }
 }
+
+// SetWaitLease sets the longest lease of a key waiting in line, in whole
+// seconds, for the stores made from now on, and returns the function that
+// restores the default. Not for parallel tests.
+func SetWaitLease(secs int64) (restore func()) {
+	old := waitLease
+	waitLease = secs
+	return func() { waitLease = old }
+}

@@ -227,10 +227,10 @@ func (p *pool) close() []lease {
 // (see WithIdleLeases), and stops keeping any: its releases revoke their
 // leases from then on. It closes the keepalive streams the store keeps
 // open (a later renewal opens one) and ends the watches of resources no
-// WaitRelease waits on any more (a later wait starts one). The store
-// remains usable. It does not
-// close the client, and releases no lock. A lease it fails to revoke expires by
-// itself within its TTL; Close returns the first error. A ctx that has
+// WaitRelease or AcquireQueued waits on any more (a later wait starts
+// one). The store remains usable. It does not close the client, and
+// releases no lock. A lease it fails to revoke expires by itself within
+// its TTL; Close returns the first error. A ctx that has
 // ended does not keep Close from what needs no request: it stops keeping
 // leases, and closes the streams and watches, and returns ctx's error.
 // Close may be called more than once.

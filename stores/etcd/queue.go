@@ -28,6 +28,16 @@ import (
 
 var _ lock.Queuer = (*Store)(nil)
 
+// waitLease is the longest lease, in whole seconds, of a key waiting in
+// line: a waiter whose process dies, or is cut off from the cluster,
+// holds the lock, once its turn comes, until its key's lease expires, for
+// nobody. A queued acquisition of a longer TTL first tries as Acquire
+// does, then waits under a lease of waitLease seconds (or the store's
+// minimum TTL, if longer), and when handed the lock moves its key to a
+// lease of its TTL (see queued.promote): a write more per handoff, only
+// for such TTLs. A variable for the tests, read by New.
+var waitLease int64 = 15
+
 // errOutOfLine is the error of a queued acquisition whose key was deleted
 // while it waited: its lease expired (its renewals failed), or a release
 // by its token took it out of line. It wraps lock.ErrNotAcquired: the key
@@ -48,6 +58,15 @@ var errOutOfLine = fmt.Errorf("%w: etcd: the queued acquisition's key was delete
 // deletion, one read and one renewal. While it waits, its lease is
 // renewed every third of its TTL, so that a wait longer than the TTL
 // keeps its place. The fence is the create revision of its key.
+//
+// A key waits under a lease of 15s at most: a waiter whose process dies,
+// or is cut off from the cluster, holds up the line, once its turn comes,
+// until that lease expires. An acquisition of a longer TTL (rounded up to
+// whole seconds, with its lease's slack) first tries as Acquire does,
+// then waits under a lease of 15s (or of the store's minimum TTL, if
+// longer), and when handed the lock moves its key to a lease of its TTL
+// in one more transaction, which keeps its create revision, and so its
+// fence; its TTL counts from that lease's grant or renewal.
 //
 // If a.Wait passes, it leaves the line — deletes its key unless it holds
 // the lock by then, in one transaction — and returns lock.ErrNotAcquired,
@@ -72,9 +91,25 @@ func (s *Store) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (ui
 	if err := check(ctx, a.Resource, a.Token); err != nil {
 		return 0, err
 	}
-	q := &queued{s: s, scope: s.scope(a.Resource), key: s.key(a.Resource, a.Token), secs: secs, ttl: a.TTL, deadline: time.Now().Add(a.Wait)}
+	q := &queued{s: s, scope: s.scope(a.Resource), key: s.key(a.Resource, a.Token), secs: secs, wsecs: secs, ttl: a.TTL, deadline: time.Now().Add(a.Wait)}
+	if long := max(s.waitMax, s.minTTL.Load()); secs > long {
+		// A key waits under a lease of long seconds at most (see
+		// waitLease): try first as Acquire does, which puts the key under
+		// a lease of the TTL if the resource is free and nobody waits.
+		fence, err := s.acquire(ctx, a.Resource, a.Token, a.TTL)
+		if !errors.Is(err, lock.ErrNotAcquired) {
+			if !a.Fenced {
+				fence = 0
+			}
+			return fence, err
+		}
+		q.wsecs = long
+	}
 	defer q.leaveWatch()
 	fence, err := q.run(ctx, a.Queued)
+	if err == nil && q.wsecs < q.secs {
+		err = q.promote(ctx)
+	}
 	if err == nil {
 		s.pool.heads(q.l.id, q.key)
 	}
@@ -89,7 +124,8 @@ type queued struct {
 	s        *Store
 	scope    string
 	key      string
-	secs     int64 // of the lease
+	secs     int64 // of the lock's lease
+	wsecs    int64 // of the lease of the key while it waits: secs, or less (see waitLease)
 	ttl      time.Duration
 	deadline time.Time
 	l        lease     // the lease of the key, once put
@@ -111,7 +147,7 @@ func (q *queued) run(ctx context.Context, queued func()) (uint64, error) {
 	if queued != nil {
 		queued()
 	}
-	renewAt := q.l.expires.Add(-time.Duration(2*q.secs) * time.Second / 3)
+	renewAt := q.l.expires.Add(-time.Duration(2*q.wsecs) * time.Second / 3)
 	renewTimer := time.NewTimer(time.Until(renewAt))
 	defer renewTimer.Stop()
 	waitTimer := time.NewTimer(time.Until(q.deadline))
@@ -135,7 +171,7 @@ func (q *queued) run(ctx context.Context, queued func()) (uint64, error) {
 			case pred == "":
 				return uint64(q.rev), nil
 			case renewed:
-				renewTimer.Reset(time.Until(renewStart.Add(time.Duration(q.secs) * time.Second / 3)))
+				renewTimer.Reset(time.Until(renewStart.Add(time.Duration(q.wsecs) * time.Second / 3)))
 			}
 			woke = false
 		}
@@ -156,9 +192,9 @@ func (q *queued) run(ctx context.Context, queued func()) (uint64, error) {
 			case errors.Is(err, rpctypes.ErrLeaseNotFound):
 				return 0, q.takeOut(ctx, errOutOfLine)
 			case err != nil:
-				renewTimer.Reset(time.Duration(q.secs) * time.Second / 9) // try again soon
+				renewTimer.Reset(time.Duration(q.wsecs) * time.Second / 9) // try again soon
 			default:
-				renewTimer.Reset(time.Duration(q.secs) * time.Second / 3)
+				renewTimer.Reset(time.Duration(q.wsecs) * time.Second / 3)
 			}
 		case <-waitTimer.C:
 			return q.leave(ctx)
@@ -176,7 +212,7 @@ func (q *queued) run(ctx context.Context, queued func()) (uint64, error) {
 func (q *queued) put(ctx context.Context) (pred string, after int64, err error) {
 	ctx, cancel := q.s.bound(ctx)
 	defer cancel()
-	resp, l, err := q.s.putLeased(ctx, q.key, q.secs, q.ttl, func(l lease) clientv3.Txn {
+	resp, l, err := q.s.putLeased(ctx, q.key, q.wsecs, q.leaseTTL(), func(l lease) clientv3.Txn {
 		return q.s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(q.key), "=", 0)).
 			Then(
@@ -249,7 +285,7 @@ func (q *queued) look(ctx context.Context, renew bool) (pred string, after int64
 		renewStart = time.Now()
 		renew, renewErr = true, q.renew(ctx)
 	} else if renew && renewErr == nil {
-		q.s.pool.renewed(q.l.id, q.secs, renewStart)
+		q.s.pool.renewed(q.l.id, q.wsecs, renewStart)
 	}
 	switch {
 	case errors.Is(renewErr, rpctypes.ErrLeaseNotFound):
@@ -273,7 +309,50 @@ func (q *queued) renew(ctx context.Context) error {
 	if _, err := q.s.renewer.renew(ctx, q.l.id); err != nil {
 		return err
 	}
-	q.s.pool.renewed(q.l.id, q.secs, start)
+	q.s.pool.renewed(q.l.id, q.wsecs, start)
+	return nil
+}
+
+// leaseTTL is the TTL that the lease of q's key must outlive from its
+// renewal: the lock's, or the wait's lease's whole seconds.
+func (q *queued) leaseTTL() time.Duration {
+	if q.wsecs < q.secs {
+		return time.Duration(q.wsecs) * time.Second
+	}
+	return q.ttl
+}
+
+// promote moves q's key, handed the lock while it waited under a lease
+// shorter than the lock's (see waitLease), to a lease of the lock's TTL,
+// as an Extend with another TTL moves a lock: a transaction that checks
+// that the key is still q's and on its lease. The key keeps its create
+// revision, and so its place and its fence. The lock's TTL counts from
+// the new lease's grant or renewal, after the handoff.
+func (q *queued) promote(ctx context.Context) error {
+	ctx, cancel := q.s.bound(ctx)
+	defer cancel()
+	old := q.l
+	_, l, err := q.s.putLeased(ctx, q.key, q.secs, q.ttl, func(l lease) clientv3.Txn {
+		return q.s.client.Txn(ctx).
+			If(
+				clientv3.Compare(clientv3.CreateRevision(q.key), "=", q.rev),
+				clientv3.Compare(clientv3.LeaseValue(q.key), "=", old.id),
+			).
+			Then(clientv3.OpPut(q.key, strconv.FormatInt(wholeSeconds(q.ttl), 10), clientv3.WithLease(clientv3.LeaseID(l.id))))
+	})
+	switch {
+	case errors.Is(err, lock.ErrNotAcquired):
+		// The key is gone: it expired with the wait's lease.
+		q.s.pool.forget(old.id, q.key)
+		return errOutOfLine
+	case err != nil:
+		// The key may be on either lease (putLeased revoked the new
+		// one): the caller releases by token.
+		q.s.pool.forget(old.id, q.key)
+		return err
+	}
+	q.l = l
+	q.s.drop(ctx, old.id, q.key) // the wait's lease holds nothing now
 	return nil
 }
 
@@ -368,12 +447,18 @@ func (q *queued) leaveWatch() {
 // that found pred there. Its fields other than wake are guarded by the
 // hub's mutex.
 type follower struct {
-	wake  chan error // buffered: nil for a deletion, or why the watch ended
+	wake  chan error // buffered (wakes): nil for a deletion, or why the watch ended
 	own   string     // its key
 	pred  string     // the key before it; "" while it reads the line
 	after int64      // the revision of the read that found pred
 	seen  []deletion // the deletions seen while pred is ""
 }
+
+// wakes is the capacity of a follower's wake: a deletion of the key
+// before it and one of its own may both be waiting to be read (run arms
+// the follower again, for the same key, after a renewal), and then the
+// end of the watch, which end sends with the hub's mutex held.
+const wakes = 3
 
 // deletion is the deletion of key at revision rev.
 type deletion struct {
@@ -403,7 +488,7 @@ func (h *hub) join(scope, own string) (*watch, *follower) {
 	if w == nil || w.stop == nil || w.ended {
 		return nil, nil // none, or not started yet
 	}
-	f := &follower{wake: make(chan error, 2), own: own}
+	f := &follower{wake: make(chan error, wakes), own: own}
 	w.followers = append(w.followers, f)
 	return w, f
 }
@@ -425,7 +510,7 @@ func (h *hub) enter(ctx context.Context, scope, own string) (*watch, *follower, 
 			h.mu.Unlock()
 			return nil, nil, w.err
 		}
-		f := &follower{wake: make(chan error, 2), own: own}
+		f := &follower{wake: make(chan error, wakes), own: own}
 		w.followers = append(w.followers, f)
 		h.mu.Unlock()
 		return w, f, nil

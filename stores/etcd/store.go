@@ -40,6 +40,7 @@ type Store struct {
 	min     time.Duration // as given to WithMinTTL, checked by New
 	timeout time.Duration
 	slackOf func(secs int64) int64
+	waitMax int64 // the longest lease of a key waiting in line, in whole seconds (see waitLease)
 	hub     hub
 	pool    pool
 	renewer renewer
@@ -120,7 +121,7 @@ func New(client *clientv3.Client, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil etcd client", lock.ErrInvalid)
 	}
-	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL, slackOf: slackOf}
+	s := &Store{client: client, leases: pb.NewLeaseClient(client.ActiveConnection()), prefix: DefaultPrefix, name: "etcd", min: DefaultMinTTL, slackOf: slackOf, waitMax: waitLease}
 	s.pool.max = DefaultIdleLeases
 	for _, o := range opts {
 		if o != nil {
@@ -418,8 +419,8 @@ func raise(v *atomic.Int64, n int64) {
 // Release implements [lock.Store]: one deletion of the lock's key, which
 // is token's alone, so that the deletion needs no condition. Where the
 // store knows the key to head its line (it took the lock, or was handed
-// it, or extended it), the deletion alone tells whether token held
-// resource: a head holds the lock until its key is deleted. Otherwise (a
+// it, or moved it to a new lease in an Extend), the deletion alone tells
+// whether token held resource: a head holds the lock until its key is deleted. Otherwise (a
 // lock taken through another store, or a key that waits in line) a
 // transaction reads the head of the line along with the deletion, at the
 // same revision, and token held resource if and only if its key was the
