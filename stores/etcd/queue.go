@@ -212,14 +212,24 @@ func (q *queued) run(ctx context.Context, queued func()) (uint64, error) {
 func (q *queued) put(ctx context.Context) (pred string, after int64, err error) {
 	ctx, cancel := q.s.bound(ctx)
 	defer cancel()
-	resp, l, err := q.s.putLeased(ctx, q.key, q.wsecs, q.leaseTTL(), func(l lease) clientv3.Txn {
+	txn := func(l lease) clientv3.Txn {
 		return q.s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(q.key), "=", 0)).
 			Then(
 				clientv3.OpPut(q.key, strconv.FormatInt(wholeSeconds(q.ttl), 10), clientv3.WithLease(clientv3.LeaseID(l.id))),
 				clientv3.OpGet(q.scope, lastTwo()...),
 			)
-	})
+	}
+	resp, l, err := q.s.putLeased(ctx, q.key, q.wsecs, q.leaseTTL(), txn)
+	if errors.Is(err, lock.ErrInvalid) && q.wsecs < q.secs {
+		// The cluster's shortest lease is longer than the waiting lease
+		// (grant raised the store's minimum, and put nothing): the TTL
+		// asked for is valid, so wait under a lease of that minimum.
+		if m := q.s.minTTL.Load(); m > q.wsecs {
+			q.wsecs = min(m, q.secs)
+			resp, l, err = q.s.putLeased(ctx, q.key, q.wsecs, q.leaseTTL(), txn)
+		}
+	}
 	if err != nil {
 		return "", 0, err
 	}
