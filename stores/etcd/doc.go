@@ -134,16 +134,18 @@
 //     the line, with a renewal of its lease sent along: a handoff costs
 //     the release's deletion, one read and one keepalive, as a
 //     concurrency.Mutex's does, and no waiter races another for the lock.
-//     While it waits, its lease is renewed every third of its TTL. A wait
+//     While it waits, its lease is renewed every third of the lease. A wait
 //     that runs out deletes the key, in a transaction that leaves it if
 //     it holds the lock by then; a call whose context ends deletes it.
-//     A key waits under a lease of 15s at most, so that a waiter whose
-//     process dies, or is cut off from the cluster, holds up the line,
-//     once its turn comes, for no longer than that (or its TTL, if
-//     shorter): with a longer TTL the call first tries as Acquire does,
-//     waits under a lease of 15s, and when handed the lock moves its key
-//     to a lease of its TTL — a transaction more per handoff, which keeps
-//     the key's create revision (its place and its fence).
+//     A key waits under a lease of 15s at most (or the cluster's shortest
+//     lease, if longer), so that a waiter whose process dies, or is cut
+//     off from the cluster, holds up the line, once its turn comes, only
+//     until that lease expires: with a longer lease (TTL and slack) the
+//     call first tries as Acquire does, waits under a lease of 15s, and
+//     when handed the lock moves its key to a lease of its TTL — a
+//     transaction more per handoff (with a keepalive or a grant of that
+//     lease), which keeps the key's create revision (its place and its
+//     fence); a handoff so costs more than a concurrency.Mutex's.
 //   - Release: one deletion of the lock's key — one Raft write, and
 //     cheaper for etcd than a transaction, which reads before it writes —
 //     when the store knows the key to head its line (it took the lock,

@@ -56,16 +56,17 @@ var errOutOfLine = fmt.Errorf("%w: etcd: the queued acquisition's key was delete
 // lock is handed to it, and its TTL counts from the renewal, if no key
 // of a lower create revision is left. A handoff so costs the release's
 // deletion, one read and one renewal. While it waits, its lease is
-// renewed every third of its TTL, so that a wait longer than the TTL
+// renewed every third of the lease, so that a wait longer than the TTL
 // keeps its place. The fence is the create revision of its key.
 //
-// A key waits under a lease of 15s at most: a waiter whose process dies,
-// or is cut off from the cluster, holds up the line, once its turn comes,
-// until that lease expires. An acquisition of a longer TTL (rounded up to
-// whole seconds, with its lease's slack) first tries as Acquire does,
-// then waits under a lease of 15s (or of the store's minimum TTL, if
-// longer), and when handed the lock moves its key to a lease of its TTL
-// in one more transaction, which keeps its create revision, and so its
+// A key waits under a lease of 15s at most (or of the cluster's shortest
+// lease, if longer): a waiter whose process dies, or is cut off from the
+// cluster, holds up the line, once its turn comes, until that lease
+// expires. An acquisition whose lease is longer (its TTL rounded up to
+// whole seconds, with the lease's slack) first tries as Acquire does,
+// then waits under a lease of 15s, and when handed the lock moves its key
+// to a lease of its TTL in one more transaction (with a keepalive of a
+// kept lease, or a grant), which keeps its create revision, and so its
 // fence; its TTL counts from that lease's grant or renewal.
 //
 // If a.Wait passes, it leaves the line — deletes its key unless it holds

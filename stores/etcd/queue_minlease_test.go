@@ -15,7 +15,7 @@ import (
 // the store picked on its own (15s in production: a cluster whose
 // election timeout is over 10s, on a store without WithMinTTL). Modelled
 // here with a waiting lease of 1s on a cluster whose shortest lease is 2s.
-func TestReviewWaitLeaseBelowClusterMinimumIsNotInvalid(t *testing.T) {
+func TestWaitLeaseBelowClusterMinimumIsNotInvalid(t *testing.T) {
 	defer etcd.SetWaitLease(1)()
 	c := etcdtest.Start(t, 1, &etcdtest.Options{ElectionTimeout: time.Second}) // shortest lease 2s
 	client := clientOf(t, c.Endpoints()...)
@@ -30,13 +30,13 @@ func TestReviewWaitLeaseBelowClusterMinimumIsNotInvalid(t *testing.T) {
 	}
 }
 
-// Check (expected to pass): the move keeps the key's create revision, so
-// the fence AcquireQueued returns is the one LastFence reads.
-func TestReviewPromoteKeepsFence(t *testing.T) {
+// The move to a lease of the TTL keeps the key's create revision, so the
+// fence AcquireQueued returns is the one LastFence reads.
+func TestPromoteKeepsFence(t *testing.T) {
 	defer etcd.SetWaitLease(1)()
 	cl := etcdtest.Shared(t)
 	ctx := ctxFor(t, 30*time.Second)
-	s := newStore(t, clientOf(t, cl.Endpoints()...), etcd.WithPrefix("review-promote-fence/"))
+	s := newStore(t, clientOf(t, cl.Endpoints()...), etcd.WithPrefix("queue-promote-fence/"))
 	if err := s.Acquire(ctx, "r", "a", longTTL); err != nil {
 		t.Fatal(err)
 	}
