@@ -78,12 +78,18 @@ var errOutOfLine = fmt.Errorf("%w: etcd: the queued acquisition's key was delete
 // lock.ErrNotAcquired. If the watch ends (a member cut off from the
 // cluster), it deletes its key and returns an error.
 func (s *Store) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (uint64, error) {
+	fence, err := s.acquireQueued(ctx, a)
+	if !a.Fenced {
+		fence = 0
+	}
+	return fence, err
+}
+
+// acquireQueued is AcquireQueued, its fence returned whether a.Fenced or
+// not: every key's create revision is its fence.
+func (s *Store) acquireQueued(ctx context.Context, a lock.QueuedAcquisition) (uint64, error) {
 	if a.Wait <= 0 {
-		fence, err := s.acquire(ctx, a.Resource, a.Token, a.TTL)
-		if !a.Fenced {
-			fence = 0
-		}
-		return fence, err
+		return s.acquire(ctx, a.Resource, a.Token, a.TTL)
 	}
 	secs, err := s.seconds(a.TTL)
 	if err != nil {
@@ -99,9 +105,6 @@ func (s *Store) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (ui
 		// a lease of the TTL if the resource is free and nobody waits.
 		fence, err := s.acquire(ctx, a.Resource, a.Token, a.TTL)
 		if !errors.Is(err, lock.ErrNotAcquired) {
-			if !a.Fenced {
-				fence = 0
-			}
 			return fence, err
 		}
 		q.wsecs = long
@@ -113,9 +116,6 @@ func (s *Store) AcquireQueued(ctx context.Context, a lock.QueuedAcquisition) (ui
 	}
 	if err == nil {
 		s.pool.heads(q.l.id, q.key)
-	}
-	if !a.Fenced {
-		fence = 0
 	}
 	return fence, err
 }
