@@ -70,8 +70,9 @@ func (a *app) elect(ctx context.Context, o *runOptions, args []string) error {
 		return usagef("missing COMMAND after ROLE %q", role)
 	case o.killAfter < 0:
 		return usagef("--kill-after %v: want a duration >= 0", o.killAfter)
-	case o.fenceEnvGiven && (o.fenceEnv == "" || strings.ContainsAny(o.fenceEnv, "=\x00")):
-		return usagef("--fence-env %q: not an environment variable name", o.fenceEnv)
+	}
+	if err := checkFenceEnv(o.fenceEnvGiven, o.fenceEnv); err != nil {
+		return err
 	}
 	if err := positiveDuration("ttl", o.ttl); err != nil {
 		return err

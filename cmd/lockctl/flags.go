@@ -152,3 +152,22 @@ func checkName(what, name string) error {
 	}
 	return nil
 }
+
+// checkFenceEnv refuses a --fence-env NAME that a shell would not pass on:
+// a name is letters, digits and underscores, not starting with a digit.
+// exec passes any name without '=' to the command, but sh drops the ones
+// it cannot name (1BAD, A-B), and a wrapper script's child would then get
+// no fence and no error.
+func checkFenceEnv(given bool, name string) error {
+	if !given {
+		return nil
+	}
+	ok := name != "" && (name[0] < '0' || name[0] > '9')
+	for _, c := range []byte(name) {
+		ok = ok && (c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z')
+	}
+	if !ok {
+		return usagef("--fence-env %q: not an environment variable name: want letters, digits and _, not starting with a digit", name)
+	}
+	return nil
+}

@@ -23,6 +23,8 @@ func TestBadInputRefusedBeforeConnecting(t *testing.T) {
 		{[]string{"elect", "--store", store, "", "true"}, "empty ROLE"},
 		{[]string{"run", "--store", store, "--fence-env", "", "r", "true"}, `--fence-env "": not an environment variable name`},
 		{[]string{"elect", "--store", store, "--fence-env", "", "leader", "true"}, `--fence-env "": not an environment variable name`},
+		{[]string{"run", "--store", store, "--fence-env", "1BAD", "r", "true"}, `--fence-env "1BAD": not an environment variable name`},
+		{[]string{"elect", "--store", store, "--fence-env", "A-B", "leader", "true"}, `--fence-env "A-B": not an environment variable name`},
 		{[]string{"elect", "--store", store, "--ttl", "-1s", "leader", "true"}, "--ttl -1s: want a positive duration"},
 		{[]string{"elect", "--store", store, "--ttl", "0s", "leader", "true"}, "--ttl 0s: want a positive duration"},
 	} {
