@@ -165,7 +165,16 @@ func serverTTL(ctx context.Context, c *clientv3.Client, prefix string, l lock.Lo
 	if err != nil {
 		return nil, err
 	}
-	if ttl.TTL >= 0 {
+	switch {
+	case ttl.TTL > ttl.GrantedTTL:
+		// Around a change of leader, etcd reports a lease that nobody
+		// expires meanwhile as lasting forever (9223372036 s, which
+		// overflowed a Duration into a validity "violated" by 292
+		// years); the next leader gives it its granted TTL again from
+		// when it takes over. Read as the granted TTL from now: no
+		// validity the locker reports goes beyond that.
+		return []time.Duration{time.Duration(ttl.GrantedTTL+1) * time.Second}, nil
+	case ttl.TTL >= 0:
 		return []time.Duration{time.Duration(ttl.TTL+1) * time.Second}, nil
 	}
 	// A leader elected a moment ago may not have applied the lease's grant
