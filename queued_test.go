@@ -261,3 +261,47 @@ func TestQueuedWithoutWaitIsAnAttempt(t *testing.T) {
 		})
 	}
 }
+
+// A Lock that retries Forever waits in its store's line in one queued
+// acquisition while the lock is held for many times its TTL: leaving the
+// line at the TTL would put it at the end again, behind everyone who
+// asked meanwhile. A policy of a few attempts leaves at the bound, so
+// that its attempts end.
+func TestForeverQueuedWaitOutlastsTTL(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		retry lock.Retry
+		calls int32 // AcquireQueued calls; 0: more than one
+	}{
+		{"Forever", lock.DefaultRetry, 1},
+		{"Attempts 1000", lock.Retry{Attempts: 1000, Delay: 10 * time.Millisecond}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				s := &lineStore{Store: memory.New()}
+				holder := mustSingle(t, s, nil)
+				h, err := holder.TryLock(ctx, "r", time.Hour)
+				wantNil(t, "TryLock() by the holder", err)
+				l := mustSingle(t, s, nil)
+				done := make(chan error)
+				go func() {
+					got, err := l.Lock(ctx, "r", time.Second, lock.WithRetry(tc.retry))
+					if err == nil {
+						err = l.Unlock(ctx, got)
+					}
+					done <- err
+				}()
+				time.Sleep(10 * time.Second) // ten of the waiter's TTLs
+				wantNil(t, "Unlock() by the holder", holder.Unlock(ctx, h))
+				wantNil(t, "Lock() after the release", <-done)
+				switch n := s.calls.Load(); {
+				case tc.calls > 0 && n != tc.calls:
+					t.Errorf("%+v: AcquireQueued called %d times in a wait of ten TTLs; want %d: one wait in line", tc.retry, n, tc.calls)
+				case tc.calls == 0 && n < 2:
+					t.Errorf("%+v: AcquireQueued called %d times in a wait of ten TTLs; want more: each wait ends at its bound", tc.retry, n)
+				}
+			})
+		})
+	}
+}

@@ -15,7 +15,10 @@ import (
 // while stores fail. Validation errors and a closed locker are never
 // retried. Between attempts Lock waits for the resource to be released
 // when the store can notify it ([Waiter]), for at most the lock's TTL (or
-// the delay, if longer), and otherwise sleeps the delay. A MultiLocker
+// the delay, if longer), and otherwise sleeps the delay. Where the store
+// keeps a line ([Queuer]), a policy that retries Forever waits in line
+// until the lock is handed to it or the context ends, keeping its place
+// however long the line. A MultiLocker
 // waits on the refusing stores that can notify; if some refusing store
 // cannot, for at most the delay. So does a [Semaphore] of plain locks of
 // more than 16 permits, which watches 16 of its slots.
@@ -154,7 +157,7 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	// the next attempt.
 	var queue time.Duration
 	if retry.retries() && c.queues() {
-		queue = max(retry.delay(0), ttl)
+		queue = inLine(retry, max(retry.delay(0), ttl))
 	}
 	for ; ; n++ {
 		if n > 0 && c.gate.isShut() {
@@ -228,6 +231,9 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 		if waiting && hears.all {
 			bound = max(d, ttl)
 		}
+		if queueNext {
+			bound = inLine(retry, bound)
+		}
 		if c.obs.on() {
 			c.obs.emit(ctx, Event{Kind: EventRetry, Op: op, Resource: resource, Attempt: n + 1, Delay: bound, Waiting: waiting, Err: e.Err})
 		}
@@ -271,6 +277,27 @@ func (c *core) retryLoop(ctx context.Context, op, resource string, ttl time.Dura
 	}
 	return l, nil
 }
+
+// inLine returns how long a queued attempt of retry waits in the store's
+// line: as long as a wait for a release would (bound), unless retry
+// retries Forever, whose attempt stays in line until the lock is handed to
+// it or the context ends (up to waitInLine). Leaving the line at the bound
+// would cost the caller its place: it would get in again at the end, behind
+// everyone who asked meanwhile, once per bound for as long as the line
+// holds more than a TTL's worth of holds — and some waiters would never
+// reach its head. A policy of a few attempts keeps its bound, so that the
+// attempts it allows end.
+func inLine(retry Retry, bound time.Duration) time.Duration {
+	if retry.Attempts == Forever {
+		return max(bound, waitInLine)
+	}
+	return bound
+}
+
+// waitInLine is the longest wait in a store's line of a Lock that retries
+// Forever: a day, long enough that no line is that long, short enough that
+// every store can set a timer for it.
+const waitInLine = 24 * time.Hour
 
 // maxWakes bounds the attempts made at once after a wake, in a row. A
 // waiter woken in its turn may find the lock taken again by a caller that

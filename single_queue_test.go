@@ -163,14 +163,16 @@ func (h *shutOnRetry) Observe(ctx context.Context, e lock.Event) {
 }
 
 // A Lock that Shutdown ends before its next queued attempt tells the hook
-// it failed after the attempts it made: it counted one more.
+// it failed after the attempts it made: it counted one more. (A policy of
+// many attempts: one that retries Forever stays in line, see
+// TestForeverQueuedWaitOutlastsTTL.)
 func TestSingleQueuedShutdownAttemptsCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &lineStore{Store: memory.New()}
 		holdElsewhere(t, s, "r", time.Hour)
 		h := &shutOnRetry{}
 		h.locker = mustSingle(t, s, &lock.Options{Hook: h})
-		_, err := h.locker.Lock(t.Context(), "r", 100*time.Millisecond)
+		_, err := h.locker.Lock(t.Context(), "r", 100*time.Millisecond, lock.WithRetry(lock.Retry{Attempts: 100, Delay: time.Millisecond}))
 		wantIs(t, "Lock() ended by Shutdown", err, lock.ErrClosed)
 		made := len(eventsOf(&h.eventLog, lock.EventAttempt))
 		if got := eventsOf(&h.eventLog, lock.EventNotAcquired); len(got) != 1 || got[0].Attempt != made {
