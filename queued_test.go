@@ -305,3 +305,20 @@ func TestForeverQueuedWaitOutlastsTTL(t *testing.T) {
 		})
 	}
 }
+
+// A Lock that retries Forever stays in its store's line for a day at
+// most: behind a hold of more than a day (a leader's term, say), it
+// leaves the line and gets in again, at the end, once a day. The docs
+// said it stayed until served or its context ended.
+func TestForeverQueuedWaitIsADayAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &lineStore{Store: memory.New()}
+		holdElsewhere(t, s, "r", 30*time.Hour)
+		l := mustSingle(t, s, nil)
+		_, err := l.Lock(t.Context(), "r", time.Second)
+		wantNil(t, "Lock() behind a hold of 30h", err)
+		if n := s.calls.Load(); n != 2 {
+			t.Errorf("AcquireQueued called %d times in a wait of 30h; want 2: the first wait in line ends after a day", n)
+		}
+	})
+}

@@ -15,10 +15,13 @@ import (
 // while stores fail. Validation errors and a closed locker are never
 // retried. Between attempts Lock waits for the resource to be released
 // when the store can notify it ([Waiter]), for at most the lock's TTL (or
-// the delay, if longer), and otherwise sleeps the delay. Where the store
-// keeps a line ([Queuer]), a policy that retries Forever waits in line
-// until the lock is handed to it or the context ends, keeping its place
-// however long the line. A MultiLocker
+// the delay, if longer), and otherwise sleeps the delay. A SingleLocker
+// over a store that keeps a line ([Queuer]) waits in it instead, and
+// under a policy that retries Forever stays there, keeping its place
+// however many TTLs it waits, until the lock is handed to it, the context
+// ends, Shutdown ends the wait or the store fails (its subscription or
+// watch ends), and for a day at most: it then gets in line again, at the
+// end. A MultiLocker
 // waits on the refusing stores that can notify; if some refusing store
 // cannot, for at most the delay. So does a [Semaphore] of plain locks of
 // more than 16 permits, which watches 16 of its slots.
@@ -32,7 +35,8 @@ type Retry struct {
 	// are retries. Every wait is drawn at random from [d/2, d], so that
 	// waiters do not hit the stores in waves. Where the store notifies
 	// releases, a wait lasts until the release instead, for up to the
-	// lock's TTL (see Retry).
+	// lock's TTL (a day in a store's line under a policy that retries
+	// Forever: see Retry).
 	Delay time.Duration
 
 	// MaxDelay, when greater than Delay, makes the waits double after each

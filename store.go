@@ -115,8 +115,10 @@ type Waiter interface {
 // that gets in line counts as two of [Retry.Attempts], so the last
 // attempt a policy allows is made with Acquire. Its Wait is the lock's
 // TTL (or the retry delay, if longer), and under a policy that retries
-// [Forever] a day: such a Lock leaves the line only when its context ends,
-// rather than getting back in at its end once per TTL. The
+// [Forever] a day: such a Lock leaves the line when it is served, when
+// its context ends, when Shutdown ends its wait or the store fails, or
+// after a day (and then gets back in at the end), rather than getting
+// back in at its end once per TTL. The
 // lock's validity counts from when the call began; a wait long enough to
 // cost more than an eighth of it is followed by an extension, where the
 // store can extend.
