@@ -69,10 +69,15 @@ func TestForeverLockKeepsItsPlacePastItsTTL(t *testing.T) {
 		})
 		return h
 	}
-	first := take("first", firstTTL)
-	<-first.in
-	later := take("later", time.Minute)
-	<-later.in
+	inLine := func(name string, h *inLineHook) {
+		select {
+		case <-h.in:
+		case <-ctx.Done():
+			t.Fatalf("%s Lock(r) of a held lock did not get in line", name)
+		}
+	}
+	inLine("first", take("first", firstTTL))
+	inLine("later", take("later", time.Minute))
 	time.Sleep(5 * firstTTL)
 	if err := holder.Unlock(ctx, held); err != nil {
 		t.Fatalf("holder Unlock(r) = %v", err)
