@@ -125,7 +125,7 @@ func (a *app) acquire(ctx context.Context, o *acquireOptions, args []string) (er
 			return fmt.Errorf("%q: acquired, then %w", resource, err)
 		}
 	}
-	lf := lockFile{Lock: l, Stores: recordStores(set.specs)}
+	lf := lockFile{Lock: l, Stores: set.records(ctx)}
 	if file == nil {
 		_, err = a.stdout.Write(encodeLock(lf))
 	} else {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockkit/lock"
 )
@@ -137,6 +139,33 @@ func recordStores(specs []*storeSpec) []storeRecord {
 	records := make([]storeRecord, len(specs))
 	for i, spec := range specs {
 		records[i] = spec.record
+	}
+	return records
+}
+
+// records returns the records of the stores of s, for a lock file: a
+// cluster's record names, after the seeds its URL gave, the other
+// servers the store found in the cluster (one store of a Redlock that
+// was down, or a cluster that cannot list them, records its seeds alone).
+func (s *storeSet) records(ctx context.Context) []storeRecord {
+	records := recordStores(s.specs)
+	for i, o := range s.stores {
+		if i >= len(records) || s.down[i] != nil || o.members == nil {
+			continue
+		}
+		mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		members, err := o.members(mctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		r := &records[i]
+		r.Servers = slices.Clone(r.Servers)
+		for _, m := range members {
+			if !slices.Contains(serverIDs(r.Kind, r.Servers...), serverIDs(r.Kind, m)[0]) {
+				r.Servers = append(r.Servers, m)
+			}
+		}
 	}
 	return records
 }

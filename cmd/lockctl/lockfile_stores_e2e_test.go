@@ -162,3 +162,27 @@ func TestLockFileRecordsStores(t *testing.T) {
 		}
 	})
 }
+
+// A lock file taken through one seed of a Redis Cluster is extended and
+// released through other seeds of the same cluster: the docs count "other
+// seeds of one cluster" as the same store. The file recorded only the
+// seeds acquire was given, so extend and release --lock given other nodes
+// of the cluster refused it with status 2 as if it were another store.
+func TestLockFileOtherSeedsOfOneCluster(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	addrs := c.Addrs()
+	acquired := "redis+cluster://" + addrs[0] + "?prefix=seeds:"
+	others := "redis+cluster://" + strings.Join(addrs[1:], ",") + "?prefix=seeds:"
+	file := filepath.Join(t.TempDir(), "job.lock")
+	if code, _, stderr := lockctl(t, nil, "acquire", "--store", acquired, "--lock", file, "job/seeds"); code != 0 {
+		t.Fatalf("acquire --store %s: exit %d, stderr %q", acquired, code, stderr)
+	}
+	for _, c := range []string{"extend", "release"} {
+		if code, _, stderr := lockctl(t, nil, c, "--store", others, "--lock", file); code != 0 {
+			t.Errorf("%s --store %s --lock FILE (acquired through %s): exit %d, stderr %q; want 0: one cluster", c, others, acquired, code, stderr)
+		}
+	}
+	if code, stdout, stderr := lockctl(t, nil, "status", "--store", acquired, "job/seeds"); code != 0 || !strings.HasPrefix(stdout, "job/seeds: free") {
+		t.Errorf("status after release --lock: exit %d, stdout %q, stderr %q; want free", code, stdout, stderr)
+	}
+}

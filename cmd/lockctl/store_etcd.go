@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -131,6 +132,21 @@ func parseEtcd(u *storeURL, useTLS bool) (*storeSpec, error) {
 			},
 			forceRelease: s.ForceRelease,
 			lastFence:    s.LastFence,
+			members: func(ctx context.Context) ([]string, error) {
+				resp, err := client.MemberList(ctx)
+				if err != nil {
+					return nil, err
+				}
+				var addrs []string
+				for _, m := range resp.Members {
+					for _, cu := range m.ClientURLs {
+						if u, err := url.Parse(cu); err == nil && u.Host != "" {
+							addrs = append(addrs, u.Host)
+						}
+					}
+				}
+				return addrs, nil
+			},
 		}, nil
 	}
 	return spec, nil

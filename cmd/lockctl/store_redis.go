@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -201,14 +203,20 @@ func parseRedis(u *storeURL, mode redisMode, useTLS bool) (*storeSpec, error) {
 			client.Close()
 			return nil, &usageError{err: fmt.Errorf("store %s: %w", name, err)}
 		}
-		return &openStore{
+		o := &openStore{
 			Store:         s,
 			close:         client.Close,
 			forceRelease:  s.ForceRelease,
 			lastFence:     s.LastFence,
 			permitHolders: redisPermitHolders(client, prefix),
 			permitLimit:   redisPermitLimit(client, prefix),
-		}, nil
+		}
+		if mode == redisCluster {
+			o.members = func(context.Context) ([]string, error) {
+				return slices.Sorted(maps.Keys(client.Nodes())), nil
+			}
+		}
+		return o, nil
 	}
 	return spec, nil
 }

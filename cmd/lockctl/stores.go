@@ -58,6 +58,12 @@ type openStore struct {
 	// (see lock.NewSemaphore); 0 if there is none. nil when the store
 	// cannot tell.
 	permitLimit func(ctx context.Context, resource string, native bool) (int, error)
+	// members lists, as HOST:PORT, the servers of the cluster that the
+	// store reached through the seeds of its URL (a Redis Cluster's
+	// nodes, an etcd cluster's members); nil when the store is one
+	// server. acquire records them in the lock file, so that extend and
+	// release --lock given other seeds of one cluster find its store.
+	members func(ctx context.Context) ([]string, error)
 }
 
 // schemes maps each URL scheme to its parser. Each store file registers
