@@ -297,7 +297,14 @@ func redisDB(u *storeURL, s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		return 0, u.bad("database", "%q: want a database number such as 0 (%s://host:6379/0)", s, u.scheme)
+		example := u.scheme + "://host:6379/0"
+		switch {
+		case u.scheme == "unix":
+			example = "unix:///path/to/redis.sock?db=0"
+		case strings.HasSuffix(u.scheme, "+sentinel"):
+			example = u.scheme + "://host:26379/MASTER/0"
+		}
+		return 0, u.bad("database", "%q: want a database number such as 0 (%s)", s, example)
 	}
 	return n, nil
 }

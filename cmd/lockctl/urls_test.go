@@ -58,6 +58,9 @@ func TestParseStoreURLErrors(t *testing.T) {
 		{"redis://:6379", []string{"host", "no host name"}},
 		{"redis://h:port", []string{"port", `"port"`, "1 to 65535"}},
 		{"redis://a redis://b", []string{"another URL follows", "repeat --store"}},
+		// The example of a database number is one the scheme takes.
+		{"unix:///tmp/r.sock?db=x", []string{"database", `"x"`, "unix:///path/to/redis.sock?db=0"}},
+		{"redis+sentinel://a/m/x", []string{"database", `"x"`, "redis+sentinel://host:26379/MASTER/0"}},
 		{"memcache://h1 memcache://h2", []string{"another URL follows", "repeat --store"}},
 		{"redis://h:0", []string{"port", "1 to 65535"}},
 		{"redis://h:70000", []string{"port"}},
