@@ -15,10 +15,6 @@ func versionText(bi *debug.BuildInfo, ok bool) string {
 	if !ok {
 		return fmt.Sprintf("lockctl, unknown version: built without module support (%s)\n", platform)
 	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return fmt.Sprintf("lockctl %s (%s)\n", v, platform)
-	}
-	from := "built from a source tree"
 	var rev, modified string
 	for _, s := range bi.Settings {
 		switch s.Key {
@@ -28,6 +24,14 @@ func versionText(bi *debug.BuildInfo, ok bool) string {
 			modified = s.Value
 		}
 	}
+	// A build that recorded a commit was made in a source tree, whatever
+	// its version: since Go 1.24 such a build's is a pseudo-version made
+	// from the commit (v0.0.0-DATE-COMMIT, +dirty with changes), which
+	// would read as a release's.
+	if v := bi.Main.Version; v != "" && v != "(devel)" && rev == "" {
+		return fmt.Sprintf("lockctl %s (%s)\n", v, platform)
+	}
+	from := "built from a source tree"
 	if rev != "" {
 		if len(rev) > 12 {
 			rev = rev[:12]

@@ -19,6 +19,11 @@ func TestVersionText(t *testing.T) {
 		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"},
 		}}, true, "lockctl (devel), built from a source tree at commit 0123456789ab, with changes ("},
+		// Go 1.24 and later stamp a build in a git checkout with a
+		// pseudo-version made from its commit.
+		{&debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261207203520-90394e25b8c3+dirty"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "90394e25b8c3aaaabbbbcccc"}, {Key: "vcs.modified", Value: "true"},
+		}}, true, "lockctl (devel), built from a source tree at commit 90394e25b8c3, with changes ("},
 		{nil, false, "lockctl, unknown version: built without module support ("},
 	} {
 		got := versionText(tc.bi, tc.ok)
