@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // versionText is what lockctl --version prints: the module version the
@@ -24,11 +25,7 @@ func versionText(bi *debug.BuildInfo, ok bool) string {
 			modified = s.Value
 		}
 	}
-	// A build that recorded a commit was made in a source tree, whatever
-	// its version: since Go 1.24 such a build's is a pseudo-version made
-	// from the commit (v0.0.0-DATE-COMMIT, +dirty with changes), which
-	// would read as a release's.
-	if v := bi.Main.Version; v != "" && v != "(devel)" && rev == "" {
+	if v := bi.Main.Version; v != "" && v != "(devel)" && !fromSourceTree(v, rev) {
 		return fmt.Sprintf("lockctl %s (%s)\n", v, platform)
 	}
 	from := "built from a source tree"
@@ -42,4 +39,16 @@ func versionText(bi *debug.BuildInfo, ok bool) string {
 		}
 	}
 	return fmt.Sprintf("lockctl (devel), %s (%s)\n", from, platform)
+}
+
+// fromSourceTree reports whether version, recorded with the commit rev,
+// is not a release's: since Go 1.24 a build in a git checkout gets a
+// version made from its commit (v0.0.0-DATE-COMMIT, "+dirty" with
+// changes), and only a build of a tagged commit without changes gets the
+// tag.
+func fromSourceTree(version, rev string) bool {
+	if rev == "" {
+		return false
+	}
+	return strings.HasSuffix(version, "+dirty") || strings.HasSuffix(version, rev[:min(12, len(rev))])
 }

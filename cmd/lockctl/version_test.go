@@ -24,6 +24,14 @@ func TestVersionText(t *testing.T) {
 		{&debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261207203520-90394e25b8c3+dirty"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "90394e25b8c3aaaabbbbcccc"}, {Key: "vcs.modified", Value: "true"},
 		}}, true, "lockctl (devel), built from a source tree at commit 90394e25b8c3, with changes ("},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261207203520-90394e25b8c3"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "90394e25b8c3aaaabbbbcccc"}, {Key: "vcs.modified", Value: "false"},
+		}}, true, "lockctl (devel), built from a source tree at commit 90394e25b8c3 ("},
+		// A build of a tagged commit without changes gets the tag: a
+		// release's version.
+		{&debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "90394e25b8c3aaaabbbbcccc"}, {Key: "vcs.modified", Value: "false"},
+		}}, true, "lockctl v0.3.1 ("},
 		{nil, false, "lockctl, unknown version: built without module support ("},
 	} {
 		got := versionText(tc.bi, tc.ok)
