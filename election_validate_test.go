@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +126,22 @@ func TestExclusive(t *testing.T) {
 		if got := lock.Exclusive(c.l); got != c.want {
 			t.Errorf("Exclusive(%s) = %v; want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// An election's ExtendEvery past its term is refused with the term's
+// length, named as such: the message called it the lock's validity, the
+// ttl less the drift allowance, which is a tenth longer.
+func TestElectionExtendEveryPastTheTermNamesTheTerm(t *testing.T) {
+	l := mustSingle(t, memory.New(), nil)
+	_, err := lock.NewElection(l, "r", time.Second, lock.ExtendEvery(950*time.Millisecond))
+	if !errors.Is(err, lock.ErrInvalid) {
+		t.Fatalf("NewElection(ttl 1s, ExtendEvery(950ms)) = %v; want ErrInvalid", err)
+	}
+	// The validity: 1s less 1s×0.01 and 2ms of drift allowance, 988ms;
+	// the term: that less a tenth.
+	const term = "889.2ms"
+	if msg := err.Error(); !strings.Contains(msg, "want less than a term ("+term+":") {
+		t.Errorf("NewElection(ttl 1s, ExtendEvery(950ms)) = %q; want it to name the term, %v", msg, term)
 	}
 }

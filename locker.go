@@ -192,8 +192,8 @@ func MaxHold(d time.Duration) LockOption {
 }
 
 // ExtendEvery sets how often [Run] extends its lock: at least 1ms, and
-// less than the lock's validity. Default: a third of the validity (the
-// TTL less the drift allowance; see [Run]). Lock ignores it.
+// less than the lock's validity; 0 keeps the default, a third of the
+// validity (the TTL less the drift allowance; see [Run]). Lock ignores it.
 func ExtendEvery(d time.Duration) LockOption {
 	return func(o *callOptions) { o.extendEvery = d }
 }

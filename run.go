@@ -125,7 +125,13 @@ func checkRun(op string, locker Locker, resource string, ttl time.Duration, o ca
 		// would not be shorter than room.
 		return invalidf(op, resource, "ttl %v leaves %v of validity: too short to be extended at most every %v", ttl, room, minDelay)
 	}
-	return checkExtendEvery(op, resource, o.extendEvery, room)
+	if o.extendEvery < room {
+		return nil
+	}
+	if divisor > 0 {
+		return invalidf(op, resource, "ExtendEvery is %v: want less than a term (%v: the lock's validity, the ttl less the drift allowance, less 1/%d of it)", o.extendEvery, room, divisor)
+	}
+	return invalidf(op, resource, "ExtendEvery is %v: want less than the lock's validity (%v: the ttl less the drift allowance)", o.extendEvery, room)
 }
 
 // unmade names the constructor that did not make locker, a zero locker
@@ -312,15 +318,6 @@ func (h *holding) end() (l Lock, cause error) {
 // fired yet (see runContext.Err), and also once the holder's context has
 // ended otherwise (ctx canceled).
 func (h *holding) catchUp() { h.k.check() }
-
-// checkExtendEvery refuses an extension interval that is not shorter than
-// the lock's validity: the lock would run out before its extension.
-func checkExtendEvery(op, resource string, every, validity time.Duration) error {
-	if every >= validity {
-		return invalidf(op, resource, "ExtendEvery is %v: want less than the lock's validity (%v: the ttl less the drift allowance)", every, validity)
-	}
-	return nil
-}
 
 // FromContext returns the lock that [Run] holds for the function whose
 // context is ctx (or a context derived from it), as of its latest
