@@ -70,9 +70,10 @@ func ExampleWithRetry() {
 		_ = holder.Unlock(ctx, held)
 	}()
 
-	// Up to 50 attempts, 10ms apart at most (each delay is drawn from
-	// [5ms, 10ms]); the memory store wakes the waiter as soon as the holder
-	// releases.
+	// Up to 50 attempts. The memory store tells of releases, so between
+	// attempts the waiter waits for one, up to the TTL asked for (a
+	// minute): it wakes as soon as the holder releases. On a store that
+	// cannot tell, it would sleep a delay drawn from [5ms, 10ms].
 	l, err := waiter.Lock(ctx, "nightly-backup", time.Minute,
 		lock.WithRetry(lock.Retry{Attempts: 50, Delay: 10 * time.Millisecond}))
 	fmt.Println(l.Resource, err)

@@ -69,5 +69,12 @@
 //
 // The lockers' background work after a store failure (a MultiLocker
 // asking failed stores again, releases tried again later) waits on timers,
-// not in goroutines, so a synctest test may end while some is pending.
+// not in goroutines, so a synctest test may end while some is pending —
+// but not while one of its store calls is under way: a call slowed by a
+// Fault's Delay is a goroutine until it ends (within the locker's
+// StoreTimeout), and a bubble whose test returns before then fails with a
+// deadlock. A test that slows a store for good sleeps past that work
+// before it returns: it ends within 11 store timeouts of the failure, so
+// a time.Sleep of a second (on the fake clock) covers the default
+// StoreTimeout of 50ms.
 package memory

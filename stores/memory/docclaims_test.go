@@ -66,3 +66,35 @@ func TestDocTTLsAreExact(t *testing.T) {
 		}
 	})
 }
+
+// "A test that slows a store for good sleeps past that work before it
+// returns: ... a time.Sleep of a second (on the fake clock) covers the
+// default StoreTimeout": a bubble whose lockers leave calls to stores
+// slowed for an hour under way, and releases to try again later, ends
+// cleanly after such a sleep (it would panic with a deadlock otherwise).
+func TestDocSlowStoreBubbleEndsAfterASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		slow := memory.Fault{Delay: time.Hour, Times: memory.Always}
+		stores := []*memory.Store{memory.New(), memory.New(), memory.New()}
+		stores[0].Inject(slow)
+		stores[1].Inject(slow)
+		single, err := lock.NewSingle(stores[0], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if _, err := single.TryLock(short, "r", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("SingleLocker.TryLock on a slowed store = %v; want DeadlineExceeded", err)
+		}
+		multi, err := lock.NewMulti([]lock.Store{stores[0], stores[1], stores[2]}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := multi.TryLock(ctx, "r", time.Minute); !errors.Is(err, lock.ErrUnavailable) {
+			t.Fatalf("MultiLocker.TryLock with two of three stores slowed = %v; want ErrUnavailable", err)
+		}
+		time.Sleep(time.Second)
+	})
+}
