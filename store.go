@@ -66,8 +66,10 @@ type TTLReader interface {
 //
 // AcquireFenced behaves exactly as Acquire and, on success, also returns a
 // fence: a number strictly greater than every fence this store returned
-// earlier for the same resource, across releases and expiry. The fence and
-// the lock are set atomically.
+// earlier for the same resource, across releases and expiry, and never 0
+// (0 is the Fence of a lock taken without fencing, which a [FenceGuard]
+// refuses): a counter starts at 1. The fence and the lock are set
+// atomically.
 //
 // Fallback: without it, Lock.Fence is 0.
 type Fencer interface {

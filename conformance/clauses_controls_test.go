@@ -1,15 +1,36 @@
 package conformance_test
 
 import (
+	"context"
+	"time"
+
 	"github.com/lockkit/lock"
 	"github.com/lockkit/lock/internal/testing/brokenstore"
+	"github.com/lockkit/lock/stores/memory"
 )
+
+// fencesFromZero hands out fences one below the memory store's: strictly
+// increasing, but the first is 0, the fence of a lock taken without
+// fencing.
+type fencesFromZero struct{ *memory.Store }
+
+func (s fencesFromZero) AcquireFenced(ctx context.Context, resource, token string, ttl time.Duration) (uint64, error) {
+	fence, err := s.Store.AcquireFenced(ctx, resource, token, ttl)
+	if err != nil {
+		return 0, err
+	}
+	return fence - 1, nil
+}
 
 // The controls of the rules of clauses the other rules left open: each
 // store breaks one clause of the contract, and the rule of that clause
 // fails it.
 func init() {
 	for name, c := range map[string]control{
+		"fences-from-zero": {
+			store: func() lock.Store { return brokenstore.FencesOnly(fencesFromZero{memory.New()}) },
+			rule:  "FencingIncreases", wants: []string{"AcquireFenced(r, a) = fence 0; want a fence > 0: 0 is the fence of a lock taken without fencing"},
+		},
 		"fenced-locks-linger": {
 			store: func() lock.Store { return brokenstore.FencedLocksLinger() },
 			rule:  "FencedLock", wants: []string{"Exists(r) = true after Release(r, a) of a lock taken with AcquireFenced; want false"},

@@ -39,3 +39,36 @@ func TestDocExample(t *testing.T) {
 		}
 	}
 }
+
+// TestFencerDocSaysNeverZero checks that the documentation of lock.Fencer,
+// in the package and in docs/stores.md, says what FencingIncreases
+// enforces: a fence is never 0, the Fence of a lock taken without fencing.
+// A store that follows the documentation must pass the suite.
+func TestFencerDocSaysNeverZero(t *testing.T) {
+	src, err := os.ReadFile("../store.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(src)
+	end := strings.Index(text, "type Fencer interface")
+	start := strings.LastIndex(text[:end], "// Fencer is")
+	if end < 0 || start < 0 {
+		t.Fatal("store.go: no documented Fencer interface")
+	}
+	if doc := text[start:end]; !strings.Contains(doc, "never 0") {
+		t.Errorf("the doc of lock.Fencer does not say that a fence is never 0, which the suite requires:\n%s", doc)
+	}
+	md, err := os.ReadFile("../docs/stores.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := ""
+	for _, line := range strings.Split(string(md), "\n") {
+		if strings.HasPrefix(line, "| `lock.Fencer` |") {
+			row = line
+		}
+	}
+	if !strings.Contains(row, "never 0") {
+		t.Errorf("docs/stores.md: the lock.Fencer row does not say that a fence is never 0, which the suite requires:\n%s", row)
+	}
+}

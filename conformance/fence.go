@@ -36,7 +36,11 @@ func (fs *fences) acquire(call, resource string, ttl time.Duration, floor uint64
 func (fs *fences) check(call string, fence, floor uint64) {
 	fs.h.t.Helper()
 	if want := max(fs.last, floor); fence == 0 || fence <= want {
-		fs.h.t.Fatalf("%s = fence %d; want a fence > %d (strictly greater than every earlier one)", call, fence, want)
+		why := " (strictly greater than every earlier one)"
+		if want == 0 {
+			why = ": 0 is the fence of a lock taken without fencing (lock.Fencer)"
+		}
+		fs.h.t.Fatalf("%s = fence %d; want a fence > %d%s", call, fence, want, why)
 	}
 	fs.last = fence
 }
