@@ -202,7 +202,7 @@ type Permitter interface {
 	// taken under another limit, it returns an error wrapping
 	// ErrLimitMismatch and changes nothing. fence is a number strictly greater
 	// than every fence handed out earlier for a permit on resource when the
-	// store fences, else 0.
+	// store fences (never 0: a counter starts at 1), else 0.
 	AcquirePermit(ctx context.Context, resource, token string, limit int, ttl time.Duration) (fence uint64, err error)
 	// ReleasePermit frees the permit held under token, or returns ErrNotHeld.
 	ReleasePermit(ctx context.Context, resource, token string) error
