@@ -64,7 +64,12 @@ func TestUsage(t *testing.T) {
 		{args: []string{"run", "res", "true"}, code: exitUsage, err: "no store: give --store URL, or set $LOCKCTL_STORES"},
 		{args: []string{"run", "--wait", "soon", "res", "true"}, code: exitUsage, err: "invalid value \"soon\" for flag -wait"},
 		{args: []string{"acquire", "--ttl", "5", "res"}, code: exitUsage, err: "invalid value \"5\" for flag -ttl: want a duration with a unit, such as 500ms, 30s, 5m or 1h30m"},
-		{args: []string{"run", "--store", "memory://", "--quorum", "2", "res", "true"}, code: exitUsage, err: "--quorum applies to several stores"},
+		{args: []string{"run", "--store", "memory://", "--quorum", "2", "res", "true"}, code: exitUsage, err: "--quorum 2 with one store: want 1"},
+		{args: []string{"run", "--store", "memory://", "--quorum", "most", "res", "true"}, code: exitUsage, err: `--quorum "most"`},
+		// With one store, a quorum that means it (all, 1) is taken: a
+		// script that always passes --quorum works with one store.
+		{args: []string{"run", "--store", "memory://", "--quorum", "all", "res", "true"}, code: exitOK},
+		{args: []string{"run", "--store", "memory://", "--quorum", "1", "res", "true"}, code: exitOK},
 		{args: []string{"run", "--store", "memory://a", "--store", "memory://b", "--quorum", "1", "res", "true"}, code: exitUsage, err: "want more than half"},
 		{args: []string{"run", "--store", "memory://", "--store", "memory://", "res", "true"}, code: exitUsage, err: "given twice"},
 		{args: []string{"run", "--store", "memory://", "--fence-env", "A=B", "res", "true"}, code: exitUsage, err: "not an environment variable name"},

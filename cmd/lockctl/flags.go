@@ -96,6 +96,8 @@ func parseQuorum(s string, n int) (lock.Quorum, error) {
 	switch {
 	case err != nil:
 		return nil, usagef("--quorum %q: want majority, all, or a number of stores", s)
+	case n == 1 && k != 1:
+		return nil, usagef("--quorum %d with one store: want 1 (or majority, or all)", k)
 	case k <= n/2 || k > n:
 		return nil, usagef("--quorum %d with %d stores: want more than half of them (%d to %d), or two owners could hold a lock at once", k, n, n/2+1, n)
 	}

@@ -202,14 +202,14 @@ func openStores(ctx context.Context, specs []*storeSpec, sf *storeFlags, warn io
 	if err := positiveDuration("store-timeout", sf.storeTimeout); err != nil {
 		return nil, err
 	}
+	// With one store, every quorum that parses (majority, all, 1) is the
+	// store itself: a script that always passes --quorum works with one.
+	q, err := parseQuorum(sf.quorum, len(specs))
+	if err != nil {
+		return nil, err
+	}
 	if len(specs) > 1 {
-		q, err := parseQuorum(sf.quorum, len(specs))
-		if err != nil {
-			return nil, err
-		}
 		set.opts.Quorum = q
-	} else if sf.quorum != "majority" {
-		return nil, usagef("--quorum applies to several stores (a Redlock); one store was given")
 	}
 	ok := 0
 	for _, spec := range specs {
