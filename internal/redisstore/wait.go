@@ -132,11 +132,13 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 	}()
 	front, behind, again := t.takeWoken(), true, false
 	relook := firstRelook
+	// In line before looking, here and on the server, so that a release
+	// after the look wakes this caller. Looking again, it keeps its place
+	// in both lines: in the server's (see wait.lua), and in the process's,
+	// which it does not leave between looks (leaving and joining again
+	// would put it behind the callers that came after it).
+	w := t.line.Join(front)
 	for {
-		// In line before looking, here and on the server, so that a
-		// release after the look wakes this caller. Looking again, it
-		// keeps its place in the server's line (see wait.lua).
-		w := t.line.Join(front)
 		waiting := "0"
 		switch {
 		case again:
@@ -197,9 +199,12 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 			t.line.Leave(w, true, t.handOn)
 			return ctx.Err()
 		case <-expired:
-			// Expired, or extended meanwhile: look again.
-			if t.line.Leave(w, false, t.handOn) {
+			// Expired, or extended meanwhile: look again, in line still
+			// (unless a release woke this caller meanwhile).
+			select {
+			case <-w.C:
 				return nil
+			default:
 			}
 		}
 	}

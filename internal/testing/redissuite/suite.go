@@ -133,6 +133,7 @@ func Run(t *testing.T, f Factory) {
 		{"CanceledLockLeavesNothing", f.testCanceledLockLeavesNothing},
 		{"WaitFreeReturnsAtOnce", f.testWaitFreeReturnsAtOnce},
 		{"WaitersTakeTurns", f.testWaitersTakeTurns},
+		{"WaitersOfOneProcessLongestFirst", f.testWaitersOfOneProcessLongestFirst},
 		{"WaitCanceledWaiterLeavesQueue", f.testWaitCanceledWaiterLeavesQueue},
 		{"WaitLeftEntriesDoNotWake", f.testWaitLeftEntriesDoNotWake},
 		{"WaitRechecksOnExpiry", f.testWaitRechecksOnExpiry},

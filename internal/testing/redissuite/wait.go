@@ -90,6 +90,60 @@ func (f Factory) testWaitersTakeTurns(t *testing.T) {
 	noSubscriptionsLeft(t, srv, "wait:{r}")
 }
 
+// testWaitersOfOneProcessLongestFirst: the waiters of one process share
+// a subscription that wakes them longest-waiting first, also once they
+// have looked at the lock again (now and then while it is held, see
+// firstRelook): a look keeps the caller's place in the process's line,
+// as in the server's. Looking again used to put the caller at the end of
+// the process's line, so that waiters that had come 100ms apart were
+// woken in an order of their looks, not of their arrival.
+func (f Factory) testWaitersOfOneProcessLongestFirst(t *testing.T) {
+	srv := redistest.Start(t)
+	s := f.Server(t, srv, redisstore.WithPrefix("wait:"))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 4
+	wctx := ctxFor(t, 20*time.Second)
+	woken := make([]chan error, waiters)
+	for i := range woken {
+		woken[i] = make(chan error, 1)
+		go func() { woken[i] <- s.WaitRelease(wctx, "r") }()
+		// Apart by more than the first looks again (50ms, 100ms...),
+		// so that each waiter looks again while later ones are in line.
+		time.Sleep(120 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for turn := range waiters {
+		if err := s.Release(ctx, "r", "holder"); err != nil {
+			t.Fatal(err)
+		}
+		first := -1
+		for first < 0 {
+			for i := turn; i < waiters && first < 0; i++ {
+				select {
+				case err := <-woken[i]:
+					if err != nil {
+						t.Fatalf("waiter %d: WaitRelease = %v; want nil", i, err)
+					}
+					first = i
+				default:
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if first != turn {
+			t.Fatalf("release %d woke waiter %d first; want waiter %d, the longest waiting", turn, first, turn)
+		}
+		// The woken caller takes the lock now: a reservation for its
+		// subscription, which its process claims (see Acquire).
+		if err := s.Acquire(ctx, "r", "holder", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // testWaitCanceledWaiterLeavesQueue: a waiter that left does not take
 // the next release's wake from the one behind it.
 func (f Factory) testWaitCanceledWaiterLeavesQueue(t *testing.T) {
