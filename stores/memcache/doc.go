@@ -272,7 +272,14 @@
 //     lock on one of them (by key hash); losing that server loses its
 //     locks as above. To survive the loss of a server, give a
 //     lock.MultiLocker one Store per server (each with its own client):
-//     it holds a lock when a majority of them grant it.
+//     it holds a lock when a majority of them grant it. Its locks are
+//     fenced, and the first fenced acquisition on a server whose fence
+//     counter is missing (a new or restarted server) waits the fence guard
+//     (100ms by default) before it is answered: with the lockers' default
+//     StoreTimeout (50ms) such a store counts as failed, so a TryLock over
+//     new servers reports lock.ErrUnavailable (Lock tries again, and then
+//     succeeds). Give such a locker a StoreTimeout above the fence guard
+//     and a round trip (lockctl uses 250ms), or lock.Options.NoFence.
 //   - CAS must be enabled (memcached's default; not -C). Without it every
 //     Release and Extend that finds the lock held under the caller's token
 //     fails with an error saying so (one that finds the resource free or

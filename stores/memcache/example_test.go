@@ -58,7 +58,9 @@ func Example_multi() {
 		}
 		stores = append(stores, s)
 	}
-	locker, err := lock.NewMulti(stores, nil)
+	// A store timeout above the fence guard (100ms), which the first
+	// fenced acquisition on a new or restarted server waits.
+	locker, err := lock.NewMulti(stores, &lock.Options{StoreTimeout: 250 * time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}
