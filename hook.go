@@ -19,7 +19,10 @@ import (
 // one that Shutdown ends) — is observed in that ended context, so that a
 // hook can tell it from a store's failure. The Event
 // is a value, the hook's to keep. A locker without a hook pays nothing
-// for it. A call refused before anything is sent (bad input, a locker
+// for it. A MultiLocker's store that answers after the call was decided
+// (the call returns once the quorum is met or cannot be) is reported when
+// it answers, on another goroutine: that EventStoreCall may come after
+// the call's last event. A call refused before anything is sent (bad input, a locker
 // shut down, an Extend the stores cannot make) is reported by its error
 // only: the hook is told nothing of it.
 type Hook interface {
