@@ -1,6 +1,9 @@
 package postgres
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // queries are the store's statements, for its table.
 type queries struct {
@@ -54,9 +57,13 @@ WHERE resource = $1 AND token = $2 AND %s`, n.table, live), noColumn),
 		// holds ROW EXCLUSIVE until it commits, and nextval runs only in
 		// one) and holds off new ones, so that nothing takes a value
 		// between the read of last_value and setval.
+		// The names are escaped for the format: a quoted name may hold '%'.
 		raiseFence: fmt.Sprintf("BEGIN; LOCK TABLE %s IN SHARE MODE; SELECT setval(%s::regclass, greatest(last_value, %%d)) FROM %s; COMMIT",
-			n.table, seq, n.sequence),
+			escapeVerbs(n.table), escapeVerbs(seq), escapeVerbs(n.sequence)),
 		sweep: fmt.Sprintf(`DELETE FROM %[1]s WHERE ctid = ANY (ARRAY(
 SELECT ctid FROM %[1]s WHERE expires_at <= clock_timestamp() LIMIT %[2]d)) AND expires_at <= clock_timestamp()`, n.table, sweepBatch),
 	}
 }
+
+// escapeVerbs escapes the '%' of s for a format string.
+func escapeVerbs(s string) string { return strings.ReplaceAll(s, "%", "%%") }

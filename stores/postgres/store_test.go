@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -286,6 +287,32 @@ func TestRaiseFence(t *testing.T) {
 	}
 	if f := fence("r"); f != before+1 {
 		t.Fatalf("fence after RaiseFence to a lower value = %d; want %d: no change", f, before+1)
+	}
+}
+
+// RaiseFence works on every table name WithTable takes: a name holding
+// '%' (valid in a quoted PostgreSQL name) used to be read as a format verb
+// when the fence was put into the statement, which then named another
+// relation or was no SQL at all.
+func TestRaiseFenceOnANameWithPercent(t *testing.T) {
+	pool := shared(t)
+	ctx := ctxFor(t, 30*time.Second)
+	for _, table := range []string{"locks%", "locks%d", "50%_locks"} {
+		schema := fmt.Sprintf("t%d_%d", os.Getpid(), schemas.Add(1))
+		s := newStore(t, pool, postgres.WithTable(schema, table))
+		f, err := s.AcquireFenced(ctx, "r", "t", time.Minute)
+		if err != nil {
+			t.Fatalf("%q: AcquireFenced: %v", table, err)
+		}
+		if err := s.Release(ctx, "r", "t"); err != nil {
+			t.Fatalf("%q: Release: %v", table, err)
+		}
+		if err := s.RaiseFence(ctx, "r", f+100); err != nil {
+			t.Fatalf("%q: RaiseFence(%d) = %v; want nil", table, f+100, err)
+		}
+		if g, err := s.AcquireFenced(ctx, "r", "t", time.Minute); err != nil || g <= f+100 {
+			t.Fatalf("%q: fence after RaiseFence(%d) = %d, %v; want greater", table, f+100, g, err)
+		}
 	}
 }
 
