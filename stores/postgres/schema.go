@@ -14,8 +14,9 @@ import (
 
 // Schema returns the SQL that creates the store's table and sequence, as
 // [Store.Migrate] runs it, for teams that apply their own migrations. It
-// takes the same options as New (only WithTable matters) and is
-// idempotent: every statement says IF NOT EXISTS.
+// takes the same options as New, and refuses the same bad ones; only
+// WithTable changes the SQL. It is idempotent: every statement says IF
+// NOT EXISTS.
 //
 // The role the application connects as needs SELECT, INSERT, UPDATE and
 // DELETE on the table, USAGE, SELECT and UPDATE on the sequence, and
