@@ -33,7 +33,10 @@ import (
 // line. The subscription is dropped (out of the queue, unsubscribed) a
 // moment after the last caller returns; nothing stays behind but entries
 // of the queue, which expires a second after the lock would. Expiry wakes
-// every caller.
+// every caller, but the process's callers still take turns: one that
+// finds the lock free while a caller that has waited longer is in line
+// keeps its place and looks again, and the one whose turn it is comes
+// back at the front should it lose the lock all the same.
 //
 // If the subscription breaks or ends (the connection is lost, the slot
 // moves, or a queued acquisition of the process finds it off the lock's
@@ -132,6 +135,7 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 	}()
 	front, behind, again := t.takeWoken(), true, false
 	relook := firstRelook
+	waited := false // a look found the lock held (or being handed on)
 	// In line before looking, here and on the server, so that a release
 	// after the look wakes this caller. Looking again, it keeps its place
 	// in both lines: in the server's (see wait.lua), and in the process's,
@@ -158,9 +162,28 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 			return s.failed(ctx, r.Err)
 		}
 		var expired <-chan time.Time
-		switch ms := r.Int; {
+		ms := r.Int
+		if ms == -2 && waited && !t.line.First(w) {
+			// Free at a look again, but a caller of this process that
+			// has waited longer is still in line (the lock expired,
+			// which wakes every caller): it takes its turn first, as a
+			// release would have it, and this caller keeps its place and
+			// looks again after the handoff's grace, rather than race it
+			// for the lock.
+			ms = -3
+		}
+		waited = waited || ms != -2
+		switch {
 		case ms == -2: // free
 			t.line.Leave(w, false, t.handOn)
+			if waited {
+				// Found free at a look after the lock's expiry (or after
+				// a caller ahead took its turn): this caller's turn, as
+				// if a release had woken it. Should it lose the lock to
+				// a caller that did not wait in line, it gets back in at
+				// the front, as a woken caller does (see takeWoken).
+				t.woken.Add(1)
+			}
 			return nil
 		case ms >= 0 || ms == -1 || ms == -3: // held (-1: with no TTL), or being handed to a waiter ahead
 			// Wake when its TTL runs out, or the handoff's grace, at the

@@ -93,6 +93,14 @@ func (l *Line) WakeAll() {
 	l.mu.Unlock()
 }
 
+// First reports whether p is first in line: no caller still in line has
+// waited longer.
+func (l *Line) First(p *Place) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.waiting) > 0 && l.waiting[0] == p
+}
+
 // Len returns the number of callers in line.
 func (l *Line) Len() int {
 	l.mu.Lock()

@@ -134,6 +134,7 @@ func Run(t *testing.T, f Factory) {
 		{"WaitFreeReturnsAtOnce", f.testWaitFreeReturnsAtOnce},
 		{"WaitersTakeTurns", f.testWaitersTakeTurns},
 		{"WaitersOfOneProcessLongestFirst", f.testWaitersOfOneProcessLongestFirst},
+		{"WaitersOfOneProcessInOrderAfterExpiry", f.testWaitersOfOneProcessInOrderAfterExpiry},
 		{"WaitCanceledWaiterLeavesQueue", f.testWaitCanceledWaiterLeavesQueue},
 		{"WaitLeftEntriesDoNotWake", f.testWaitLeftEntriesDoNotWake},
 		{"WaitRechecksOnExpiry", f.testWaitRechecksOnExpiry},
