@@ -166,22 +166,22 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		if ms == -2 && waited && !t.line.First(w) {
 			// Free at a look again, but a caller of this process that
 			// has waited longer is still in line (the lock expired,
-			// which wakes every caller): it takes its turn first, as a
-			// release would have it, and this caller keeps its place and
-			// looks again after the handoff's grace, rather than race it
-			// for the lock.
+			// which wakes every caller at its expiry: see relook): it
+			// takes its turn first, as a release would have it, and this
+			// caller keeps its place and looks again after the handoff's
+			// grace, rather than race it for the lock.
 			ms = -3
 		}
 		waited = waited || ms != -2
 		switch {
 		case ms == -2: // free
-			t.line.Leave(w, false, t.handOn)
-			if waited {
+			if !t.line.Leave(w, false, t.handOn) && waited {
 				// Found free at a look after the lock's expiry (or after
-				// a caller ahead took its turn): this caller's turn, as
-				// if a release had woken it. Should it lose the lock to
-				// a caller that did not wait in line, it gets back in at
-				// the front, as a woken caller does (see takeWoken).
+				// a caller ahead took its turn), and not woken: this
+				// caller's turn, as if a release had woken it. Should it
+				// lose the lock to a caller that did not wait in line, it
+				// gets back in at the front, as a woken caller does (see
+				// takeWoken).
 				t.woken.Add(1)
 			}
 			return nil
