@@ -53,7 +53,10 @@ import (
 // When every store can raise fences ([FenceRaiser]) and Options.NoFence
 // is off, each lock carries a fence above the fence of every earlier lock
 // on the resource whose quorum it shares a store with — with a majority
-// quorum, every earlier lock — without relying on clocks: the largest
+// quorum, every earlier lock — with no clock of the locker's, as far as
+// each store's own fences go (the Redis and memcached stores carry fences
+// over a lost counter by a clock, and a raise carries one store's fence to
+// the others, so their clocks must agree: docs/fencing.md): the largest
 // fence the granting stores answered, established on a quorum of them
 // before the lock is granted (see ballot.go). Once the stores' fences are
 // equal, as the locker keeps them, that costs no extra round trip.
