@@ -147,8 +147,11 @@
 // provided the new server's clock is not behind the old one's by about
 // the failover time less 50ms (seconds with Sentinel or Cluster) and no
 // clock is set back by that much; a clock set back on a server that keeps
-// its data is harmless, as the counter never goes down. docs/fencing.md
-// argues both points in full. On a cluster of Redis before 7.0 (no
+// its data is harmless, as the counter never goes down. A RaiseFence
+// ahead of the server's clock voids the first point until the clock
+// passes the raised value: the counter a restart loses was above the
+// clock by more than a lift gives back. docs/fencing.md argues both
+// points in full. On a cluster of Redis before 7.0 (no
 // PEXPIRETIME) every fenced acquisition sends that script in place of
 // INCR and PEXPIRETIME: still one round trip.
 //
