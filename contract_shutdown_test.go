@@ -228,3 +228,68 @@ func runUntilDone(ctx context.Context, l lock.Locker) (context.Context, <-chan e
 	}()
 	return <-inside, done
 }
+
+// "If ctx ends first, it releases them all the same, each release bounded
+// by the store timeout, and returns ctx's error": also when ctx ends while
+// Shutdown is releasing, not only while it waits for the calls under way.
+// The locks after the release that ctx ended were sent with the ended ctx
+// and left held until their TTL.
+func TestContractShutdownCtxEndingDuringReleasesReleasesAll(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		t.Run(fmt.Sprintf("multi=%v", multi), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				stores := []*memory.Store{memory.New()}
+				if multi {
+					stores = append(stores, memory.New(), memory.New())
+				}
+				var l lock.Locker
+				opts := &lock.Options{StoreTimeout: 200 * time.Millisecond}
+				if multi {
+					ss := make([]lock.Store, len(stores))
+					for i, s := range stores {
+						ss[i] = s
+					}
+					m, err := lock.NewMulti(ss, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					l = m
+				} else {
+					s, err := lock.NewSingle(stores[0], opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					l = s
+				}
+				ctx := context.Background()
+				for i := range 3 {
+					if _, err := l.Lock(ctx, fmt.Sprint("r", i), time.Minute); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// Each release takes 30ms (on the bubble's clock): Shutdown's
+				// ctx ends during the second.
+				for _, s := range stores {
+					s.Inject(memory.Fault{Ops: memory.OpRelease, Delay: 30 * time.Millisecond, Times: memory.Always})
+				}
+				sctx, cancel := context.WithTimeout(ctx, 45*time.Millisecond)
+				defer cancel()
+				err := l.Shutdown(sctx)
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Shutdown = %v, want ctx's error", err)
+				}
+				for _, s := range stores {
+					s.ClearFaults()
+				}
+				for i := range 3 {
+					if held, _ := l.IsLocked(ctx, fmt.Sprint("r", i)); held {
+						t.Errorf("r%d still held after a Shutdown whose ctx ended while it released", i)
+					}
+				}
+				// Past the lockers' background tries, which a bubble must
+				// not end in (see stores/memory: Testing with it).
+				time.Sleep(time.Second)
+			})
+		})
+	}
+}

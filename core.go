@@ -390,7 +390,13 @@ func (c *core) Shutdown(ctx context.Context) error {
 	}
 	drain(ctx, c.storeTimeout, gates...)
 	if ctx.Err() == nil {
-		return named(ctx, op, c.unlockAll(ctx, "Shutdown", ErrClosed, false))
+		uerr := c.unlockAll(ctx, "Shutdown", ErrClosed, false)
+		if ctx.Err() == nil {
+			return named(ctx, op, uerr)
+		}
+		// ctx ended while the locks were being released: those it left
+		// held are released all the same below, each within the store
+		// timeout, as when it ends first.
 	}
 	err := &Error{Op: op, Err: ctxErr(ctx)}
 	if uerr := c.unlockAll(context.WithoutCancel(ctx), "Shutdown", ErrClosed, true); uerr != nil {
