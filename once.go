@@ -47,7 +47,9 @@ func MinInterval(d time.Duration) LockOption {
 // its [ErrMaxHold] alone.) Shutdown and UnlockAll of the locker release
 // such a lock early.
 // The interval runs on the store's clock, give or take the locker's drift
-// allowance. With Options.LockDelay, whose delay the stores add to a
+// allowance; on a store whose expiry is coarse (memcached's whole seconds,
+// see Granular) the lock is kept up to the granularity beyond the
+// interval's end, so that it lasts the interval. With Options.LockDelay, whose delay the stores add to a
 // lock's TTL, the lock is extended for the interval less the delay, so
 // that it is free at the interval's end; an interval no longer than the
 // delay is kept for the delay beyond it.
@@ -127,6 +129,14 @@ func RunOnce(ctx context.Context, locker Locker, job string, ttl time.Duration, 
 func keepFor(ctx context.Context, locker Locker, l Lock, rest, ttl time.Duration) (bool, error) {
 	xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(rest, ttl))
 	defer cancel()
+	if g, ok := locker.(interface{ ttlGranularity() time.Duration }); ok {
+		// A store whose expiry is coarse may end a lock up to its
+		// granularity early: ask for that much more, so that the lock
+		// lasts to the interval's end (and is not refused as too short
+		// to leave any validity, and released at once, when less than the
+		// granularity is left).
+		rest += g.ttlGranularity()
+	}
 	if d, ok := locker.(interface{ delayBeyondTTL() time.Duration }); ok && rest > d.delayBeyondTTL() {
 		if _, err := locker.Extend(xctx, l, rest-d.delayBeyondTTL()); !errors.Is(err, ErrInvalid) {
 			return err == nil, ownDeadline(err, "the lock's TTL")
@@ -140,6 +150,11 @@ func keepFor(ctx context.Context, locker Locker, l Lock, rest, ttl time.Duration
 	}
 	return err == nil, err
 }
+
+// ttlGranularity is the largest TTL granularity among the locker's
+// stores (see Granular): how much earlier than its TTL says a lock may
+// expire.
+func (c *core) ttlGranularity() time.Duration { return c.granularity }
 
 // delayBeyondTTL is how long the stores keep a lock of this locker
 // beyond its TTL: Options.LockDelay.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lock"
+	"github.com/lockkit/lock/internal/testing/brokenstore"
 	"github.com/lockkit/lock/stores/memory"
 )
 
@@ -294,5 +295,43 @@ func TestRunOnceIntervalExtensionBoundedByTTL(t *testing.T) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("RunOnce() = %v; want no match for context.DeadlineExceeded: the caller's context did not end", err)
 		}
+	})
+}
+
+// On a store whose expiry is coarse (memcached's whole seconds), the last
+// stretch of a MinInterval, shorter than the granularity, is kept too:
+// the lock is not released when fn returns less than a granularity
+// before the interval's end, and no replica runs the job again within
+// the interval.
+func TestRunOnceMinIntervalOnACoarseStore(t *testing.T) {
+	for _, semaphore := range []bool{false, true} {
+		t.Run(fmt.Sprint("semaphore=", semaphore), func(t *testing.T) { runOnceMinIntervalOnACoarseStore(t, semaphore) })
+	}
+}
+
+func runOnceMinIntervalOnACoarseStore(t *testing.T, semaphore bool) {
+	synctest.Test(t, func(t *testing.T) {
+		s := brokenstore.Coarse(time.Second)
+		var a, b lock.Locker = mustSingle(t, s, nil), mustSingle(t, s, nil)
+		if semaphore {
+			a, _ = lock.NewSemaphore(a, 1)
+			b, _ = lock.NewSemaphore(b, 1)
+		}
+		ctx := t.Context()
+		start := time.Now()
+		err := lock.RunOnce(ctx, a, "report", 5*time.Second, func(context.Context, lock.Lock) error {
+			time.Sleep(2500 * time.Millisecond)
+			return nil
+		}, lock.MinInterval(3*time.Second))
+		wantNil(t, "RunOnce()", err)
+		for _, at := range []time.Duration{2600 * time.Millisecond, 2900 * time.Millisecond} {
+			time.Sleep(time.Until(start.Add(at)))
+			err := lock.RunOnce(ctx, b, "report", 5*time.Second, func(context.Context, lock.Lock) error {
+				t.Errorf("the job ran again %v after the first run began, within its MinInterval of 3s", at)
+				return nil
+			})
+			wantIs(t, fmt.Sprintf("RunOnce() %v into the interval", at), err, lock.ErrSkipped)
+		}
+		time.Sleep(5 * time.Second)
 	})
 }

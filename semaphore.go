@@ -49,6 +49,7 @@ type permitLocker interface {
 	validityKnown() bool
 	observer() observer
 	delayBeyondTTL() time.Duration
+	ttlGranularity() time.Duration
 	shutGate() *gate
 }
 
@@ -292,3 +293,7 @@ func (s *Semaphore) markOf(l Lock) (Locker, Lock, bool) {
 // delayBeyondTTL is how long the stores keep a permit beyond its TTL: the
 // locker's Options.LockDelay.
 func (s *Semaphore) delayBeyondTTL() time.Duration { return s.impl.delayBeyondTTL() }
+
+// ttlGranularity is how much earlier than its TTL says a permit may
+// expire: the largest TTL granularity among the stores (see Granular).
+func (s *Semaphore) ttlGranularity() time.Duration { return s.impl.ttlGranularity() }
