@@ -49,10 +49,10 @@ func MinInterval(d time.Duration) LockOption {
 // The interval runs on the store's clock, give or take the locker's drift
 // allowance; on a store whose expiry is coarse (memcached's whole seconds,
 // see Granular) the lock is kept up to the granularity beyond the
-// interval's end, so that it lasts the interval. With Options.LockDelay, whose delay the stores add to a
-// lock's TTL, the lock is extended for the interval less the delay, so
-// that it is free at the interval's end; an interval no longer than the
-// delay is kept for the delay beyond it.
+// interval's end, so that it lasts the interval. With Options.LockDelay,
+// whose delay the stores add to a lock's TTL, the lock is extended for
+// the interval less the delay, so that it is free at the interval's end;
+// an interval no longer than the delay is kept for the delay beyond it.
 //
 // RunOnce returns fn's error joined with the cause of a loss and the
 // release's or extension's error, as Run does.
