@@ -21,7 +21,10 @@
 //     RaiseFence.
 //   - [lock.Waiter]: WaitRelease blocks without polling and is woken by
 //     Release, Expire or expiry; a release wakes one waiter, in arrival
-//     order, so waiters take turns instead of stampeding.
+//     order, so waiters take turns instead of stampeding (Expire wakes
+//     one too). A lock's expiry wakes every waiter, as the lock.Waiter
+//     contract has it: they race for the lock, and arrival order is not
+//     kept.
 //   - [lock.Permitter] and [lock.PermitWaiter]: counted permits, for a
 //     lock.Semaphore or lock.RWLocker in one call: AcquirePermit,
 //     ReleasePermit, ExtendPermit, Permits; WaitPermit is woken by one

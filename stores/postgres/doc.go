@@ -183,7 +183,8 @@
 // leaves it waiting in its place, and the wake goes on to the next
 // caller that found another lock. An acquisition by a store whose callers still
 // wait marks the new lock at once, so the next release wakes them too.
-// Expiry wakes waiters through a timer armed from the TTL. A notification
+// Expiry wakes every waiter, through timers armed from the TTL: they race
+// for the lock, and the order they waited in is not kept. A notification
 // lost with a broken listening connection (a restart of the server, say)
 // makes the waiting callers return its error at once, so a missed
 // release costs at most the lockers' retry delay; the next WaitRelease
