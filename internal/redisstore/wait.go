@@ -135,7 +135,6 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 	}()
 	front, behind, again := t.takeWoken(), true, false
 	relook := firstRelook
-	waited := false // a look found the lock held (or being handed on)
 	// In line before looking, here and on the server, so that a release
 	// after the look wakes this caller. Looking again, it keeps its place
 	// in both lines: in the server's (see wait.lua), and in the process's,
@@ -152,6 +151,7 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 		}
 		register := script(what.wait, []string{key, WaitersOf(key)}, t.id, queueMargin, flag(front), flag(behind), waiting)
 		register.Queue = true
+		waited := again // an earlier look found the lock held (or being handed on)
 		front, again = false, true
 		r := s.run(ctx, register)
 		if r.Err != nil {
@@ -172,7 +172,6 @@ func (s *Store) wait(ctx context.Context, key string, what *waitFor) error {
 			// grace, rather than race it for the lock.
 			ms = -3
 		}
-		waited = waited || ms != -2
 		switch {
 		case ms == -2: // free
 			if !t.line.Leave(w, false, t.handOn) && waited {

@@ -106,10 +106,13 @@ func (f Factory) testWaitersOfOneProcessLongestFirst(t *testing.T) {
 	}
 	const waiters = 4
 	wctx := ctxFor(t, 20*time.Second)
-	woken := make([]chan error, waiters)
-	for i := range woken {
-		woken[i] = make(chan error, 1)
-		go func() { woken[i] <- s.WaitRelease(wctx, "r") }()
+	type wake struct {
+		waiter int
+		err    error
+	}
+	woken := make(chan wake, waiters) // in the order the waiters return
+	for i := range waiters {
+		go func() { woken <- wake{i, s.WaitRelease(wctx, "r")} }()
 		// Apart by more than the first looks again (50ms, 100ms...),
 		// so that each waiter looks again while later ones are in line.
 		time.Sleep(120 * time.Millisecond)
@@ -119,22 +122,12 @@ func (f Factory) testWaitersOfOneProcessLongestFirst(t *testing.T) {
 		if err := s.Release(ctx, "r", "holder"); err != nil {
 			t.Fatal(err)
 		}
-		first := -1
-		for first < 0 {
-			for i := turn; i < waiters && first < 0; i++ {
-				select {
-				case err := <-woken[i]:
-					if err != nil {
-						t.Fatalf("waiter %d: WaitRelease = %v; want nil", i, err)
-					}
-					first = i
-				default:
-				}
-			}
-			time.Sleep(time.Millisecond)
+		w := <-woken // bounded: WaitRelease ends with wctx
+		if w.err != nil {
+			t.Fatalf("waiter %d: WaitRelease = %v; want nil", w.waiter, w.err)
 		}
-		if first != turn {
-			t.Fatalf("release %d woke waiter %d first; want waiter %d, the longest waiting", turn, first, turn)
+		if w.waiter != turn {
+			t.Fatalf("release %d woke waiter %d first; want waiter %d, the longest waiting", turn, w.waiter, turn)
 		}
 		// The woken caller takes the lock now: a reservation for its
 		// subscription, which its process claims (see Acquire).

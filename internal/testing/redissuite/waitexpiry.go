@@ -40,9 +40,7 @@ func (f Factory) testWaitersOfOneProcessInOrderAfterExpiry(t *testing.T) {
 			} else {
 				// The guard grants nothing on a new server for its
 				// maximum TTL.
-				for s.Acquire(ctx, "warm", "x", time.Millisecond) != nil {
-					time.Sleep(100 * time.Millisecond)
-				}
+				warm(t, ctx, s, "warm")
 			}
 			// A holder that vanished: its permit or lock expires.
 			if _, err := locker.TryLock(ctx, "r", 600*time.Millisecond); err != nil {
