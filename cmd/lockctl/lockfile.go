@@ -161,9 +161,11 @@ func (s *storeSet) records(ctx context.Context) []storeRecord {
 		}
 		r := &records[i]
 		r.Servers = slices.Clone(r.Servers)
-		for _, m := range members {
-			if !slices.Contains(serverIDs(r.Kind, r.Servers...), serverIDs(r.Kind, m)[0]) {
-				r.Servers = append(r.Servers, m)
+		known := serverIDs(r.Kind, r.Servers...)
+		for j, id := range serverIDs(r.Kind, members...) {
+			if !slices.Contains(known, id) {
+				known = append(known, id)
+				r.Servers = append(r.Servers, members[j])
 			}
 		}
 	}
